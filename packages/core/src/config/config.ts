@@ -1,0 +1,239 @@
+import { z } from 'zod';
+
+/** The deployment environments of idt. */
+export const environments = ['Development', 'Testing', 'Production'] as const;
+
+/** The deployment environment: decides error detail, rate limiting and migration policy. */
+export type Environment = (typeof environments)[number];
+
+/** The rate-limit policies of SPEC 8.1. */
+export const ratePolicies = ['auth', 'upload', 'registration', 'global'] as const;
+
+/** A rate-limit policy name. */
+export type RatePolicyName = (typeof ratePolicies)[number];
+
+/** A fixed window: at most `permitLimit` requests per `windowSeconds`. */
+export interface RateLimitSetting {
+  permitLimit: number;
+  windowSeconds: number;
+}
+
+/** The resolved configuration of an idt deployment. */
+export interface IdtConfig {
+  /** `IDT_ENVIRONMENT`. */
+  environment: Environment;
+  /** `PORT`: the port the reference server listens on. */
+  port: number;
+  /** `HOST`: the interface the reference server binds. */
+  host: string;
+  /** `IDT_DATABASE_URL`: `sqlite:<file>` or `postgres://…`. */
+  databaseUrl: string;
+  /** `IDT_DATA_DIR`: where local state (SQLite file, dev mail, blobs) lives. */
+  dataDir: string;
+  /** `IDT_ISSUER`: the public origin (plus optional path) without the deployment prefix. */
+  issuer: string;
+  /** `IDT_PATH_PREFIX`: the optional deployment path prefix, `''` or `/segment[/segment…]`. */
+  pathPrefix: string;
+  /** `IDT_AUTH_URL`: where the sign-in and logout pages are served; defaults to the public base URL. */
+  authUrl: string;
+  /** The public base URL of the API: issuer plus path prefix. */
+  publicBaseUrl: string;
+  /** `IDT_TRUST_PROXY`: honour `x-forwarded-*` headers from a reverse proxy. */
+  trustProxy: boolean;
+  /** `IDT_KEY_ENCRYPTION_SECRET`: encrypts private signing keys at rest. */
+  keyEncryptionSecret: string | undefined;
+  /** `IDT_RATE_LIMIT_<POLICY>_PERMIT_LIMIT` / `_WINDOW_SECONDS`. */
+  rateLimits: Record<RatePolicyName, RateLimitSetting>;
+  /** `IDT_LOG_LEVEL`. */
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+}
+
+/** Defaults of the rate-limit policies (SPEC 8.1). */
+export const defaultRateLimits: Readonly<Record<RatePolicyName, RateLimitSetting>> = Object.freeze({
+  auth: { permitLimit: 30, windowSeconds: 60 },
+  upload: { permitLimit: 10, windowSeconds: 3600 },
+  registration: { permitLimit: 5, windowSeconds: 3600 },
+  global: { permitLimit: 1000, windowSeconds: 3600 },
+});
+
+/** Thrown when configuration is invalid; lists every problem at once. */
+export class ConfigError extends Error {
+  /** One message per invalid setting, prefixed with the variable name. */
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+const booleanString = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value === '') return undefined;
+    const normalized = value.toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(normalized)) return true;
+    if (['0', 'false', 'no', 'off'].includes(normalized)) return false;
+    ctx.addIssue({ code: 'custom', message: 'must be true or false' });
+    return z.NEVER;
+  });
+
+function positiveInteger(max = Number.MAX_SAFE_INTEGER) {
+  return z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return undefined;
+      if (!/^\d+$/.test(value.trim())) {
+        ctx.addIssue({ code: 'custom', message: 'must be a whole number' });
+        return z.NEVER;
+      }
+      const parsed = Number(value);
+      if (parsed < 0 || parsed > max) {
+        ctx.addIssue({ code: 'custom', message: `must be between 0 and ${max}` });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+}
+
+/**
+ * Normalizes a deployment path prefix: `''`, or `/a/b` with no trailing slash.
+ *
+ * @throws ConfigError when the prefix holds characters that cannot appear in a path segment.
+ */
+export function normalizePathPrefix(prefix: string | undefined): string {
+  if (!prefix) return '';
+  const trimmed = prefix.trim().replace(/^\/+|\/+$/g, '');
+  if (trimmed === '') return '';
+  if (!/^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/.test(trimmed)) {
+    throw new ConfigError([`IDT_PATH_PREFIX: "${prefix}" is not a plain path (letters, digits, . _ ~ - and /)`]);
+  }
+  return `/${trimmed}`;
+}
+
+function normalizeUrl(name: string, value: string, problems: string[]): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      problems.push(`${name}: must be an http or https URL`);
+    }
+    if (url.search || url.hash) problems.push(`${name}: must not have a query or fragment`);
+    return url.href.replace(/\/+$/, '');
+  } catch {
+    problems.push(`${name}: "${value}" is not an absolute URL`);
+    return value;
+  }
+}
+
+const envSchema = z.object({
+  IDT_ENVIRONMENT: z.enum(environments).optional(),
+  PORT: positiveInteger(65535),
+  HOST: optionalString,
+  IDT_DATABASE_URL: optionalString,
+  IDT_DATA_DIR: optionalString,
+  IDT_ISSUER: optionalString,
+  IDT_PATH_PREFIX: optionalString,
+  IDT_AUTH_URL: optionalString,
+  IDT_TRUST_PROXY: booleanString,
+  IDT_KEY_ENCRYPTION_SECRET: optionalString,
+  IDT_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional(),
+  ...Object.fromEntries(
+    ratePolicies.flatMap((policy) => [
+      [`IDT_RATE_LIMIT_${policy.toUpperCase()}_PERMIT_LIMIT`, positiveInteger()],
+      [`IDT_RATE_LIMIT_${policy.toUpperCase()}_WINDOW_SECONDS`, positiveInteger()],
+    ]),
+  ),
+});
+
+/** Settings that code may pass instead of (and over) environment variables. */
+export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl'>> & {
+  rateLimits?: Partial<Record<RatePolicyName, Partial<RateLimitSetting>>>;
+};
+
+/**
+ * Reads the configuration from environment variables (documented in
+ * `docs/configuration.md`), applying `overrides` last.
+ *
+ * @throws ConfigError listing every invalid setting.
+ *
+ * @example
+ * const config = loadConfig(process.env);
+ * const testConfig = loadConfig({}, { environment: 'Testing', databaseUrl: 'sqlite::memory:' });
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: IdtConfigOverrides = {}): IdtConfig {
+  const parsed = envSchema.safeParse(env);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      problems.push(`${issue.path.join('.')}: ${issue.message}`);
+    }
+    throw new ConfigError(problems);
+  }
+  const e = parsed.data as Record<string, unknown> & z.output<typeof envSchema>;
+  const environment = overrides.environment ?? e.IDT_ENVIRONMENT ?? 'Production';
+  const port = overrides.port ?? e.PORT ?? 8080;
+  const host = overrides.host ?? e.HOST ?? '127.0.0.1';
+  const dataDir = overrides.dataDir ?? e.IDT_DATA_DIR ?? './data';
+  const databaseUrl = overrides.databaseUrl ?? e.IDT_DATABASE_URL ?? `sqlite:${dataDir.replace(/\/+$/, '')}/idt.sqlite`;
+  let pathPrefix = '';
+  try {
+    pathPrefix = normalizePathPrefix(overrides.pathPrefix ?? e.IDT_PATH_PREFIX);
+  } catch (error) {
+    if (error instanceof ConfigError) problems.push(...error.problems);
+    else throw error;
+  }
+  const issuer = normalizeUrl('IDT_ISSUER', overrides.issuer ?? e.IDT_ISSUER ?? `http://localhost:${port}`, problems);
+  const publicBaseUrl = `${issuer}${pathPrefix}`;
+  const authUrl = normalizeUrl('IDT_AUTH_URL', overrides.authUrl ?? e.IDT_AUTH_URL ?? publicBaseUrl, problems);
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(databaseUrl)) {
+    problems.push('IDT_DATABASE_URL: must start with sqlite: or postgres://');
+  }
+  const keyEncryptionSecret = overrides.keyEncryptionSecret ?? e.IDT_KEY_ENCRYPTION_SECRET;
+  if (keyEncryptionSecret !== undefined && keyEncryptionSecret.length < 32) {
+    problems.push('IDT_KEY_ENCRYPTION_SECRET: must be at least 32 characters');
+  }
+  if (environment === 'Production' && keyEncryptionSecret === undefined) {
+    problems.push('IDT_KEY_ENCRYPTION_SECRET: is required in Production (at least 32 random characters)');
+  }
+  const rateLimits = {} as Record<RatePolicyName, RateLimitSetting>;
+  for (const policy of ratePolicies) {
+    const upper = policy.toUpperCase();
+    const setting: RateLimitSetting = {
+      permitLimit:
+        overrides.rateLimits?.[policy]?.permitLimit ??
+        (e[`IDT_RATE_LIMIT_${upper}_PERMIT_LIMIT`] as number | undefined) ??
+        defaultRateLimits[policy].permitLimit,
+      windowSeconds:
+        overrides.rateLimits?.[policy]?.windowSeconds ??
+        (e[`IDT_RATE_LIMIT_${upper}_WINDOW_SECONDS`] as number | undefined) ??
+        defaultRateLimits[policy].windowSeconds,
+    };
+    if (!(setting.windowSeconds > 0)) {
+      problems.push(`IDT_RATE_LIMIT_${upper}_WINDOW_SECONDS: must be a positive number of seconds`);
+    }
+    rateLimits[policy] = setting;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    environment,
+    port,
+    host,
+    databaseUrl,
+    dataDir,
+    issuer,
+    pathPrefix,
+    authUrl,
+    publicBaseUrl,
+    trustProxy: overrides.trustProxy ?? e.IDT_TRUST_PROXY ?? false,
+    keyEncryptionSecret,
+    rateLimits,
+    logLevel: overrides.logLevel ?? e.IDT_LOG_LEVEL ?? (environment === 'Testing' ? 'warn' : 'info'),
+  };
+}

@@ -1,0 +1,96 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+
+/** The database engines idt runs on. */
+export type Dialect = 'sqlite' | 'postgres';
+
+/** Options of {@link createDatabase}. */
+export interface DatabaseOptions {
+  /** Connection pool bounds (Postgres only; SQLite uses one connection). */
+  pool?: { min?: number; max?: number };
+  /** Milliseconds SQLite waits on a locked database before failing. */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Parses a database URL into a knex configuration.
+ *
+ * - `sqlite:<file>`: better-sqlite3, WAL journal, foreign keys on; the
+ *   parent directory is created. `sqlite::memory:` is an in-memory database.
+ * - `postgres://…` or `postgresql://…`: node-postgres.
+ */
+export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex.Config {
+  if (url.startsWith('sqlite:')) {
+    const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    const filename = file === ':memory:' ? ':memory:' : resolve(file);
+    if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
+    const busyTimeout = options.busyTimeoutMs ?? 5000;
+    return {
+      client: 'better-sqlite3',
+      connection: { filename },
+      useNullAsDefault: true,
+      pool: {
+        min: 1,
+        max: 1,
+        afterCreate(connection: { pragma(sql: string): unknown }, done: (error: Error | null, connection: unknown) => void) {
+          try {
+            if (filename !== ':memory:') connection.pragma('journal_mode = WAL');
+            connection.pragma('foreign_keys = ON');
+            connection.pragma(`busy_timeout = ${busyTimeout}`);
+            connection.pragma('synchronous = NORMAL');
+            done(null, connection);
+          } catch (error) {
+            done(error as Error, connection);
+          }
+        },
+      },
+    };
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    return {
+      client: 'pg',
+      connection: url,
+      pool: { min: options.pool?.min ?? 0, max: options.pool?.max ?? 10 },
+    };
+  }
+  throw new TypeError(`Unsupported database URL "${redactDatabaseUrl(url)}": use sqlite:<file> or postgres://…`);
+}
+
+/**
+ * Opens a database from its URL.
+ *
+ * @example
+ * const db = createDatabase('sqlite:./data/idt.sqlite');
+ * const pg = createDatabase('postgres://postgres@127.0.0.1:5432/idt');
+ */
+export function createDatabase(url: string, options: DatabaseOptions = {}): Knex {
+  return knexFactory(databaseConfig(url, options));
+}
+
+/** The engine behind a knex instance. */
+export function dialectOf(db: Knex): Dialect {
+  const client = (db.client as { config?: { client?: unknown } }).config?.client;
+  return client === 'pg' || client === 'postgres' || client === 'postgresql' ? 'postgres' : 'sqlite';
+}
+
+/** A database URL with any password replaced, safe to print. */
+export function redactDatabaseUrl(url: string): string {
+  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+}
+
+/**
+ * A timestamp read from either engine (Postgres gives `Date`, SQLite the ISO
+ * string we wrote) as an ISO 8601 UTC string with milliseconds.
+ */
+export function toIso(value: unknown): string {
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'number') return new Date(value).toISOString();
+  if (typeof value === 'string') return new Date(value).toISOString();
+  throw new TypeError(`Not a timestamp: ${String(value)}`);
+}
+
+/** Like {@link toIso} but passes `null`/`undefined` through as `null`. */
+export function toIsoOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : toIso(value);
+}

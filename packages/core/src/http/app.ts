@@ -1,0 +1,219 @@
+import { ClientClosedError, ProblemError, renderProblem, resolveTraceId, UnauthorizedError } from '@idt/problem';
+import type { z } from 'zod';
+import type { Authenticator, Principal, RateLimitDecision } from '../auth/principal.js';
+import type { Environment, RatePolicyName } from '../config/config.js';
+import { type Logger, silentLogger } from '../logger.js';
+import { DEFAULT_MAX_BODY_BYTES, readFormBody, readJsonBody, searchParamsToObject } from './body.js';
+import type { Route, RouteContext } from './route.js';
+import { Router } from './router.js';
+
+/** What the host knows about a request that the Fetch `Request` does not carry. */
+export interface RequestInfo {
+  /** The peer address of the connection. */
+  readonly remoteAddress?: string;
+}
+
+/** A check run before routing, e.g. the setup gate; throws a `ProblemError` to refuse. */
+export type RequestGate = (request: GateRequest) => Promise<void> | void;
+
+/** What a gate sees. */
+export interface GateRequest {
+  readonly method: string;
+  /** The path without the deployment prefix. */
+  readonly path: string;
+  readonly request: Request;
+}
+
+/** Counts requests against fixed windows (see `createRateLimiter`). */
+export interface RequestRateLimiter {
+  hit(policy: RatePolicyName, partitionKey: string): Promise<RateLimitDecision>;
+}
+
+/** Options of {@link createHttpApp}. */
+export interface HttpAppOptions {
+  readonly environment: Environment;
+  /** The public base URL, prefix included; handed to handlers. */
+  readonly publicBaseUrl: string;
+  /** The deployment path prefix (`''` or `/segment`). */
+  readonly pathPrefix?: string;
+  /** Honour `x-forwarded-for` for the client IP. */
+  readonly trustProxy?: boolean;
+  readonly routes: readonly Route[];
+  readonly authenticator?: Authenticator;
+  /** Absent: no rate limiting (as in Development). */
+  readonly rateLimiter?: RequestRateLimiter;
+  readonly gates?: readonly RequestGate[];
+  readonly logger?: Logger;
+}
+
+/** A Fetch-standard application: hand it a `Request`, get a `Response`. */
+export interface HttpApp {
+  fetch(request: Request, info?: RequestInfo): Promise<Response>;
+  readonly router: Router;
+  readonly options: HttpAppOptions;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** The request id to echo: the caller's when it is sane, else a new UUID. */
+export function resolveRequestId(header: string | null): string {
+  return header && REQUEST_ID.test(header) ? header : crypto.randomUUID();
+}
+
+/**
+ * Builds the request pipeline: request id and trace id, prefix, gates,
+ * routing (404/405), authentication, rate limiting, tenant and permission
+ * checks, validation, the handler, and problem rendering of every error.
+ *
+ * @example
+ * const app = createHttpApp({ environment: 'Production', publicBaseUrl, routes });
+ * const response = await app.fetch(new Request('http://localhost/health'));
+ */
+export function createHttpApp(options: HttpAppOptions): HttpApp {
+  const router = new Router(options.routes);
+  const prefix = options.pathPrefix ?? '';
+  const logger = options.logger ?? silentLogger;
+  const gates = options.gates ?? [];
+
+  async function run(request: Request, url: URL, info: RequestInfo, ids: { requestId: string; traceId: string }) {
+    const clientIp = resolveClientIp(request, info, options.trustProxy ?? false);
+    let path = url.pathname;
+    if (prefix) {
+      if (path !== prefix && !path.startsWith(`${prefix}/`)) {
+        throw new ProblemError('Http.NotFound');
+      }
+      path = path.slice(prefix.length) || '/';
+    }
+    if (path.length > 1 && path.endsWith('/')) path = path.replace(/\/+$/, '');
+    for (const gate of gates) await gate({ method: request.method, path, request });
+
+    const lookup = router.lookup(request.method, path);
+    if (lookup.kind === 'not-found') throw new ProblemError('Http.NotFound');
+    if (lookup.kind === 'method-not-allowed') {
+      const allow = lookup.allowed.includes('GET') ? [...lookup.allowed, 'HEAD'] : lookup.allowed;
+      throw new ProblemError('Http.MethodNotAllowed', `Use ${allow.join(', ')} on this resource.`, {
+        headers: { allow: allow.join(', ') },
+      });
+    }
+    const { route, params: rawParams } = lookup.match;
+    const auth = route.auth ?? 'required';
+
+    let principal: Principal | null = null;
+    let authError: unknown;
+    if (auth !== 'anonymous' && options.authenticator) {
+      try {
+        principal = (await options.authenticator.authenticate(request, { clientIp }))?.principal ?? null;
+      } catch (error) {
+        authError = error;
+      }
+    }
+
+    const policy = route.ratePolicy === undefined ? 'global' : route.ratePolicy;
+    if (policy && options.rateLimiter) {
+      const key = partitionKey(policy, principal, clientIp);
+      const decision = await options.rateLimiter.hit(policy, key);
+      if (!decision.allowed) {
+        throw new ProblemError('RateLimit.Exceeded', `Too many requests; retry in ${decision.retryAfterSeconds} seconds.`, {
+          headers: { 'retry-after': String(decision.retryAfterSeconds) },
+        });
+      }
+    }
+    if (authError !== undefined) throw authError;
+    if (auth === 'required' && !principal) throw new UnauthorizedError();
+
+    const tenantId = principal?.organizationId ?? null;
+    if (principal && (route.tenant ?? 'required') === 'required' && auth !== 'anonymous' && tenantId === null) {
+      throw new ProblemError('Tenant.Required');
+    }
+    if (route.permissions && route.permissions.length > 0) {
+      const held = principal?.permissions;
+      const missing = route.permissions.filter((permission) => !held?.has(permission));
+      if (missing.length > 0) {
+        const headers: Record<string, string> =
+          principal?.kind === 'service' ? { 'www-authenticate': 'Bearer error="insufficient_scope"' } : {};
+        throw new ProblemError('Auth.Forbidden', `This operation needs the ${missing.join(', ')} permission.`, { headers });
+      }
+    }
+
+    const schemas = route.request ?? {};
+    const params = await validate(schemas.params, rawParams, 'params');
+    const query = await validate(schemas.query, searchParamsToObject(url.searchParams), 'query');
+    let body: unknown;
+    if (schemas.body && (schemas.bodyKind ?? 'json') !== 'raw') {
+      const maxBytes = schemas.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+      const raw = schemas.bodyKind === 'form' ? await readFormBody(request, maxBytes) : await readJsonBody(request, maxBytes);
+      body = await validate(schemas.body, raw, 'body');
+    }
+    const ctx: RouteContext = {
+      request,
+      url,
+      routePath: route.path,
+      params: params as Record<string, string>,
+      query: query as Record<string, unknown>,
+      body,
+      principal,
+      tenantId,
+      requestId: ids.requestId,
+      traceId: ids.traceId,
+      clientIp,
+      signal: request.signal,
+      baseUrl: options.publicBaseUrl,
+    };
+    return route.handler(ctx);
+  }
+
+  async function fetch(request: Request, info: RequestInfo = {}): Promise<Response> {
+    const requestId = resolveRequestId(request.headers.get('x-request-id'));
+    const traceId = resolveTraceId(request.headers.get('traceparent'));
+    let response: Response;
+    try {
+      const url = new URL(request.url);
+      response = await run(request, url, info, { requestId, traceId });
+      if (request.signal.aborted) throw new ClientClosedError();
+    } catch (caught) {
+      const error = request.signal.aborted ? new ClientClosedError() : caught;
+      const rendered = renderProblem(error, { environment: options.environment, traceId });
+      if (rendered.status >= 500) {
+        logger.error('request failed', { requestId, traceId, method: request.method, url: request.url, error: caught });
+      }
+      response = new Response(rendered.body === null ? null : JSON.stringify(rendered.body), {
+        status: rendered.status === 499 ? 499 : rendered.status,
+        headers: rendered.headers,
+      });
+    }
+    response.headers.set('x-request-id', requestId);
+    if (!response.headers.has('x-content-type-options')) response.headers.set('x-content-type-options', 'nosniff');
+    return response;
+  }
+
+  return { fetch, router, options };
+}
+
+async function validate(schema: z.ZodType | undefined, value: unknown, _where: string): Promise<unknown> {
+  if (!schema) return value;
+  const result = await schema.safeParseAsync(value);
+  if (!result.success) throw result.error;
+  return result.data;
+}
+
+/**
+ * The rate-limit partition of a request (SPEC 8.1): organization, else user,
+ * else client IP; the registration policy skips the organization.
+ */
+export function partitionKey(policy: RatePolicyName, principal: Principal | null, clientIp: string): string {
+  if (principal) {
+    if (policy !== 'registration' && principal.organizationId) return `org:${principal.organizationId}`;
+    if (principal.userId) return `user:${principal.userId}`;
+    return `client:${principal.subject}`;
+  }
+  return `ip:${clientIp}`;
+}
+
+function resolveClientIp(request: Request, info: RequestInfo, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = request.headers.get('x-forwarded-for');
+    const first = forwarded?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return info.remoteAddress ?? 'unknown';
+}

@@ -1,0 +1,39 @@
+/**
+ * A JSON response.
+ *
+ * @example
+ * return json({ setupRequired: true });
+ * return json(record, { status: 201, headers: { location: `/v1/things/${record.id}` } });
+ */
+export function json(body: unknown, init: { status?: number; headers?: Record<string, string> } = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status: init.status ?? 200,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...init.headers },
+  });
+}
+
+/** A 204 response. */
+export function noContent(headers: Record<string, string> = {}): Response {
+  return new Response(null, { status: 204, headers });
+}
+
+/** An HTML response that no cache keeps and no other origin frames. */
+export function html(body: string, init: { status?: number; headers?: Record<string, string> } = {}): Response {
+  return new Response(body, {
+    status: init.status ?? 200,
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-frame-options': 'DENY',
+      ...init.headers,
+    },
+  });
+}
+
+/** A plain-text response. */
+export function text(body: string, init: { status?: number; headers?: Record<string, string> } = {}): Response {
+  return new Response(body, {
+    status: init.status ?? 200,
+    headers: { 'content-type': 'text/plain; charset=utf-8', ...init.headers },
+  });
+}

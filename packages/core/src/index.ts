@@ -1,0 +1,61 @@
+/**
+ * The foundation shared by every idt package: configuration, clock and ids,
+ * logging, the Fetch-standard HTTP kit (routes, pipeline, problem rendering,
+ * OpenAPI), and the authentication and rate-limiting ports.
+ *
+ * Database access lives in `@idt/core/knex`; the node:http adapter in
+ * `@idt/core/node`.
+ *
+ * @packageDocumentation
+ */
+import './problems.js';
+
+export type {
+  AuthenticationInfo,
+  AuthenticationResult,
+  Authenticator,
+  Principal,
+  PrincipalKind,
+  RateLimitDecision,
+} from './auth/principal.js';
+export type { Clock, ManualClock } from './clock.js';
+export { createManualClock, systemClock } from './clock.js';
+export type { Environment, IdtConfig, IdtConfigOverrides, RateLimitSetting, RatePolicyName } from './config/config.js';
+export {
+  ConfigError,
+  defaultRateLimits,
+  environments,
+  loadConfig,
+  normalizePathPrefix,
+  ratePolicies,
+} from './config/config.js';
+export { isUniqueViolation } from './db/errors.js';
+export type { ApiDocsOptions } from './http/api-docs.js';
+export { createApiDocsRoutes, resolveScalarScript } from './http/api-docs.js';
+export type { GateRequest, HttpApp, HttpAppOptions, RequestGate, RequestInfo, RequestRateLimiter } from './http/app.js';
+export { createHttpApp, partitionKey, resolveRequestId } from './http/app.js';
+export { DEFAULT_MAX_BODY_BYTES, readBodyText, readFormBody, readJsonBody, searchParamsToObject } from './http/body.js';
+export type { ReadinessCheck } from './http/health.js';
+export { createHealthRoutes } from './http/health.js';
+export type { OpenApiDocument, OpenApiOptions } from './http/openapi.js';
+export { generateOpenApiDocument } from './http/openapi.js';
+export { html, json, noContent, text } from './http/responses.js';
+export type {
+  HttpMethod,
+  Route,
+  RouteAuth,
+  RouteBodyKind,
+  RouteContext,
+  RouteDefinition,
+  RouteResponse,
+  RouteTenancy,
+} from './http/route.js';
+export { defineRoute } from './http/route.js';
+export type { RouteLookup, RouteMatch } from './http/router.js';
+export { Router } from './http/router.js';
+export type { SetupGateOptions } from './http/setup-gate.js';
+export { createSetupGate, isPathUnder, SETUP_ALLOWLIST } from './http/setup-gate.js';
+export { constantTimeEqual, isUuid, newId, randomToken, sha256Hex } from './ids.js';
+export type { Logger, LoggerOptions, LogLevel } from './logger.js';
+export { createLogger, silentLogger } from './logger.js';
+export { CoreCodes } from './problems.js';

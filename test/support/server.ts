@@ -1,0 +1,69 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type IdtConfigOverrides, loadConfig } from '@idt/core';
+import { createIdtServer, type IdtServer, migrationSets } from '@idt/example-server';
+import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
+
+/** Options of {@link startTestServer}. */
+export interface TestServerOptions {
+  readonly dialect?: TestDialect;
+  /** Environment variables the configuration is read from (beside the test defaults). */
+  readonly env?: Record<string, string>;
+  /** Settings applied over the environment. */
+  readonly config?: IdtConfigOverrides;
+  /** Skip migrations (to test the pending-migration refusal). */
+  readonly migrate?: boolean;
+  /** Reuse an existing database instead of creating one. */
+  readonly database?: TestDatabase;
+}
+
+/** The reference server listening on a loopback port, over a throwaway database. */
+export interface TestServer {
+  /** The base URL, prefix included. */
+  readonly url: string;
+  /** The origin the server listens on. */
+  readonly origin: string;
+  readonly idt: IdtServer;
+  readonly database: TestDatabase;
+  readonly http: Server;
+  /** `fetch` relative to {@link url}. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** Stops the server and deletes the database (unless it was passed in). */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the real reference server on 127.0.0.1 with a free port, in the
+ * Testing environment, on a fresh migrated database.
+ */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const database =
+    options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite', options.migrate === false ? [] : migrationSets));
+  const http = createServer();
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  const origin = `http://127.0.0.1:${port}`;
+  const config = loadConfig(
+    { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', ...options.env },
+    { databaseUrl: database.url, issuer: origin, port, ...options.config },
+  );
+  const idt = await createIdtServer({ config, db: database.db });
+  http.on('request', (req, res) => void idt.handler(req, res));
+  const url = `${origin}${config.pathPrefix}`;
+  return {
+    url,
+    origin,
+    idt,
+    database,
+    http,
+    fetch: (path, init) => fetch(`${url}${path}`, init),
+    async close() {
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+      await idt.close();
+      if (!options.database) await database.destroy();
+    },
+  };
+}

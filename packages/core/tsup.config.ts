@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/node.ts', 'src/knex.ts'],
+  entry: ['src/index.ts', 'src/node.ts', 'src/knex.ts', 'src/mail.ts'],
   format: ['esm'],
   dts: true,
   clean: true,

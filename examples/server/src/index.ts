@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   createApiDocsRoutes,
+  createAsyncApiRoutes,
   createHealthRoutes,
   createHttpApp,
   createLogger,
@@ -17,14 +18,24 @@ import {
   type Logger,
   type Route,
 } from '@idt/core';
-import { createDatabase, type MigrationSet } from '@idt/core/knex';
+import {
+  coreMigrations,
+  createDatabase,
+  createEventBus,
+  createRateLimiter,
+  type EventBus,
+  type MigrationSet,
+} from '@idt/core/knex';
 import { createNodeHandler } from '@idt/core/node';
 import { createArgon2Hasher, createSetupRoutes, createSetupService, type PasswordHasher, type SetupService } from '@idt/identity';
 import { createKnexSetupStore, identityMigrations } from '@idt/identity/knex';
 import type { Knex } from 'knex';
 
 /** Every migration set the reference server needs, in any order (the runner sorts them). */
-export const migrationSets: readonly MigrationSet[] = [identityMigrations];
+export const migrationSets: readonly MigrationSet[] = [coreMigrations, identityMigrations];
+
+/** How often the server deletes expired rate-limit counters. */
+const RATE_LIMIT_PRUNE_INTERVAL_MS = 10 * 60_000;
 
 /** Options of {@link createIdtServer}. */
 export interface IdtServerOptions {
@@ -42,7 +53,7 @@ export interface IdtServer {
   readonly db: Knex;
   readonly app: HttpApp;
   readonly logger: Logger;
-  readonly services: { readonly setup: SetupService };
+  readonly services: { readonly setup: SetupService; readonly events: EventBus };
   /** The node:http request handler. */
   readonly handler: ReturnType<typeof createNodeHandler>;
   /** Starts listening; port 0 picks a free port. Resolves with the bound URL. */
@@ -67,6 +78,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
   const hasher = options.hasher ?? createArgon2Hasher();
 
   const setup = createSetupService({ store: createKnexSetupStore(db), hasher });
+  const events = createEventBus({ db, logger });
 
   const routes: Route[] = [];
   routes.push(
@@ -82,6 +94,24 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
       description: 'The identity and tenant API of idt.',
     }),
   );
+  if (config.environment === 'Development') {
+    routes.push(
+      ...createAsyncApiRoutes({
+        catalog: () => events.catalog(),
+        serverUrl: config.publicBaseUrl,
+        pathPrefix: config.pathPrefix,
+      }),
+    );
+  }
+
+  // Rate limiting is off in Development (SPEC 8.1); expired counters are pruned in the background.
+  const rateLimiter = config.environment === 'Development' ? undefined : createRateLimiter({ db, settings: config.rateLimits });
+  const pruneTimer = rateLimiter
+    ? setInterval(() => {
+        rateLimiter.prune().catch((error: unknown) => logger.warn('pruning rate-limit counters failed', { error }));
+      }, RATE_LIMIT_PRUNE_INTERVAL_MS)
+    : undefined;
+  pruneTimer?.unref();
 
   const app = createHttpApp({
     environment: config.environment,
@@ -90,6 +120,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     trustProxy: config.trustProxy,
     routes,
     gates: [createSetupGate({ isSetupRequired: () => setup.isSetupRequired() })],
+    rateLimiter,
     logger,
   });
   const handler = createNodeHandler(app, { trustProxy: config.trustProxy });
@@ -100,7 +131,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     db,
     app,
     logger,
-    services: { setup },
+    services: { setup, events },
     handler,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
@@ -109,6 +140,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
         created.listen(port, host, () => {
           created.off('error', reject);
           server = created;
+          events.start();
           const address = created.address() as AddressInfo;
           const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
           resolve({ url: `http://${shownHost}:${address.port}${config.pathPrefix}`, server: created });
@@ -124,6 +156,8 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
           closing.closeAllConnections();
         });
       }
+      clearInterval(pruneTimer);
+      await events.stop();
       if (ownsDb) await db.destroy();
     },
   };

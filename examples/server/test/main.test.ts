@@ -41,7 +41,11 @@ function run(command: string, env: Record<string, string>) {
   return { child, exited, output, waitFor };
 }
 
-const production = { IDT_ENVIRONMENT: 'Production', IDT_KEY_ENCRYPTION_SECRET: 'k'.repeat(40) };
+const production = {
+  IDT_ENVIRONMENT: 'Production',
+  IDT_KEY_ENCRYPTION_SECRET: 'k'.repeat(40),
+  IDT_SMTP_URL: 'smtp://127.0.0.1:2525',
+};
 
 describe('reference server entry point', () => {
   it('refuses to start outside Testing while migrations are pending, naming idt migrate', async () => {

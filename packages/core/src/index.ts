@@ -10,6 +10,10 @@
  */
 import './problems.js';
 
+export type { AuthenticatorOptions, CredentialResolver } from './auth/authenticator.js';
+export { createAuthenticator, readCookie } from './auth/authenticator.js';
+export type { JwtClaims, JwtErrorReason, JwtVerifier, JwtVerifierOptions, VerificationJwk } from './auth/jwt.js';
+export { createJwtVerifier, JwtError, signJwt } from './auth/jwt.js';
 export type {
   AuthenticationInfo,
   AuthenticationResult,
@@ -18,11 +22,21 @@ export type {
   PrincipalKind,
   RateLimitDecision,
 } from './auth/principal.js';
+export type { TtlCache, TtlCacheOptions } from './cache/ttl-cache.js';
+export { createTtlCache } from './cache/ttl-cache.js';
 export type { Clock, ManualClock } from './clock.js';
 export { createManualClock, systemClock } from './clock.js';
-export type { Environment, IdtConfig, IdtConfigOverrides, RateLimitSetting, RatePolicyName } from './config/config.js';
+export type {
+  Environment,
+  IdtConfig,
+  IdtConfigOverrides,
+  MailSettings,
+  RateLimitSetting,
+  RatePolicyName,
+} from './config/config.js';
 export {
   ConfigError,
+  DEFAULT_MAIL_FROM,
   defaultRateLimits,
   environments,
   loadConfig,
@@ -30,6 +44,17 @@ export {
   ratePolicies,
 } from './config/config.js';
 export { isUniqueViolation } from './db/errors.js';
+export type { AsyncApiDocument, AsyncApiOptions } from './events/asyncapi.js';
+export { createAsyncApiRoutes, generateAsyncApiDocument, generateEventFlowchart } from './events/asyncapi.js';
+export type {
+  EventCatalog,
+  EventDefinition,
+  EventEnvelope,
+  EventHandlerDefinition,
+  EventOutbox,
+  PendingEvent,
+} from './events/types.js';
+export { defineEvent, defineEventHandler } from './events/types.js';
 export type { ApiDocsOptions } from './http/api-docs.js';
 export { createApiDocsRoutes, resolveScalarScript } from './http/api-docs.js';
 export type { GateRequest, HttpApp, HttpAppOptions, RequestGate, RequestInfo, RequestRateLimiter } from './http/app.js';
@@ -56,6 +81,9 @@ export { Router } from './http/router.js';
 export type { SetupGateOptions } from './http/setup-gate.js';
 export { createSetupGate, isPathUnder, SETUP_ALLOWLIST } from './http/setup-gate.js';
 export { constantTimeEqual, isUuid, newId, randomToken, sha256Hex } from './ids.js';
+export { resolveKeyEncryptionSecret } from './keys/secret.js';
 export type { Logger, LoggerOptions, LogLevel } from './logger.js';
 export { createLogger, silentLogger } from './logger.js';
+export type { Mailer, MailMessage, MemoryMailer } from './mail/mailer.js';
+export { assertMailMessage, createMemoryMailer } from './mail/mailer.js';
 export { CoreCodes } from './problems.js';

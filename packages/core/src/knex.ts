@@ -1,10 +1,14 @@
 /**
  * Database access for idt: the knex factory for SQLite and Postgres, the
- * migration runner, and timestamp helpers.
+ * migration runner, timestamp helpers, the database-backed rate limiter, and
+ * the event bus over the durable outbox.
  *
  * @packageDocumentation
  */
 
+export type { CacheInvalidator, CacheInvalidatorOptions } from './cache/invalidator.js';
+export { ALL_KEYS, createCacheInvalidator } from './cache/invalidator.js';
+export { coreMigrations } from './db/core-migrations.js';
 export type { DatabaseOptions, Dialect } from './db/database.js';
 export {
   createDatabase,
@@ -23,3 +27,11 @@ export {
   PendingMigrationsError,
   runMigrations,
 } from './db/migrations.js';
+export type { EventBus, EventBusOptions } from './events/bus.js';
+export { createEventBus, EventPayloadError } from './events/bus.js';
+export type { PublicJwk, SigningAlgorithm, SigningKey, SigningKeyStore, SigningKeyStoreOptions } from './keys/store.js';
+export { createKnexSigningKeyStore, jwkThumbprint, publicJwks, SIGNING_ALGORITHMS } from './keys/store.js';
+export type { RateLimiter, RateLimiterOptions } from './rate-limit/rate-limiter.js';
+export { createRateLimiter } from './rate-limit/rate-limiter.js';
+export type { WindowCounter, WindowCounterOptions } from './rate-limit/window-counter.js';
+export { createWindowCounter } from './rate-limit/window-counter.js';

@@ -1,4 +1,4 @@
-import { createDatabase } from '@idt/core/knex';
+import { coreMigrations, createDatabase } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ const admin = {
 describe.each(testDialects())('setup on %s', (dialect) => {
   let database: TestDatabase;
   beforeAll(async () => {
-    database = await createTestDatabase(dialect, [identityMigrations]);
+    database = await createTestDatabase(dialect, [coreMigrations, identityMigrations]);
   });
   afterAll(async () => {
     await database.destroy();

@@ -15,6 +15,7 @@ describe('loadConfig', () => {
     });
     expect(config.rateLimits.auth).toEqual({ permitLimit: 30, windowSeconds: 60 });
     expect(config.rateLimits.global).toEqual({ permitLimit: 1000, windowSeconds: 3600 });
+    expect(config.mail).toEqual({ transport: 'file', from: 'idt <no-reply@localhost>', directory: './data/mail' });
   });
 
   it('reads every documented variable', () => {
@@ -28,6 +29,9 @@ describe('loadConfig', () => {
       IDT_RATE_LIMIT_AUTH_PERMIT_LIMIT: '5',
       IDT_RATE_LIMIT_AUTH_WINDOW_SECONDS: '10',
       IDT_TRUST_PROXY: 'true',
+      IDT_DATA_DIR: '/var/lib/idt/',
+      IDT_SMTP_URL: 'smtps://idt:secret@mail.example.com:465',
+      IDT_MAIL_FROM: 'Example ID <no-reply@example.com>',
     });
     expect(config).toMatchObject({
       environment: 'Production',
@@ -39,6 +43,40 @@ describe('loadConfig', () => {
       trustProxy: true,
     });
     expect(config.rateLimits.auth).toEqual({ permitLimit: 5, windowSeconds: 10 });
+    expect(config.mail).toEqual({
+      transport: 'smtp',
+      smtpUrl: 'smtps://idt:secret@mail.example.com:465',
+      from: 'Example ID <no-reply@example.com>',
+      directory: '/var/lib/idt/mail',
+    });
+  });
+
+  it('writes mail to files without IDT_SMTP_URL, except in Production', () => {
+    const testing = loadConfig({ IDT_ENVIRONMENT: 'Testing', IDT_DATA_DIR: '/tmp/idt' });
+    expect(testing.mail).toEqual({ transport: 'file', from: 'idt <no-reply@localhost>', directory: '/tmp/idt/mail' });
+    const overridden = loadConfig({ IDT_ENVIRONMENT: 'Testing' }, { mail: { directory: '/tmp/mailbox', from: 'a@b.test' } });
+    expect(overridden.mail).toEqual({ transport: 'file', from: 'a@b.test', directory: '/tmp/mailbox' });
+    const viaOverride = loadConfig({ IDT_ENVIRONMENT: 'Testing' }, { mail: { smtpUrl: 'smtp://127.0.0.1:2525' } });
+    expect(viaOverride.mail).toMatchObject({ transport: 'smtp', smtpUrl: 'smtp://127.0.0.1:2525' });
+    try {
+      loadConfig({ IDT_ENVIRONMENT: 'Production', IDT_KEY_ENCRYPTION_SECRET: 'x'.repeat(32) });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^IDT_SMTP_URL: is required in Production/)]);
+    }
+  });
+
+  it('refuses a mail URL of another scheme and a sender without an address', () => {
+    try {
+      loadConfig({ IDT_ENVIRONMENT: 'Testing', IDT_SMTP_URL: 'http://mail.example.com', IDT_MAIL_FROM: 'idt' });
+      expect.unreachable();
+    } catch (error) {
+      const text = (error as ConfigError).problems.join('\n');
+      expect(text).toMatch(/IDT_SMTP_URL: must be an smtp:\/\/ or smtps:\/\/ URL/);
+      expect(text).toMatch(/IDT_MAIL_FROM/);
+    }
+    expect(() => loadConfig({ IDT_ENVIRONMENT: 'Testing', IDT_SMTP_URL: 'not a url' })).toThrow(/IDT_SMTP_URL/);
   });
 
   it('reports every invalid setting at once', () => {

@@ -18,6 +18,21 @@ export interface RateLimitSetting {
   windowSeconds: number;
 }
 
+/** How outgoing mail is delivered (`IDT_SMTP_URL`, `IDT_MAIL_FROM`). */
+export interface MailSettings {
+  /** `smtp` when `IDT_SMTP_URL` is set, else `file` (development only: `.eml` files in {@link directory}). */
+  transport: 'smtp' | 'file';
+  /** `IDT_SMTP_URL`: `smtp://user:password@host:587` or `smtps://…:465`. */
+  smtpUrl?: string;
+  /** `IDT_MAIL_FROM`: the default sender, e.g. `idt <no-reply@example.com>`. */
+  from: string;
+  /** Where the file transport writes messages: `${dataDir}/mail`. */
+  directory: string;
+}
+
+/** The default sender of outgoing mail. */
+export const DEFAULT_MAIL_FROM = 'idt <no-reply@localhost>';
+
 /** The resolved configuration of an idt deployment. */
 export interface IdtConfig {
   /** `IDT_ENVIRONMENT`. */
@@ -46,6 +61,8 @@ export interface IdtConfig {
   rateLimits: Record<RatePolicyName, RateLimitSetting>;
   /** `IDT_LOG_LEVEL`. */
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Outgoing mail, derived from `IDT_SMTP_URL`, `IDT_MAIL_FROM` and `IDT_DATA_DIR`. */
+  mail: MailSettings;
 }
 
 /** Defaults of the rate-limit policies (SPEC 8.1). */
@@ -144,6 +161,8 @@ const envSchema = z.object({
   IDT_TRUST_PROXY: booleanString,
   IDT_KEY_ENCRYPTION_SECRET: optionalString,
   IDT_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional(),
+  IDT_SMTP_URL: optionalString,
+  IDT_MAIL_FROM: optionalString,
   ...Object.fromEntries(
     ratePolicies.flatMap((policy) => [
       [`IDT_RATE_LIMIT_${policy.toUpperCase()}_PERMIT_LIMIT`, positiveInteger()],
@@ -153,7 +172,9 @@ const envSchema = z.object({
 });
 
 /** Settings that code may pass instead of (and over) environment variables. */
-export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl'>> & {
+export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl' | 'mail'>> & {
+  /** The transport follows `smtpUrl`: SMTP when set, files otherwise. */
+  mail?: Partial<Omit<MailSettings, 'transport'>>;
   rateLimits?: Partial<Record<RatePolicyName, Partial<RateLimitSetting>>>;
 };
 
@@ -220,6 +241,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }
     rateLimits[policy] = setting;
   }
+  const mail = resolveMail(environment, dataDir, overrides.mail ?? {}, e, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     environment,
@@ -235,5 +257,37 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyEncryptionSecret,
     rateLimits,
     logLevel: overrides.logLevel ?? e.IDT_LOG_LEVEL ?? (environment === 'Testing' ? 'warn' : 'info'),
+    mail,
   };
+}
+
+function resolveMail(
+  environment: Environment,
+  dataDir: string,
+  overrides: Partial<Omit<MailSettings, 'transport'>>,
+  e: { IDT_SMTP_URL?: string | undefined; IDT_MAIL_FROM?: string | undefined },
+  problems: string[],
+): MailSettings {
+  const smtpUrl = overrides.smtpUrl ?? e.IDT_SMTP_URL;
+  const from = overrides.from ?? e.IDT_MAIL_FROM ?? DEFAULT_MAIL_FROM;
+  const directory = overrides.directory ?? `${dataDir.replace(/\/+$/, '')}/mail`;
+  if (smtpUrl !== undefined) {
+    let protocol: string | undefined;
+    try {
+      protocol = new URL(smtpUrl).protocol;
+    } catch {
+      // reported below
+    }
+    if (protocol !== 'smtp:' && protocol !== 'smtps:') {
+      problems.push('IDT_SMTP_URL: must be an smtp:// or smtps:// URL, e.g. smtp://user:password@mail.example.com:587');
+    }
+  } else if (environment === 'Production') {
+    problems.push(
+      'IDT_SMTP_URL: is required in Production (smtp://user:password@host:587 or smtps://…); without it mail is only written to files',
+    );
+  }
+  if (!/^[^\s@<>]+@[^\s@<>]+$|<[^\s@<>]+@[^\s@<>]+>$/.test(from.trim())) {
+    problems.push('IDT_MAIL_FROM: must be an e-mail address, optionally with a name: "idt <no-reply@example.com>"');
+  }
+  return { transport: smtpUrl === undefined ? 'file' : 'smtp', ...(smtpUrl === undefined ? {} : { smtpUrl }), from, directory };
 }

@@ -119,7 +119,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       }
     }
     if (authError !== undefined) throw authError;
-    if (auth === 'required' && !principal) throw new UnauthorizedError();
+    if (auth === 'required' && !principal) {
+      throw new UnauthorizedError('A valid credential is required.', { 'www-authenticate': 'Bearer' });
+    }
 
     const tenantId = principal?.organizationId ?? null;
     if (principal && (route.tenant ?? 'required') === 'required' && auth !== 'anonymous' && tenantId === null) {

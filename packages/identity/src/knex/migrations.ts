@@ -1,5 +1,6 @@
 import type { Migration, MigrationSet } from '@idt/core/knex';
 import type { Knex } from 'knex';
+import { accessMigration } from './migrations-0002-access.js';
 
 /** A timestamp column: `timestamptz(3)` on Postgres; ISO 8601 text on SQLite. */
 export function timestampColumn(table: Knex.CreateTableBuilder, name: string) {
@@ -70,5 +71,6 @@ const accounts: Migration = {
 export const identityMigrations: MigrationSet = {
   owner: '@idt/identity',
   tableName: 'idt_identity_migrations',
-  migrations: [accounts],
+  dependsOn: ['@idt/core'],
+  migrations: [accounts, accessMigration],
 };

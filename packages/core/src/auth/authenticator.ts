@@ -1,0 +1,136 @@
+import { ProblemError, UnauthorizedError } from '@idt/problem';
+import { isUuid } from '../ids.js';
+import { type JwtClaims, JwtError, type JwtVerifier } from './jwt.js';
+import type { AuthenticationInfo, Authenticator, Principal } from './principal.js';
+
+/**
+ * Turns verified credentials into principals; implemented by the identity
+ * module (it knows users, memberships, API keys and revocations).
+ */
+export interface CredentialResolver {
+  /**
+   * The caller of a verified access token working in `tenantId` (the token's
+   * `org_id`, or the `X-Tenant-Id` header when the token has none).
+   *
+   * @throws UnauthorizedError when the token was revoked or its subject is gone.
+   * @throws ProblemError `Tenant.Forbidden` when the caller may not work in that tenant.
+   */
+  resolveToken(claims: JwtClaims, tenantId: string | null): Promise<Principal>;
+  /** The caller of an API key, or `null` when the key is unknown, expired or revoked. */
+  resolveApiKey(apiKey: string, tenantId: string | null): Promise<Principal | null>;
+  /** The caller of a sign-in session cookie, or `null` when the session is gone. */
+  resolveSession?(cookieValue: string, tenantId: string | null): Promise<Principal | null>;
+}
+
+/** Options of {@link createAuthenticator}. */
+export interface AuthenticatorOptions {
+  readonly verifier: JwtVerifier;
+  readonly resolver: CredentialResolver;
+  /** The sign-in session cookie, when the API accepts one. */
+  readonly sessionCookie?: {
+    readonly name: string;
+    /** Origins allowed to send unsafe (non-GET) requests with the cookie. */
+    readonly allowedOrigins: readonly string[];
+  };
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function invalidToken(description: string): UnauthorizedError {
+  return new UnauthorizedError('The access token is invalid or expired.', {
+    'www-authenticate': `Bearer error="invalid_token", error_description="${description.replace(/"/g, "'")}"`,
+  });
+}
+
+/** Reads one cookie from a `Cookie` header. */
+export function readCookie(header: string | null, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const index = part.indexOf('=');
+    if (index < 0) continue;
+    if (part.slice(0, index).trim() === name) {
+      const value = part.slice(index + 1).trim();
+      try {
+        return decodeURIComponent(value);
+      } catch {
+        return value;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The credential reader of the HTTP pipeline (SPEC 5.1, 5.5): an
+ * `X-Api-Key` header, else a `Bearer` access token verified locally, else
+ * (when configured) the sign-in session cookie. The tenant is the token's
+ * `org_id`, else the `X-Tenant-Id` header; a header naming another
+ * organization than the token's is refused with 403 `Tenant.Forbidden`.
+ *
+ * @example
+ * const authenticator = createAuthenticator({ verifier, resolver: identity.credentials });
+ * const app = createHttpApp({ …, authenticator });
+ */
+export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
+  const { verifier, resolver } = options;
+
+  function requestedTenant(request: Request): string | null {
+    const header = request.headers.get('x-tenant-id');
+    if (header === null || header.trim() === '') return null;
+    if (!isUuid(header.trim())) {
+      throw new ProblemError('Tenant.Forbidden', 'X-Tenant-Id must be an organization id.');
+    }
+    return header.trim().toLowerCase();
+  }
+
+  async function fromBearer(token: string, tenantHeader: string | null): Promise<Principal> {
+    let claims: JwtClaims;
+    try {
+      claims = await verifier.verify(token);
+    } catch (error) {
+      if (error instanceof JwtError) throw invalidToken(error.message);
+      throw error;
+    }
+    const orgClaim = typeof claims.org_id === 'string' ? claims.org_id : null;
+    if (orgClaim && tenantHeader && tenantHeader !== orgClaim.toLowerCase()) {
+      throw new ProblemError(
+        'Tenant.Forbidden',
+        "X-Tenant-Id names another organization than the token's; re-authorize with the organization hint to switch.",
+      );
+    }
+    return resolver.resolveToken(claims, orgClaim ?? tenantHeader);
+  }
+
+  return {
+    async authenticate(request: Request, _info: AuthenticationInfo) {
+      const tenantHeader = requestedTenant(request);
+      const apiKey = request.headers.get('x-api-key');
+      if (apiKey !== null && apiKey !== '') {
+        const principal = await resolver.resolveApiKey(apiKey.trim(), tenantHeader);
+        if (!principal) throw new UnauthorizedError('The API key is invalid, expired or revoked.');
+        return { principal };
+      }
+      const authorization = request.headers.get('authorization');
+      if (authorization !== null) {
+        const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization);
+        if (!match?.[1]) throw invalidToken('Send the access token as Authorization: Bearer <token>');
+        return { principal: await fromBearer(match[1], tenantHeader) };
+      }
+      if (options.sessionCookie && resolver.resolveSession) {
+        const value = readCookie(request.headers.get('cookie'), options.sessionCookie.name);
+        if (value) {
+          if (!SAFE_METHODS.has(request.method)) {
+            const origin = request.headers.get('origin');
+            if (!origin || !options.sessionCookie.allowedOrigins.includes(origin)) {
+              throw new ProblemError('Auth.Forbidden', 'Cookie-authenticated requests must come from the sign-in origin.');
+            }
+          }
+          const principal = await resolver.resolveSession(value, tenantHeader);
+          if (!principal) throw new UnauthorizedError('The sign-in session has ended.');
+          return { principal };
+        }
+      }
+      return null;
+    },
+  };
+}

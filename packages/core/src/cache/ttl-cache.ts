@@ -1,0 +1,94 @@
+/** A small in-memory cache with a time-to-live and a size bound. */
+export interface TtlCache<V> {
+  get(key: string): V | undefined;
+  set(key: string, value: V, ttlMs?: number): void;
+  delete(key: string): void;
+  clear(): void;
+  /** The cached value, or the loader's (loaded once even under concurrent calls). */
+  getOrLoad(key: string, load: () => Promise<V>): Promise<V>;
+  readonly size: number;
+}
+
+/** Options of {@link createTtlCache}. */
+export interface TtlCacheOptions {
+  /** Default time-to-live of an entry, in milliseconds. */
+  readonly ttlMs: number;
+  /** Most entries kept; the oldest is dropped first. Default 10,000. */
+  readonly max?: number;
+}
+
+/**
+ * A TTL cache whose loads are de-duplicated: while one load of a key is in
+ * flight, other callers wait for it. A load that started before a `delete`
+ * of its key is not stored, so an invalidation is never undone by a stale load.
+ *
+ * @example
+ * const users = createTtlCache<User>({ ttlMs: 30_000 });
+ * const user = await users.getOrLoad(id, () => store.find(id));
+ */
+export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
+  const max = options.max ?? 10_000;
+  const entries = new Map<string, { value: V; expiresAt: number }>();
+  const inflight = new Map<string, Promise<V>>();
+  const generations = new Map<string, number>();
+  let epoch = 0;
+
+  const set = (key: string, value: V, ttlMs = options.ttlMs) => {
+    if (entries.size >= max && !entries.has(key)) {
+      const oldest = entries.keys().next().value;
+      if (oldest !== undefined) entries.delete(oldest);
+    }
+    entries.delete(key);
+    entries.set(key, { value, expiresAt: Date.now() + ttlMs });
+  };
+
+  const get = (key: string) => {
+    const entry = entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= Date.now()) {
+      entries.delete(key);
+      return undefined;
+    }
+    return entry.value;
+  };
+
+  return {
+    get,
+    set,
+    delete(key) {
+      entries.delete(key);
+      inflight.delete(key);
+      generations.set(key, (generations.get(key) ?? 0) + 1);
+    },
+    clear() {
+      entries.clear();
+      inflight.clear();
+      generations.clear();
+      epoch += 1;
+    },
+    async getOrLoad(key, load) {
+      const hit = get(key);
+      if (hit !== undefined) return hit;
+      const pending = inflight.get(key);
+      if (pending) return pending;
+      const generation = generations.get(key) ?? 0;
+      const startedEpoch = epoch;
+      const promise = load().then(
+        (value) => {
+          if (inflight.get(key) === promise) inflight.delete(key);
+          if ((generations.get(key) ?? 0) === generation && epoch === startedEpoch) set(key, value);
+          return value;
+        },
+        (error: unknown) => {
+          if (inflight.get(key) === promise) inflight.delete(key);
+          throw error;
+        },
+      );
+      inflight.set(key, promise);
+      return promise;
+    },
+    get size() {
+      return entries.size;
+    },
+  };
+}

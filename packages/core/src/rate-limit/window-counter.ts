@@ -1,0 +1,99 @@
+import type { Knex } from 'knex';
+import type { RateLimitDecision } from '../auth/principal.js';
+import { type Clock, systemClock } from '../clock.js';
+import { RATE_LIMIT_COUNTERS_TABLE } from '../db/migrations/0002-rate-limits.js';
+import { sha256Hex } from '../ids.js';
+
+/** Options of {@link createWindowCounter}. */
+export interface WindowCounterOptions {
+  /** A database migrated with `coreMigrations` (table `core_rate_limit_counters`). */
+  readonly db: Knex;
+  /** The time source; the wall clock by default. */
+  readonly clock?: Clock;
+}
+
+/**
+ * Fixed-window counters kept in the database, so every instance sharing the
+ * database shares the windows.
+ */
+export interface WindowCounter {
+  /**
+   * Counts one attempt under `key` and decides it. A window starts at the
+   * first attempt after the previous one expired and lasts `windowMs`; the
+   * attempt is allowed while the window holds at most `limit` attempts.
+   * Refused attempts count too, and a `limit` of 0 refuses every attempt.
+   * Keys longer than 255 characters are stored as their SHA-256 digest.
+   *
+   * @throws RangeError when `limit` is not a whole number ≥ 0 or `windowMs` is not > 0.
+   */
+  hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
+  /** Forgets the window of `key`, e.g. after a successful sign-in. */
+  reset(key: string): Promise<void>;
+  /** Deletes every expired counter; returns how many were deleted. */
+  prune(): Promise<number>;
+}
+
+/** Keys longer than this are stored as their SHA-256 digest (the column holds 512 characters). */
+const MAX_KEY_LENGTH = 255;
+
+function storedKey(key: string): string {
+  return key.length > MAX_KEY_LENGTH ? `sha256:${sha256Hex(key)}` : key;
+}
+
+// One statement per hit: the upsert is atomic on both engines (a row lock on
+// Postgres, the write lock on SQLite). Every SET expression reads the row as
+// it was before the update, so an expired window restarts at this attempt.
+const HIT_SQL = `
+insert into ${RATE_LIMIT_COUNTERS_TABLE} ("key", "count", "window_started_at", "expires_at")
+values (?, 1, ?, ?)
+on conflict ("key") do update set
+  "count" = case when ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" <= excluded."window_started_at"
+    then 1 else ${RATE_LIMIT_COUNTERS_TABLE}."count" + 1 end,
+  "window_started_at" = case when ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" <= excluded."window_started_at"
+    then excluded."window_started_at" else ${RATE_LIMIT_COUNTERS_TABLE}."window_started_at" end,
+  "expires_at" = case when ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" <= excluded."window_started_at"
+    then excluded."expires_at" else ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" end
+returning "count", "expires_at"`;
+
+/**
+ * Fixed-window counters in `core_rate_limit_counters`, correct under
+ * concurrency across connections and processes. Used by the request rate
+ * limiter and by per-subject limits such as "3 e-mail changes per user per
+ * hour".
+ *
+ * @example
+ * const counter = createWindowCounter({ db });
+ * const decision = await counter.hit(`email-change:${userId}`, 3, 60 * 60_000);
+ * if (!decision.allowed) throw new ProblemError('RateLimit.Exceeded');
+ */
+export function createWindowCounter(options: WindowCounterOptions): WindowCounter {
+  const { db } = options;
+  const clock = options.clock ?? systemClock;
+  return {
+    async hit(key, limit, windowMs) {
+      if (!Number.isInteger(limit) || limit < 0) throw new RangeError(`limit must be a whole number ≥ 0, got ${limit}`);
+      if (!Number.isFinite(windowMs) || windowMs <= 0) throw new RangeError(`windowMs must be > 0, got ${windowMs}`);
+      const now = clock.now().getTime();
+      const result = (await db.raw(HIT_SQL, [storedKey(key), now, now + Math.ceil(windowMs)])) as
+        | Array<{ count: unknown; expires_at: unknown }>
+        | { rows: Array<{ count: unknown; expires_at: unknown }> };
+      const row = Array.isArray(result) ? result[0] : result.rows[0];
+      if (!row) throw new Error('The rate-limit upsert returned no row');
+      // pg returns bigint columns as strings.
+      const count = Number(row.count);
+      const expiresAt = Number(row.expires_at);
+      return {
+        allowed: count <= limit,
+        limit,
+        remaining: Math.max(0, limit - count),
+        retryAfterSeconds: Math.max(1, Math.ceil((expiresAt - now) / 1000)),
+      };
+    },
+    async reset(key) {
+      await db(RATE_LIMIT_COUNTERS_TABLE).where('key', storedKey(key)).delete();
+    },
+    async prune() {
+      return db(RATE_LIMIT_COUNTERS_TABLE).where('expires_at', '<=', clock.now().getTime()).delete();
+    },
+  };
+}

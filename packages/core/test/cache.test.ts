@@ -1,0 +1,107 @@
+import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTtlCache } from '../src/index.js';
+import { ALL_KEYS, coreMigrations, createCacheInvalidator, createDatabase } from '../src/knex.js';
+
+async function eventually(check: () => void, timeoutMs = 3000) {
+  const started = Date.now();
+  for (;;) {
+    try {
+      check();
+      return;
+    } catch (error) {
+      if (Date.now() - started > timeoutMs) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+describe('TTL cache', () => {
+  it('loads once under concurrency and never keeps a load that an invalidation overtook', async () => {
+    const cache = createTtlCache<number>({ ttlMs: 60_000 });
+    let loads = 0;
+    let release: (value: number) => void = () => undefined;
+    const slow = () =>
+      new Promise<number>((resolve) => {
+        loads += 1;
+        release = resolve;
+      });
+    const a = cache.getOrLoad('k', slow);
+    const b = cache.getOrLoad('k', slow);
+    cache.delete('k');
+    release(1);
+    expect(await a).toBe(1);
+    expect(await b).toBe(1);
+    expect(loads).toBe(1);
+    expect(cache.get('k')).toBeUndefined();
+    expect(await cache.getOrLoad('k', async () => 2)).toBe(2);
+    expect(cache.get('k')).toBe(2);
+  });
+
+  it('expires entries and bounds its size', async () => {
+    const cache = createTtlCache<string>({ ttlMs: 5, max: 2 });
+    cache.set('a', 'A');
+    cache.set('b', 'B');
+    cache.set('c', 'C');
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.size).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(cache.get('b')).toBeUndefined();
+  });
+});
+
+describe.each(testDialects())('cache invalidation on %s', (dialect) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect, [coreMigrations]);
+    await database.db.schema.createTable('things', (t) => t.string('id'));
+  });
+  afterAll(async () => {
+    await database.destroy();
+  });
+
+  it('evicts after commit, never before, and not at all on rollback', async () => {
+    const invalidator = createCacheInvalidator({ db: database.db });
+    await invalidator.start();
+    const seen: string[] = [];
+    invalidator.subscribe('users', (key) => seen.push(key));
+    try {
+      await database.db.transaction(async (trx) => {
+        await trx('things').insert({ id: '1' });
+        await invalidator.invalidate('users', 'u1', trx);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(seen).toEqual([]);
+      });
+      await eventually(() => expect(seen).toContain('u1'));
+      await database.db
+        .transaction(async (trx) => {
+          await invalidator.invalidate('users', 'u2', trx);
+          throw new Error('rollback');
+        })
+        .catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(seen).not.toContain('u2');
+    } finally {
+      await invalidator.close();
+    }
+  });
+
+  it.runIf(dialect === 'postgres')('reaches another instance on the same database', async () => {
+    const otherDb = createDatabase(database.url);
+    const mine = createCacheInvalidator({ db: database.db });
+    const theirs = createCacheInvalidator({ db: otherDb });
+    await mine.start();
+    await theirs.start();
+    const seen: string[] = [];
+    theirs.subscribe('clients', (key) => seen.push(key));
+    try {
+      await mine.invalidate('clients', 'c1');
+      await eventually(() => expect(seen).toEqual(['c1']));
+      expect(ALL_KEYS).toBe('*');
+    } finally {
+      await mine.close();
+      await theirs.close();
+      await otherDb.destroy();
+    }
+  });
+});

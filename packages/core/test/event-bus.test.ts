@@ -1,0 +1,477 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
+import type { Knex } from 'knex';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { createManualClock, type ManualClock } from '../src/clock.js';
+import { defineEvent, defineEventHandler, type EventEnvelope } from '../src/events/types.js';
+import { createLogger } from '../src/index.js';
+import { coreMigrations, createDatabase, createEventBus, type EventBus, EventPayloadError, toIso } from '../src/knex.js';
+import { ThingHappened } from './fixtures/outbox-events.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const hangingDispatcher = fileURLToPath(new URL('./fixtures/hanging-dispatcher.ts', import.meta.url));
+
+const OtherHappened = defineEvent({
+  type: 'OtherHappenedEvent',
+  module: 'others',
+  description: 'Something else happened.',
+  schema: z.object({ id: z.string() }),
+});
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  handler: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: unknown;
+  claimed_by: string | null;
+  claimed_until: unknown;
+  delivered_at: unknown;
+  last_error: string | null;
+}
+
+async function deliveries(db: Knex, handler?: string): Promise<DeliveryRow[]> {
+  const query = db<DeliveryRow>('core_outbox_deliveries').orderBy('id');
+  if (handler) query.where({ handler });
+  const rows = (await query) as DeliveryRow[];
+  return rows.map((row) => ({ ...row, attempts: Number(row.attempts) }));
+}
+
+/** A handler that records its envelopes and fails while `failures` is positive. */
+function recorder(name: string, options: { failures?: number; delayMs?: number; event?: typeof ThingHappened } = {}) {
+  const seen: EventEnvelope[] = [];
+  let failures = options.failures ?? 0;
+  const handler = defineEventHandler({
+    name,
+    module: 'tests',
+    event: options.event ?? ThingHappened,
+    description: `records ${name}`,
+    handle: async (envelope) => {
+      seen.push(envelope as EventEnvelope);
+      if (options.delayMs) await sleep(options.delayMs);
+      if (failures > 0) {
+        failures -= 1;
+        throw new Error(`${name} failed on attempt ${envelope.attempt}`);
+      }
+    },
+  });
+  return { handler, seen };
+}
+
+describe.each(testDialects())('event bus on %s', (dialect) => {
+  let database: TestDatabase;
+  let clock: ManualClock;
+  const cleanups: Array<() => Promise<void>> = [];
+
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect, [coreMigrations]);
+    clock = createManualClock('2026-03-01T10:00:00.000Z');
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await database.destroy();
+  });
+
+  function bus(options: Partial<Parameters<typeof createEventBus>[0]> = {}): EventBus {
+    const created = createEventBus({ db: database.db, clock, ...options });
+    cleanups.push(() => created.stop());
+    return created;
+  }
+
+  it('never delivers events of a transaction that rolled back', async () => {
+    const events = bus();
+    const { handler, seen } = recorder('tests.record');
+    events.subscribe(handler);
+    await expect(
+      database.db.transaction(async (trx) => {
+        await events.write(trx, [{ event: ThingHappened, payload: { thingId: 't1', n: 1 } }]);
+        throw new Error('abort the change');
+      }),
+    ).rejects.toThrow('abort the change');
+    const trx = await database.db.transaction();
+    await events.write(trx, [{ event: ThingHappened, payload: { thingId: 't2', n: 2 } }]);
+    await trx.rollback();
+
+    expect(await events.dispatchPending()).toBe(0);
+    expect(seen).toEqual([]);
+    expect(Number((await database.db('core_outbox_events').count({ n: '*' }))[0]?.n)).toBe(0);
+    expect(await deliveries(database.db)).toEqual([]);
+  });
+
+  it('delivers committed events after the commit, and not while the transaction is open', async () => {
+    // A long poll interval: the delivery must come from the after-commit kick.
+    const events = bus({ pollIntervalMs: 60_000 });
+    const { handler, seen } = recorder('tests.record');
+    events.subscribe(handler);
+    events.start();
+    await events.dispatchPending();
+
+    const trx = await database.db.transaction();
+    await events.write(trx, [{ event: ThingHappened, payload: { thingId: 't1', n: 1 } }]);
+    await sleep(200);
+    expect(seen).toEqual([]);
+    await trx.commit();
+
+    await vi.waitFor(() => expect(seen).toHaveLength(1), { timeout: 5000, interval: 10 });
+    const [envelope] = seen;
+    expect(envelope).toMatchObject({ type: 'ThingHappenedEvent', payload: { thingId: 't1', n: 1 }, attempt: 1 });
+    expect(envelope?.occurredAt).toBe('2026-03-01T10:00:00.000Z');
+    await vi.waitFor(async () => expect((await deliveries(database.db))[0]?.status).toBe('delivered'), { timeout: 5000 });
+    const [row] = await deliveries(database.db);
+    expect(row).toMatchObject({
+      event_id: envelope?.id,
+      handler: 'tests.record',
+      attempts: 1,
+      claimed_by: null,
+      last_error: null,
+    });
+    expect(toIso(row?.delivered_at)).toBe('2026-03-01T10:00:00.000Z');
+  });
+
+  it('waits for the outermost commit when written in a nested transaction', async () => {
+    const events = bus({ pollIntervalMs: 60_000 });
+    const { handler, seen } = recorder('tests.record');
+    events.subscribe(handler);
+    events.start();
+    await events.dispatchPending();
+
+    const outer = await database.db.transaction();
+    await outer.transaction(async (inner) => {
+      await events.write(inner, [{ event: ThingHappened, payload: { thingId: 'nested', n: 1 } }]);
+    });
+    await sleep(200);
+    expect(seen).toEqual([]);
+    await outer.commit();
+    await vi.waitFor(() => expect(seen.map((e) => e.payload.thingId)).toEqual(['nested']), { timeout: 5000, interval: 10 });
+  });
+
+  it('validates payloads at write time and refuses anything but a transaction', async () => {
+    const events = bus();
+    events.subscribe(recorder('tests.record').handler);
+    const invalid = database.db.transaction(async (trx) => {
+      await events.write(trx, [
+        { event: ThingHappened, payload: { thingId: 'ok', n: 1 } },
+        { event: ThingHappened, payload: { thingId: '', n: 1.5 } },
+      ]);
+    });
+    await expect(invalid).rejects.toThrow(EventPayloadError);
+    await expect(
+      database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: '', n: 1 } }])),
+    ).rejects.toThrow(/Invalid payload for event ThingHappenedEvent: thingId/);
+    await expect(
+      events.write(database.db as unknown as Knex.Transaction, [{ event: ThingHappened, payload: { thingId: 'x', n: 1 } }]),
+    ).rejects.toThrow(/needs the knex transaction/);
+    expect(Number((await database.db('core_outbox_events').count({ n: '*' }))[0]?.n)).toBe(0);
+
+    // The stored payload is the schema's output (unknown keys stripped).
+    await database.db.transaction((trx) =>
+      events.write(trx, [
+        { event: ThingHappened, payload: { thingId: 'x', n: 1, extra: true } as { thingId: string; n: number } },
+      ]),
+    );
+    const [stored] = await database.db('core_outbox_events').select('payload');
+    expect(JSON.parse(stored.payload)).toEqual({ thingId: 'x', n: 1 });
+  });
+
+  it('retries a failing handler with exponential backoff until it succeeds', async () => {
+    const events = bus({ retryBaseMs: 1000 });
+    const { handler, seen } = recorder('tests.flaky', { failures: 2 });
+    events.subscribe(handler);
+    await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+
+    expect(await events.dispatchPending()).toBe(1);
+    let [row] = await deliveries(database.db);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, claimed_by: null });
+    expect(row?.last_error).toContain('tests.flaky failed on attempt 1');
+    expect(toIso(row?.next_attempt_at)).toBe('2026-03-01T10:00:01.000Z');
+
+    expect(await events.dispatchPending()).toBe(0);
+    clock.advance(999);
+    expect(await events.dispatchPending()).toBe(0);
+    clock.advance(1);
+    expect(await events.dispatchPending()).toBe(1);
+    [row] = await deliveries(database.db);
+    expect(row).toMatchObject({ status: 'pending', attempts: 2 });
+    expect(toIso(row?.next_attempt_at)).toBe('2026-03-01T10:00:03.000Z');
+
+    clock.advance(1999);
+    expect(await events.dispatchPending()).toBe(0);
+    clock.advance(1);
+    expect(await events.dispatchPending()).toBe(1);
+    [row] = await deliveries(database.db);
+    expect(row).toMatchObject({ status: 'delivered', attempts: 3, last_error: null, claimed_by: null });
+    expect(toIso(row?.delivered_at)).toBe('2026-03-01T10:00:03.000Z');
+    expect(seen.map((envelope) => envelope.attempt)).toEqual([1, 2, 3]);
+    expect(new Set(seen.map((envelope) => envelope.id)).size).toBe(1);
+  });
+
+  it('delivers to each handler independently', async () => {
+    const events = bus({ retryBaseMs: 1000 });
+    const steady = recorder('tests.steady');
+    const flaky = recorder('tests.flaky', { failures: 1 });
+    const other = recorder('tests.other', { event: OtherHappened as unknown as typeof ThingHappened });
+    events.subscribe(steady.handler);
+    events.subscribe(flaky.handler);
+    events.subscribe(other.handler);
+    await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+
+    expect((await deliveries(database.db)).map((row) => row.handler).sort()).toEqual(['tests.flaky', 'tests.steady']);
+    expect(await events.dispatchPending()).toBe(2);
+    expect(steady.seen).toHaveLength(1);
+    expect(flaky.seen).toHaveLength(1);
+    clock.advance(1000);
+    expect(await events.dispatchPending()).toBe(1);
+    expect(steady.seen).toHaveLength(1);
+    expect(flaky.seen).toHaveLength(2);
+    expect(other.seen).toHaveLength(0);
+    const rows = await deliveries(database.db);
+    expect(rows.map((row) => [row.handler, row.status, row.attempts]).sort()).toEqual([
+      ['tests.flaky', 'delivered', 2],
+      ['tests.steady', 'delivered', 1],
+    ]);
+  });
+
+  it('marks a delivery dead after the last attempt and logs an error; the backoff is capped', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({ level: 'warn', write: (line) => lines.push(JSON.parse(line)) });
+    const events = bus({ maxAttempts: 3, retryBaseMs: 1000, retryMaxMs: 1500, logger });
+    const { handler, seen } = recorder('tests.broken', { failures: Number.POSITIVE_INFINITY });
+    events.subscribe(handler);
+    await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+
+    expect(await events.dispatchPending()).toBe(1);
+    clock.advance(1000);
+    expect(await events.dispatchPending()).toBe(1);
+    let [row] = await deliveries(database.db);
+    expect(toIso(row?.next_attempt_at)).toBe('2026-03-01T10:00:02.500Z'); // min(2000, 1500) after 10:00:01
+    clock.advance(1500);
+    expect(await events.dispatchPending()).toBe(1);
+    [row] = await deliveries(database.db);
+    expect(row).toMatchObject({ status: 'dead', attempts: 3, claimed_by: null });
+    expect(row?.last_error).toContain('tests.broken failed on attempt 3');
+    clock.advance(3_600_000);
+    expect(await events.dispatchPending()).toBe(0);
+    expect(seen).toHaveLength(3);
+    expect(lines.filter((line) => line.level === 'warn')).toHaveLength(2);
+    const errors = lines.filter((line) => line.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ handler: 'tests.broken', attempt: 3, component: 'event-bus' });
+    expect(String(errors[0]?.msg)).toMatch(/dead/);
+  });
+
+  it('counts a handler that runs past its timeout as a failed attempt', async () => {
+    const events = bus({ handlerTimeoutMs: 50, retryBaseMs: 1000 });
+    events.subscribe(
+      defineEventHandler({ name: 'tests.slow', module: 'tests', event: ThingHappened, handle: () => sleep(10_000) }),
+    );
+    await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+    expect(await events.dispatchPending()).toBe(1);
+    const [row] = await deliveries(database.db);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(row?.last_error).toMatch(/did not finish within 50 ms/);
+  });
+
+  it('only claims deliveries of handlers it has, and stop() waits for running handlers', async () => {
+    const publisher = bus({ pollIntervalMs: 60_000 });
+    const stranger = bus();
+    let finished = false;
+    publisher.subscribe(
+      defineEventHandler({
+        name: 'tests.slow',
+        module: 'tests',
+        event: ThingHappened,
+        handle: async () => {
+          await sleep(150);
+          finished = true;
+        },
+      }),
+    );
+    stranger.subscribe(recorder('tests.unrelated').handler);
+    await database.db.transaction((trx) => publisher.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+    // Deliveries are made for the writer's handlers; a bus without tests.slow leaves its delivery alone.
+    expect(await stranger.dispatchPending()).toBe(0);
+    expect((await deliveries(database.db, 'tests.slow'))[0]?.status).toBe('pending');
+
+    const running = publisher.dispatchPending();
+    await sleep(20);
+    await publisher.stop();
+    expect(finished).toBe(true);
+    expect(await running).toBe(1);
+    expect((await deliveries(database.db, 'tests.slow'))[0]?.status).toBe('delivered');
+  });
+
+  it('refuses duplicate handler names and conflicting event definitions; lists both in the catalog', () => {
+    const events = bus();
+    const { handler } = recorder('tests.record');
+    events.subscribe(handler);
+    expect(() => events.subscribe({ ...handler })).toThrow(/already subscribed/);
+    expect(() => events.register({ ...ThingHappened, module: 'elsewhere' })).toThrow(/already registered/);
+    events.register(ThingHappened);
+    events.register(OtherHappened);
+    expect(events.catalog()).toEqual({
+      events: [ThingHappened, OtherHappened],
+      handlers: [{ name: 'tests.record', module: 'tests', event: 'ThingHappenedEvent', description: 'records tests.record' }],
+    });
+    expect(() => createEventBus({ db: database.db, leaseMs: 0 })).toThrow(RangeError);
+  });
+
+  it('prunes old events once every delivery is delivered or dead', async () => {
+    const events = bus({ maxAttempts: 1 });
+    events.subscribe(recorder('tests.ok').handler);
+    const failing = recorder('tests.failing', { failures: 1, event: OtherHappened as unknown as typeof ThingHappened });
+    events.subscribe(failing.handler);
+    await database.db.transaction((trx) =>
+      events.write(trx, [
+        { event: ThingHappened, payload: { thingId: 'delivered', n: 1 } },
+        { event: OtherHappened, payload: { id: 'dead' } },
+      ]),
+    );
+    expect(await events.dispatchPending()).toBe(2);
+    clock.advance(60_000);
+    events.subscribe(recorder('tests.never-run', { event: OtherHappened as unknown as typeof ThingHappened }).handler);
+    await database.db.transaction((trx) => events.write(trx, [{ event: OtherHappened, payload: { id: 'pending' } }]));
+    clock.advance(60_000);
+
+    expect(await events.prune(3_600_000)).toBe(0);
+    expect(await events.prune(30_000)).toBe(2);
+    const remaining = await database.db('core_outbox_events').select('payload');
+    expect(remaining.map((row) => JSON.parse(row.payload))).toEqual([{ id: 'pending' }]);
+    expect((await deliveries(database.db)).map((row) => row.handler).sort()).toEqual(['tests.failing', 'tests.never-run']);
+  });
+
+  it('delivers each delivery exactly once across two instances dispatching concurrently', async () => {
+    const secondDb = createDatabase(database.url);
+    cleanups.push(() => secondDb.destroy());
+    const delivered: Array<{ instance: string; eventId: string }> = [];
+    const make = (db: Knex, instance: string) => {
+      const created = createEventBus({ db, instanceId: instance, batchSize: 7 });
+      cleanups.push(() => created.stop());
+      created.subscribe(
+        defineEventHandler({
+          name: 'tests.count',
+          module: 'tests',
+          event: ThingHappened,
+          handle: async (envelope) => {
+            delivered.push({ instance, eventId: envelope.id });
+            await sleep(Math.random() * 5);
+          },
+        }),
+      );
+      return created;
+    };
+    const first = make(database.db, 'instance-a');
+    const second = make(secondDb, 'instance-b');
+    await database.db.transaction((trx) =>
+      first.write(
+        trx,
+        Array.from({ length: 50 }, (_, n) => ({ event: ThingHappened, payload: { thingId: `t${n}`, n } })),
+      ),
+    );
+
+    const counts = await Promise.all([
+      first.dispatchPending(),
+      second.dispatchPending(),
+      first.dispatchPending(),
+      second.dispatchPending(),
+      second.dispatchPending(),
+    ]);
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(50);
+    expect(delivered).toHaveLength(50);
+    expect(new Set(delivered.map((entry) => entry.eventId)).size).toBe(50);
+    const rows = await deliveries(database.db);
+    expect(rows).toHaveLength(50);
+    expect(rows.every((row) => row.status === 'delivered' && row.attempts === 1)).toBe(true);
+    expect(await first.dispatchPending()).toBe(0);
+    expect(await second.dispatchPending()).toBe(0);
+  });
+
+  it('still delivers an event whose dispatcher was killed mid-delivery', { timeout: 60_000 }, async () => {
+    const leaseMs = 2000;
+    const writer = createEventBus({ db: database.db, leaseMs });
+    cleanups.push(() => writer.stop());
+    const delivered: EventEnvelope[] = [];
+    writer.subscribe(
+      defineEventHandler({
+        name: 'tests.survivor',
+        module: 'tests',
+        event: ThingHappened,
+        handle: async (envelope) => void delivered.push(envelope as EventEnvelope),
+      }),
+    );
+    await database.db.transaction((trx) => writer.write(trx, [{ event: ThingHappened, payload: { thingId: 'k', n: 1 } }]));
+    const [event] = await database.db('core_outbox_events').select('id');
+
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', hangingDispatcher, database.url, 'tests.survivor', String(leaseMs)],
+      {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    cleanups.push(async () => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
+    const started = await waitForLine(child, /^started (\S+) (\d+)$/, 30_000);
+    expect(started[1]).toBe(event.id);
+    expect(started[2]).toBe('1');
+
+    const [claimed] = await deliveries(database.db);
+    expect(claimed).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(claimed?.claimed_by).toBe(`hanging-dispatcher/${child.pid}`);
+    await killAndWait(child);
+
+    // The dead dispatcher's lease still holds: nothing to claim yet.
+    expect(await writer.dispatchPending()).toBe(0);
+    expect(delivered).toEqual([]);
+
+    const leaseEnd = new Date(toIso(claimed?.claimed_until)).getTime();
+    await sleep(Math.max(0, leaseEnd - Date.now()) + 50);
+    expect(await writer.dispatchPending()).toBe(1);
+    expect(delivered).toHaveLength(1);
+    expect(delivered[0]).toMatchObject({ id: event.id, attempt: 2, payload: { thingId: 'k', n: 1 } });
+    const [row] = await deliveries(database.db);
+    expect(row?.status).toBe('delivered');
+    expect(row?.attempts).toBeGreaterThanOrEqual(2);
+    expect(row?.claimed_by).toBeNull();
+    expect(await writer.dispatchPending()).toBe(0);
+    expect(delivered).toHaveLength(1);
+  });
+});
+
+/** Resolves with the first stdout line of `child` matching `pattern`; rejects if it exits or takes too long. */
+function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => fail(new Error(`timed out waiting for ${pattern}`)), timeoutMs);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      reject(new Error(`${error.message}\nstdout: ${stdout}\nstderr: ${stderr}`));
+    };
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      for (const line of stdout.split('\n')) {
+        const match = line.match(pattern);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match);
+          return;
+        }
+      }
+    });
+    child.once('exit', (code, signal) => fail(new Error(`the child exited (code ${code}, signal ${signal})`)));
+  });
+}
+
+async function killAndWait(child: ChildProcess): Promise<void> {
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGKILL');
+  await exited;
+}

@@ -1,0 +1,18 @@
+/** Cache namespaces of the identity module; keys are documented per namespace. */
+export const CacheNamespaces = {
+  /** key: user id */
+  users: 'identity.users',
+  /** key: `${userId}:${organizationId}`; ALL_KEYS after organization-wide changes (status, custom roles) */
+  memberships: 'identity.memberships',
+  /** key: `${subject}:${id}` */
+  revocations: 'identity.revocations',
+  /** key: API key id; ALL_KEYS after bulk changes */
+  apiKeys: 'identity.api-keys',
+  /** key: session id; ALL_KEYS after bulk changes */
+  sessions: 'identity.sessions',
+  /** key: client id */
+  clients: 'identity.clients',
+} as const;
+
+/** Subscribes to evictions of a namespace; returns an unsubscribe function. */
+export type CacheSubscriber = (namespace: string, listener: (key: string) => void) => () => void;

@@ -1,0 +1,98 @@
+import type { EventDefinition, EventHandlerDefinition, EventOutbox } from '@idt/core';
+import { type Clock, type CredentialResolver, type Logger, type Mailer, type Route, silentLogger, systemClock } from '@idt/core';
+import type { CacheInvalidator, WindowCounter } from '@idt/core/knex';
+import type { Knex } from 'knex';
+import { createCredentialResolver } from '../access/credential-resolver.js';
+import type { ClientLookup } from '../access/store.js';
+import { createSetupRoutes } from '../http/routes/setup.js';
+import { createArgon2Hasher, type PasswordHasher } from '../passwords.js';
+import { createSetupService, type SetupService } from '../setup/service.js';
+import { createTokenMac } from '../tokens.js';
+import { createKnexAccessStore } from './access-store.js';
+import { type AccountsFeature, createAccountsFeature } from './features/accounts.js';
+import type { FeatureContext, IdentitySettings } from './features/context.js';
+import { type CredentialsFeature, createCredentialsFeature } from './features/credentials.js';
+import { createKnexSetupStore } from './setup-store.js';
+
+/** Options of {@link createKnexIdentity}. */
+export interface KnexIdentityOptions {
+  readonly db: Knex;
+  readonly settings: IdentitySettings;
+  /** The server secret link tokens are derived from (the key-encryption secret). */
+  readonly secret: string;
+  readonly mailer: Mailer;
+  readonly outbox: EventOutbox;
+  readonly invalidator: CacheInvalidator;
+  readonly counter: WindowCounter;
+  readonly hasher?: PasswordHasher;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** OAuth client lookups, supplied by the OpenID provider module. */
+  readonly clients?: ClientLookup;
+}
+
+/** The identity module on knex: services, routes, credential resolution, events and jobs. */
+export interface KnexIdentity {
+  readonly setup: SetupService;
+  readonly accounts: AccountsFeature['services'];
+  readonly credentials: CredentialsFeature['services'];
+  /** Turns verified credentials into principals (plug into `createAuthenticator`). */
+  readonly resolver: CredentialResolver & { permissionsOf(userId: string, organizationId: string): Promise<Set<string>> };
+  readonly routes: readonly Route[];
+  readonly events: readonly EventDefinition<any>[];
+  readonly handlers: readonly EventHandlerDefinition<any>[];
+  readonly jobs: ReadonlyArray<{ readonly name: string; readonly intervalMs: number; run(): Promise<unknown> }>;
+}
+
+/**
+ * Wires the identity module over a knex database.
+ *
+ * @example
+ * const identity = createKnexIdentity({ db, settings, secret, mailer, outbox: bus, invalidator, counter });
+ * for (const handler of identity.handlers) bus.subscribe(handler);
+ * const authenticator = createAuthenticator({ verifier, resolver: identity.resolver });
+ */
+export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const hasher = options.hasher ?? createArgon2Hasher();
+  let resolver: KnexIdentity['resolver'] | undefined;
+  const ctx: FeatureContext = {
+    db: options.db,
+    settings: options.settings,
+    clock,
+    logger,
+    hasher,
+    mailer: options.mailer,
+    outbox: options.outbox,
+    invalidator: options.invalidator,
+    counter: options.counter,
+    tokens: createTokenMac(options.secret),
+    permissionsOf: (userId, organizationId) => {
+      if (!resolver) throw new Error('The identity module is still being wired');
+      return resolver.permissionsOf(userId, organizationId);
+    },
+  };
+  const setup = createSetupService({ store: createKnexSetupStore(options.db), hasher, clock });
+  const accounts = createAccountsFeature(ctx);
+  const credentials = createCredentialsFeature(ctx);
+  resolver = createCredentialResolver({
+    store: createKnexAccessStore(options.db),
+    apiKeys: credentials.apiKeyLookup,
+    sessions: credentials.sessionLookup,
+    ...(options.clients ? { clients: options.clients } : {}),
+    subscribe: (namespace, listener) => options.invalidator.subscribe(namespace, listener),
+    clock,
+  });
+  const features = [accounts, credentials];
+  return {
+    setup,
+    accounts: accounts.services,
+    credentials: credentials.services,
+    resolver,
+    routes: [...createSetupRoutes(setup), ...features.flatMap((feature) => feature.routes)],
+    events: features.flatMap((feature) => feature.events),
+    handlers: features.flatMap((feature) => feature.handlers),
+    jobs: features.flatMap((feature) => feature.jobs),
+  };
+}

@@ -14,6 +14,8 @@ export interface TestDatabase {
   readonly dialect: TestDialect;
   readonly url: string;
   readonly db: Knex;
+  /** A scratch directory for this database's server (mail, files); deleted with it. */
+  readonly dataDir: string;
   /** Closes the connection and deletes the database. */
   destroy(): Promise<void>;
 }
@@ -29,11 +31,10 @@ export function testDialects(): TestDialect[] {
 /** Creates a throwaway database, optionally migrated. */
 export async function createTestDatabase(dialect: TestDialect, migrations: readonly MigrationSet[] = []): Promise<TestDatabase> {
   let url: string;
-  let cleanup: () => Promise<void>;
+  const dir = mkdtempSync(join(tmpdir(), 'idt-test-'));
+  let cleanup: () => Promise<void> = async () => undefined;
   if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'idt-test-'));
     url = `sqlite:${join(dir, 'idt.sqlite')}`;
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
   } else {
     const adminUrl = inject('postgresAdminUrl');
     if (!adminUrl) throw new Error('Postgres is not available in this run');
@@ -47,9 +48,21 @@ export async function createTestDatabase(dialect: TestDialect, migrations: reado
     dialect,
     url,
     db,
+    dataDir: dir,
     async destroy() {
       await db.destroy();
       await cleanup();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Another connection pool on an existing throwaway database, as a second
+ * server instance (a separate process) would have. Destroying it closes the
+ * pool only; the database stays.
+ */
+export function connectTestDatabase(database: TestDatabase): TestDatabase {
+  const db = createDatabase(database.url);
+  return { dialect: database.dialect, url: database.url, dataDir: database.dataDir, db, destroy: () => db.destroy() };
 }

@@ -4,6 +4,15 @@ import { type IdtConfigOverrides, loadConfig } from '@idt/core';
 import { createIdtServer, type IdtServer, migrationSets } from '@idt/example-server';
 import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
 
+/**
+ * Test servers run in the Testing environment, which enforces rate limits;
+ * suites that are not about rate limiting get limits they never reach, and
+ * rate-limit suites set their own through `env`.
+ */
+const GENEROUS_RATE_LIMITS: Record<string, string> = Object.fromEntries(
+  ['AUTH', 'UPLOAD', 'REGISTRATION', 'GLOBAL'].map((policy) => [`IDT_RATE_LIMIT_${policy}_PERMIT_LIMIT`, '100000']),
+);
+
 /** Options of {@link startTestServer}. */
 export interface TestServerOptions {
   readonly dialect?: TestDialect;
@@ -44,10 +53,17 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const { port } = http.address() as AddressInfo;
   const origin = `http://127.0.0.1:${port}`;
   const config = loadConfig(
-    { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', ...options.env },
+    {
+      IDT_ENVIRONMENT: 'Testing',
+      IDT_LOG_LEVEL: 'silent',
+      ...GENEROUS_RATE_LIMITS,
+      IDT_DATA_DIR: database.dataDir,
+      ...options.env,
+    },
     { databaseUrl: database.url, issuer: origin, port, ...options.config },
   );
   const idt = await createIdtServer({ config, db: database.db });
+  idt.start();
   http.on('request', (req, res) => void idt.handler(req, res));
   const url = `${origin}${config.pathPrefix}`;
   return {

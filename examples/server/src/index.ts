@@ -9,26 +9,38 @@ import type { AddressInfo } from 'node:net';
 import {
   createApiDocsRoutes,
   createAsyncApiRoutes,
+  createAuthenticator,
   createHealthRoutes,
   createHttpApp,
+  createJwtVerifier,
   createLogger,
   createSetupGate,
   type HttpApp,
   type IdtConfig,
+  type JwtVerifier,
   type Logger,
+  type Mailer,
   type Route,
+  resolveKeyEncryptionSecret,
 } from '@idt/core';
 import {
+  type CacheInvalidator,
   coreMigrations,
+  createCacheInvalidator,
   createDatabase,
   createEventBus,
+  createKnexSigningKeyStore,
   createRateLimiter,
+  createWindowCounter,
   type EventBus,
   type MigrationSet,
+  publicJwks,
+  type SigningKeyStore,
 } from '@idt/core/knex';
+import { createMailerFromConfig } from '@idt/core/mail';
 import { createNodeHandler } from '@idt/core/node';
-import { createArgon2Hasher, createSetupRoutes, createSetupService, type PasswordHasher, type SetupService } from '@idt/identity';
-import { createKnexSetupStore, identityMigrations } from '@idt/identity/knex';
+import { createArgon2Hasher, type PasswordHasher, type SetupService } from '@idt/identity';
+import { createKnexIdentity, identityMigrations, type KnexIdentity } from '@idt/identity/knex';
 import type { Knex } from 'knex';
 
 /** Every migration set the reference server needs, in any order (the runner sorts them). */
@@ -45,7 +57,12 @@ export interface IdtServerOptions {
   readonly logger?: Logger;
   /** Password hashing; argon2id with OWASP parameters by default. */
   readonly hasher?: PasswordHasher;
+  /** Outgoing mail; built from `config.mail` when absent. */
+  readonly mailer?: Mailer;
 }
+
+/** The name of the sign-in session cookie. */
+export const SESSION_COOKIE_NAME = 'idt_session';
 
 /** A wired server, ready to listen. */
 export interface IdtServer {
@@ -53,10 +70,20 @@ export interface IdtServer {
   readonly db: Knex;
   readonly app: HttpApp;
   readonly logger: Logger;
-  readonly services: { readonly setup: SetupService; readonly events: EventBus };
+  readonly services: {
+    readonly setup: SetupService;
+    readonly events: EventBus;
+    readonly identity: KnexIdentity;
+    readonly keys: SigningKeyStore;
+    readonly verifier: JwtVerifier;
+    readonly invalidator: CacheInvalidator;
+    readonly mailer: Mailer;
+  };
   /** The node:http request handler. */
   readonly handler: ReturnType<typeof createNodeHandler>;
-  /** Starts listening; port 0 picks a free port. Resolves with the bound URL. */
+  /** Starts background work (event dispatch, pruning jobs); `listen` calls it. Idempotent. */
+  start(): void;
+  /** Starts listening (and background work); port 0 picks a free port. Resolves with the bound URL. */
   listen(port?: number, host?: string): Promise<{ url: string; server: Server }>;
   /** Stops listening and closes the database when the server opened it. */
   close(): Promise<void>;
@@ -76,14 +103,46 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
   const db = options.db ?? createDatabase(config.databaseUrl);
   const logger = options.logger ?? createLogger({ level: config.logLevel, fields: { service: 'idt' } });
   const hasher = options.hasher ?? createArgon2Hasher();
+  const secret = resolveKeyEncryptionSecret(config);
+  const mailer = options.mailer ?? createMailerFromConfig(config, logger);
 
-  const setup = createSetupService({ store: createKnexSetupStore(db), hasher });
+  const keys = createKnexSigningKeyStore({ db, secret });
+  await keys.ensureActiveKeys();
+  const verifier = createJwtVerifier({
+    keys: async () => publicJwks(await keys.listKeys()).keys,
+    issuer: config.publicBaseUrl,
+    audience: config.publicBaseUrl,
+  });
+  const invalidator = createCacheInvalidator({ db, logger });
+  await invalidator.start();
   const events = createEventBus({ db, logger });
+
+  const identity = createKnexIdentity({
+    db,
+    settings: {
+      environment: config.environment,
+      publicBaseUrl: config.publicBaseUrl,
+      authUrl: config.authUrl,
+      sessionCookieName: SESSION_COOKIE_NAME,
+      emailChangeMaxRequests: config.emailChange.maxRequests,
+      emailChangeWindowSeconds: config.emailChange.windowSeconds,
+    },
+    secret,
+    mailer,
+    outbox: events,
+    invalidator,
+    counter: createWindowCounter({ db }),
+    hasher,
+    logger,
+  });
+  for (const event of identity.events) events.register(event);
+  for (const handler of identity.handlers) events.subscribe(handler);
+  const setup = identity.setup;
 
   const routes: Route[] = [];
   routes.push(
     ...createHealthRoutes([{ name: 'database', check: async () => void (await db.raw('select 1')) }]),
-    ...createSetupRoutes(setup),
+    ...identity.routes,
   );
   routes.push(
     ...createApiDocsRoutes({
@@ -106,12 +165,35 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
 
   // Rate limiting is off in Development (SPEC 8.1); expired counters are pruned in the background.
   const rateLimiter = config.environment === 'Development' ? undefined : createRateLimiter({ db, settings: config.rateLimits });
-  const pruneTimer = rateLimiter
-    ? setInterval(() => {
-        rateLimiter.prune().catch((error: unknown) => logger.warn('pruning rate-limit counters failed', { error }));
-      }, RATE_LIMIT_PRUNE_INTERVAL_MS)
-    : undefined;
-  pruneTimer?.unref();
+  const jobs = [
+    ...identity.jobs,
+    { name: 'prune signing keys', intervalMs: 3_600_000, run: () => keys.prune() },
+    { name: 'prune dispatched events', intervalMs: 3_600_000, run: () => events.prune(7 * 86_400_000) },
+    ...(rateLimiter
+      ? [{ name: 'prune rate-limit counters', intervalMs: RATE_LIMIT_PRUNE_INTERVAL_MS, run: () => rateLimiter.prune() }]
+      : []),
+  ];
+  const timers: NodeJS.Timeout[] = [];
+  let started = false;
+  const start = () => {
+    if (started) return;
+    started = true;
+    events.start();
+    for (const job of jobs) {
+      const timer = setInterval(() => {
+        job.run().catch((error: unknown) => logger.warn(`background job failed: ${job.name}`, { error }));
+      }, job.intervalMs);
+      timer.unref();
+      timers.push(timer);
+    }
+  };
+
+  const origins = [...new Set([new URL(config.authUrl).origin, new URL(config.publicBaseUrl).origin])];
+  const authenticator = createAuthenticator({
+    verifier,
+    resolver: identity.resolver,
+    sessionCookie: { name: SESSION_COOKIE_NAME, allowedOrigins: origins },
+  });
 
   const app = createHttpApp({
     environment: config.environment,
@@ -121,6 +203,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     routes,
     gates: [createSetupGate({ isSetupRequired: () => setup.isSetupRequired() })],
     rateLimiter,
+    authenticator,
     logger,
   });
   const handler = createNodeHandler(app, { trustProxy: config.trustProxy });
@@ -131,8 +214,9 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     db,
     app,
     logger,
-    services: { setup, events },
+    services: { setup, events, identity, keys, verifier, invalidator, mailer },
     handler,
+    start,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         const created = createServer({ keepAliveTimeout: 65_000 }, (req, res) => void handler(req, res));
@@ -140,7 +224,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
         created.listen(port, host, () => {
           created.off('error', reject);
           server = created;
-          events.start();
+          start();
           const address = created.address() as AddressInfo;
           const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
           resolve({ url: `http://${shownHost}:${address.port}${config.pathPrefix}`, server: created });
@@ -156,8 +240,9 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
           closing.closeAllConnections();
         });
       }
-      clearInterval(pruneTimer);
+      for (const timer of timers.splice(0)) clearInterval(timer);
       await events.stop();
+      await invalidator.close();
       if (ownsDb) await db.destroy();
     },
   };

@@ -1,6 +1,12 @@
-import { createDatabase } from '@idt/core/knex';
 import { migrationSets } from '@idt/example-server';
-import { createTestDatabase, startTestServer, type TestDatabase, type TestServer, testDialects } from '@idt/testing';
+import {
+  connectTestDatabase,
+  createTestDatabase,
+  startTestServer,
+  type TestDatabase,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /** Small windows so a handful of requests reaches them. */
@@ -110,8 +116,7 @@ describe.skipIf(!testDialects().includes('postgres'))('rate limiting across two 
   beforeAll(async () => {
     database = await createTestDatabase('postgres', migrationSets);
     // The second instance gets its own connection pool, as a separate process would.
-    const db = createDatabase(database.url);
-    secondPool = { dialect: 'postgres', url: database.url, db, destroy: () => db.destroy() };
+    secondPool = connectTestDatabase(database);
     const env = { IDT_RATE_LIMIT_GLOBAL_PERMIT_LIMIT: '5', IDT_RATE_LIMIT_GLOBAL_WINDOW_SECONDS: '60' };
     a = await startTestServer({ database, env });
     b = await startTestServer({ database: secondPool, env });

@@ -63,6 +63,12 @@ export interface IdtConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Outgoing mail, derived from `IDT_SMTP_URL`, `IDT_MAIL_FROM` and `IDT_DATA_DIR`. */
   mail: MailSettings;
+  /**
+   * E-mail change requests per user per fixed window that starts at the first
+   * request: `IDT_EMAIL_CHANGE_MAX_REQUESTS` (default 3; 0 refuses all) and
+   * `IDT_EMAIL_CHANGE_WINDOW_SECONDS` (default 3600; must be positive).
+   */
+  emailChange: { maxRequests: number; windowSeconds: number };
 }
 
 /** Defaults of the rate-limit policies (SPEC 8.1). */
@@ -163,6 +169,8 @@ const envSchema = z.object({
   IDT_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional(),
   IDT_SMTP_URL: optionalString,
   IDT_MAIL_FROM: optionalString,
+  IDT_EMAIL_CHANGE_MAX_REQUESTS: positiveInteger(),
+  IDT_EMAIL_CHANGE_WINDOW_SECONDS: z.string().optional(),
   ...Object.fromEntries(
     ratePolicies.flatMap((policy) => [
       [`IDT_RATE_LIMIT_${policy.toUpperCase()}_PERMIT_LIMIT`, positiveInteger()],
@@ -172,7 +180,8 @@ const envSchema = z.object({
 });
 
 /** Settings that code may pass instead of (and over) environment variables. */
-export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl' | 'mail'>> & {
+export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl' | 'mail' | 'emailChange'>> & {
+  emailChange?: Partial<IdtConfig['emailChange']>;
   /** The transport follows `smtpUrl`: SMTP when set, files otherwise. */
   mail?: Partial<Omit<MailSettings, 'transport'>>;
   rateLimits?: Partial<Record<RatePolicyName, Partial<RateLimitSetting>>>;
@@ -242,6 +251,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimits[policy] = setting;
   }
   const mail = resolveMail(environment, dataDir, overrides.mail ?? {}, e, problems);
+  const emailChange = {
+    maxRequests: overrides.emailChange?.maxRequests ?? e.IDT_EMAIL_CHANGE_MAX_REQUESTS ?? 3,
+    windowSeconds: overrides.emailChange?.windowSeconds ?? Number(e.IDT_EMAIL_CHANGE_WINDOW_SECONDS ?? 3600),
+  };
+  if (!Number.isInteger(emailChange.windowSeconds) || emailChange.windowSeconds <= 0) {
+    problems.push('IDT_EMAIL_CHANGE_WINDOW_SECONDS: must be a positive whole number of seconds');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     environment,
@@ -258,6 +274,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimits,
     logLevel: overrides.logLevel ?? e.IDT_LOG_LEVEL ?? (environment === 'Testing' ? 'warn' : 'info'),
     mail,
+    emailChange,
   };
 }
 

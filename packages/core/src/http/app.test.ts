@@ -67,6 +67,18 @@ const routes: Route[] = [
     handler: ({ principal }) => json({ subject: principal?.subject }),
   }),
   defineRoute({
+    method: 'POST',
+    path: '/v1/short',
+    operationId: 'short',
+    summary: 'short bodies',
+    tenant: 'optional',
+    request: { body: z.object({ newEmail: z.email() }) },
+    responses: {},
+    renderError: (problem) =>
+      problem.status === 401 ? json({ succeeded: false, error: 'unauthorized' }, { status: 401 }) : undefined,
+    handler: () => json({ succeeded: true }),
+  }),
+  defineRoute({
     method: 'GET',
     path: '/v1/boom',
     operationId: 'boom',
@@ -314,5 +326,22 @@ describe('HTTP pipeline', () => {
     expect(third.headers.get('retry-after')).toBe('42');
     expect(await problem(third)).toMatchObject({ code: 'RateLimit.Exceeded', title: 'Too Many Requests' });
     expect(keys).toEqual(['global:ip:10.0.0.1', 'global:org:org-1', 'global:org:org-1']);
+  });
+
+  it('lets a route render its own body for chosen errors', async () => {
+    const unauthorized = await app().fetch(new Request('http://api.test/v1/short', { method: 'POST' }));
+    expect(unauthorized.status).toBe(401);
+    expect(unauthorized.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(unauthorized.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await unauthorized.json()).toEqual({ succeeded: false, error: 'unauthorized' });
+    const invalid = await app().fetch(
+      new Request('http://api.test/v1/short', {
+        method: 'POST',
+        headers: { authorization: 'Bearer good', 'content-type': 'application/json' },
+        body: '{"newEmail":"nope"}',
+      }),
+    );
+    expect(invalid.status).toBe(400);
+    expect(await problem(invalid)).toMatchObject({ code: 'Validation.Failed' });
   });
 });

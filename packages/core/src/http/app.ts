@@ -1,4 +1,4 @@
-import { ClientClosedError, ProblemError, renderProblem, resolveTraceId, UnauthorizedError } from '@idt/problem';
+import { ClientClosedError, ProblemError, renderProblem, resolveTraceId, toProblemError, UnauthorizedError } from '@idt/problem';
 import type { z } from 'zod';
 import type { Authenticator, Principal, RateLimitDecision } from '../auth/principal.js';
 import type { Environment, RatePolicyName } from '../config/config.js';
@@ -75,7 +75,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const logger = options.logger ?? silentLogger;
   const gates = options.gates ?? [];
 
-  async function run(request: Request, url: URL, info: RequestInfo, ids: { requestId: string; traceId: string }) {
+  async function run(
+    request: Request,
+    url: URL,
+    info: RequestInfo,
+    ids: { requestId: string; traceId: string },
+    matched: { route?: Route },
+  ) {
     const clientIp = resolveClientIp(request, info, options.trustProxy ?? false);
     let path = url.pathname;
     if (prefix) {
@@ -96,6 +102,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       });
     }
     const { route, params: rawParams } = lookup.match;
+    matched.route = route;
     const auth = route.auth ?? 'required';
 
     let principal: Principal | null = null;
@@ -168,12 +175,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const requestId = resolveRequestId(request.headers.get('x-request-id'));
     const traceId = resolveTraceId(request.headers.get('traceparent'));
     let response: Response;
+    const matched: { route?: Route } = {};
     try {
       const url = new URL(request.url);
-      response = await run(request, url, info, { requestId, traceId });
+      response = await run(request, url, info, { requestId, traceId }, matched);
       if (request.signal.aborted) throw new ClientClosedError();
     } catch (caught) {
       const error = request.signal.aborted ? new ClientClosedError() : caught;
+      const own = renderOwnError(matched.route, error);
+      if (own) {
+        own.headers.set('x-request-id', requestId);
+        return own;
+      }
       const rendered = renderProblem(error, { environment: options.environment, traceId });
       if (rendered.status >= 500) {
         logger.error('request failed', { requestId, traceId, method: request.method, url: request.url, error: caught });
@@ -189,6 +202,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   }
 
   return { fetch, router, options };
+}
+
+function renderOwnError(route: Route | undefined, error: unknown): Response | undefined {
+  if (!route?.renderError || error instanceof ClientClosedError) return undefined;
+  const problem = toProblemError(error);
+  if (problem instanceof ClientClosedError || problem.status >= 500) return undefined;
+  const response = route.renderError(problem);
+  if (response) for (const [name, value] of Object.entries(problem.headers)) response.headers.set(name, value);
+  return response;
 }
 
 async function validate(schema: z.ZodType | undefined, value: unknown, _where: string): Promise<unknown> {

@@ -1,3 +1,4 @@
+import type { ProblemError } from '@idt/problem';
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { RatePolicyName } from '../config/config.js';
@@ -99,6 +100,12 @@ export interface Route {
   readonly problemCodes?: readonly string[];
   /** Leave the route out of the API document. */
   readonly hidden?: boolean;
+  /**
+   * Renders this route's own body for some errors (e.g. the short bodies of
+   * the e-mail change endpoints); return `undefined` for the problem document.
+   * Runs for errors raised once the route matched, authentication included.
+   */
+  readonly renderError?: (problem: ProblemError) => Response | undefined;
   readonly handler: (ctx: RouteContext<any, any, any>) => Promise<Response> | Response;
 }
 

@@ -4,3 +4,5 @@ export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
 export type { MintOptions, TestTokenClaims } from './tokens.js';
 export { mintAccessToken } from './tokens.js';
+export { bearer, seedMembership, seedOrganization, seedTenant, seedUser } from './identity.js';
+export type { SeededUser } from './identity.js';

@@ -46,7 +46,10 @@ export async function seedOrganization(
 ): Promise<{ id: string; name: string; slug: string }> {
   const id = newId();
   const name = input.name ?? `Org ${id.slice(-8)}`;
-  const slug = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}-${id.slice(-6)}`;
+  const slug = `${name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')}-${id.slice(-6)}`;
   const now = new Date().toISOString();
   await db('identity_organizations').insert({
     id,

@@ -5,6 +5,8 @@
  * @packageDocumentation
  */
 import './problems.js';
+import './accounts/problems.js';
+import './credentials/problems.js';
 
 export type { CacheSubscriber } from './access/cache-namespaces.js';
 export { CacheNamespaces } from './access/cache-namespaces.js';
@@ -23,6 +25,53 @@ export type {
   SessionLookup,
   UserAccess,
 } from './access/store.js';
+export type { AccountsActor } from './accounts/actor.js';
+export {
+  accountsEvents,
+  InvitationAcceptedEvent,
+  InvitationCreatedEvent,
+  InvitationRevokedEvent,
+  MemberJoinedEvent,
+  MembershipApprovedEvent,
+  MembershipDeniedEvent,
+  MembershipReinstatedEvent,
+  MembershipRemovedEvent,
+  MembershipRequestedEvent,
+  MembershipRolesChangedEvent,
+  MembershipSuspendedEvent,
+  OrganizationCreatedEvent,
+  UserDeactivatedEvent,
+  UserReactivatedEvent,
+  UserRegisteredEvent,
+} from './accounts/events.js';
+export type { Page, PageRequest, PageSlice } from './accounts/paging.js';
+export { MAX_PAGE_SIZE, PageQuery, pageSchema, toPage } from './accounts/paging.js';
+export { AccountsCodes } from './accounts/problems.js';
+export type { EnrollmentPolicy } from './accounts/records.js';
+export {
+  EnrollmentPolicySchema,
+  InvitationRecord,
+  InvitationStatusSchema,
+  MemberRecord,
+  MembershipStatusSchema,
+  OrganizationRecord,
+  OrganizationStatusSchema,
+  OrganizationSummary,
+  RoleRecord,
+  UserOrganization,
+  UserRecord,
+  UserStatusSchema,
+} from './accounts/records.js';
+export { MEMBER_ROLE, OWNER_ROLE, RoleListSchema, RoleNameSchema } from './accounts/role-policy.js';
+export type {
+  ApiKeyCaller,
+  ApiKeyRecord,
+  ApiKeyService,
+  ApiKeyServiceOptions,
+  CreatedApiKey,
+} from './api-keys/service.js';
+export { API_KEY_DISPLAY_LENGTH, API_KEY_PREFIX, CreateApiKeyInput, createApiKeyService } from './api-keys/service.js';
+export type { ApiKeyStore, NewApiKey, StoredApiKey } from './api-keys/store.js';
 export type { Permission } from './authorization/permissions.js';
 export { isPermission, PERMISSIONS } from './authorization/permissions.js';
 export type { BuiltInRole } from './authorization/roles.js';
@@ -36,15 +85,107 @@ export {
 } from './authorization/roles.js';
 export type { ScopeDefinition } from './authorization/scopes.js';
 export { parseScopes, permissionsForScopes, SCOPE_CATALOG, scopeDefinition, scopesWithin } from './authorization/scopes.js';
-
+export { CredentialCodes } from './credentials/problems.js';
+export { UserEmailChangedEvent, UserEmailChangeRequestedEvent } from './email-change/events.js';
+export type { EmailChangeHandlerOptions } from './email-change/handlers.js';
+export { createEmailChangeHandlers } from './email-change/handlers.js';
+export type { EmailChangeService, EmailChangeServiceOptions } from './email-change/service.js';
+export {
+  ChangeEmailInput,
+  ConfirmEmailChangeInput,
+  createEmailChangeService,
+  EMAIL_CHANGE_TOKEN_PURPOSE,
+} from './email-change/service.js';
+export type {
+  EmailChange,
+  EmailChangeConfirmation,
+  EmailChangeStore,
+  EmailChangeUser,
+  NewEmailChange,
+} from './email-change/store.js';
+export { escapeHtml, prefersHtml, resultPage } from './http/pages.js';
+export { createApiKeyRoutes } from './http/routes/api-keys.js';
+export { createEmailChangeRoutes, EmailChangeResult } from './http/routes/email-change.js';
+export { createInvitationRoutes } from './http/routes/invitations.js';
+export { createMemberRoutes } from './http/routes/members.js';
+export { createOrganizationRoutes } from './http/routes/organizations.js';
+export { createPasswordlessRoutes } from './http/routes/passwordless.js';
+export { createRoleRoutes } from './http/routes/roles.js';
+export { createSessionRoutes, SessionResponse } from './http/routes/sessions.js';
 export { createSetupRoutes } from './http/routes/setup.js';
+export { createUserRoutes } from './http/routes/users.js';
+export type { InvitationMailHandlerOptions } from './invitations/mail.js';
+export { createInvitationMailHandler } from './invitations/mail.js';
+export type { InvitationListQuery, InvitationsService, InvitationsServiceOptions } from './invitations/service.js';
+export {
+  AcceptInvitationInput,
+  CreateInvitationInput,
+  createInvitationsService,
+  INVITATION_LIFETIME_MS,
+  INVITATION_TOKEN_PURPOSE,
+  presentInvitation,
+} from './invitations/service.js';
+export type {
+  AcceptanceDecision,
+  AcceptanceSnapshot,
+  InvitationSnapshot,
+  InvitationsStore,
+  StoredInvitation,
+} from './invitations/store.js';
+export type { EnrollmentOutcome, MembershipsService, MembershipsServiceOptions } from './memberships/service.js';
+export { createMembershipsService, MemberListQuery, SetMemberRolesInput } from './memberships/service.js';
+export type {
+  EnrollmentDecision,
+  MemberListRequest,
+  MembershipChange,
+  MembershipChangeRequest,
+  MembershipSnapshot,
+  MembershipsStore,
+  OrganizationContext,
+} from './memberships/store.js';
+export type { OrganizationsService, OrganizationsServiceOptions } from './organizations/service.js';
+export { CreateOrganizationInput, createOrganizationsService, UpdateOrganizationInput } from './organizations/service.js';
+export type { NewOrganization, OrganizationPatch, OrganizationsStore } from './organizations/store.js';
+export type { PasswordlessService, PasswordlessServiceOptions, PasswordlessSignIn } from './passwordless/service.js';
+export {
+  CodeRequestInput,
+  CodeVerifyInput,
+  createPasswordlessService,
+  MAGIC_LINK_TOKEN_PURPOSE,
+  MagicLinkRequestInput,
+  ReturnToSchema,
+} from './passwordless/service.js';
+export type {
+  NewPasswordlessRequest,
+  PasswordlessCode,
+  PasswordlessKind,
+  PasswordlessStore,
+  PasswordlessUser,
+} from './passwordless/store.js';
 export type { Argon2Options, PasswordHasher } from './passwords.js';
 export { createArgon2Hasher, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.js';
 export { IdentityCodes } from './problems.js';
+export type { RolesService, RolesServiceOptions } from './roles/service.js';
+export { CreateRoleInput, createRolesService, PermissionSchema, UpdateRoleInput } from './roles/service.js';
+export type { CustomRole, CustomRolePatch, RolesStore } from './roles/store.js';
 export { EmailSchema, OrganizationNameSchema, PasswordSchema, PersonNameSchema } from './schemas.js';
+export { formatClearedSessionCookie, formatSessionCookie, SESSION_COOKIE_ATTRIBUTES } from './sessions/cookie.js';
+export { UserSessionEvictedEvent, UserSessionRevokedEvent } from './sessions/events.js';
+export type {
+  SessionRecord,
+  SessionService,
+  SessionServiceOptions,
+  StartedSession,
+  StartSessionOptions,
+} from './sessions/service.js';
+export { createSessionService } from './sessions/service.js';
+export type { NewSession, SessionEndReason, SessionStore, StoredSession } from './sessions/store.js';
 export type { SetupResult, SetupService, SetupServiceOptions } from './setup/service.js';
 export { createSetupService, SetupAdminInput } from './setup/service.js';
 export type { FirstAdministrator, SetupStore } from './setup/store.js';
 export { slugify } from './slug.js';
 export type { TokenMac } from './tokens.js';
 export { createTokenMac } from './tokens.js';
+export type { UserListQuery, UsersService, UsersServiceOptions } from './users/service.js';
+export { createUsersService, RegisterInput, UpdateProfileInput } from './users/service.js';
+export type { NewUser, ProfilePatch, UsersStore } from './users/store.js';

@@ -4,10 +4,23 @@
  * @packageDocumentation
  */
 export { createKnexAccessStore, REVOKE_ALL, writeRevocation } from './knex/access-store.js';
-export type { AccountsFeature } from './knex/features/accounts.js';
+export type { KnexAccountsStoreOptions } from './knex/accounts-shared.js';
+export { createKnexApiKeyStore } from './knex/api-key-store.js';
+export type { KnexCredentialStoreOptions } from './knex/credential-store-deps.js';
+export { createKnexEmailChangeStore } from './knex/email-change-store.js';
+export type { AccountsFeature, AccountsServices } from './knex/features/accounts.js';
+export { createAccountsFeature } from './knex/features/accounts.js';
 export type { FeatureContext, IdentityFeature, IdentitySettings } from './knex/features/context.js';
-export type { CredentialsFeature } from './knex/features/credentials.js';
+export type { CredentialsFeature, CredentialsServices } from './knex/features/credentials.js';
+export { createCredentialsFeature } from './knex/features/credentials.js';
+export { createKnexInvitationsStore } from './knex/invitations-store.js';
+export { createKnexMembershipsStore } from './knex/memberships-store.js';
 export { identityMigrations } from './knex/migrations.js';
 export type { KnexIdentity, KnexIdentityOptions } from './knex/module.js';
 export { createKnexIdentity } from './knex/module.js';
+export { createKnexOrganizationsStore } from './knex/organizations-store.js';
+export { createKnexPasswordlessStore } from './knex/passwordless-store.js';
+export { createKnexRolesStore } from './knex/roles-store.js';
+export { createKnexSessionStore } from './knex/session-store.js';
 export { createKnexSetupStore } from './knex/setup-store.js';
+export { createKnexUsersStore } from './knex/users-store.js';

@@ -1,6 +1,8 @@
 import type { Migration, MigrationSet } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { accessMigration } from './migrations-0002-access.js';
+import { accountsMigration } from './migrations-0003-accounts.js';
+import { credentialsMigration } from './migrations-0004-credentials.js';
 
 /** A timestamp column: `timestamptz(3)` on Postgres; ISO 8601 text on SQLite. */
 export function timestampColumn(table: Knex.CreateTableBuilder, name: string) {
@@ -72,5 +74,5 @@ export const identityMigrations: MigrationSet = {
   owner: '@idt/identity',
   tableName: 'idt_identity_migrations',
   dependsOn: ['@idt/core'],
-  migrations: [accounts, accessMigration],
+  migrations: [accounts, accessMigration, accountsMigration, credentialsMigration],
 };

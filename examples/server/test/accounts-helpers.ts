@@ -1,0 +1,111 @@
+import { mintAccessToken, seedMembership, seedOrganization, seedTenant, seedUser, type TestServer } from '@idt/testing';
+import type { Knex } from 'knex';
+import { expect } from 'vitest';
+
+/** Options of one API call. */
+export interface CallOptions {
+  readonly token?: string;
+  readonly body?: unknown;
+}
+
+/** Calls the API of a test server as JSON. */
+export function caller(server: TestServer) {
+  return (method: string, path: string, options: CallOptions = {}) =>
+    server.fetch(path, {
+      method,
+      headers: {
+        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+        ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(options.body !== undefined
+        ? { body: typeof options.body === 'string' ? options.body : JSON.stringify(options.body) }
+        : {}),
+    });
+}
+
+/** Asserts a problem document and returns it. */
+export async function expectProblem(response: Response, status: number, code: string): Promise<Record<string, any>> {
+  const body = (await response.json()) as Record<string, any>;
+  expect({ status: response.status, code: body.code }).toEqual({ status, code });
+  expect(response.headers.get('content-type')).toBe('application/problem+json');
+  return body;
+}
+
+/** Asserts a JSON success response and returns its body. */
+export async function expectJson(response: Response, status = 200): Promise<any> {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  return JSON.parse(text);
+}
+
+type Tenant = Awaited<ReturnType<typeof seedTenant>>;
+type Role = 'owner' | 'admin' | 'manager' | 'user';
+
+/** A seeded tenant with a token per member, bound to the tenant. */
+export interface TenantWithTokens extends Tenant {
+  readonly tokens: Record<Role, string>;
+}
+
+async function withTokens(server: TestServer, tenant: Tenant): Promise<TenantWithTokens> {
+  const tokens = {} as Record<Role, string>;
+  for (const role of ['owner', 'admin', 'manager', 'user'] as const) {
+    tokens[role] = await mintAccessToken(server, { sub: tenant[role].id, org_id: tenant.organization.id });
+  }
+  return { ...tenant, tokens };
+}
+
+/**
+ * Two tenants (A and B, each with an owner, admin, manager and user), the
+ * platform organization with its owner, and an outsider with no membership.
+ * Seeding an owner also ends setup mode.
+ */
+export async function seedWorld(server: TestServer) {
+  const db = server.database.db;
+  const platform = await seedOrganization(db, { name: 'Platform', isPlatform: true });
+  const platformAdmin = await seedUser(db, { firstName: 'Pat', lastName: 'Platform' });
+  await seedMembership(db, { userId: platformAdmin.id, organizationId: platform.id, roles: ['owner'] });
+  const a = await withTokens(server, await seedTenant(db, 'Alpha'));
+  const b = await withTokens(server, await seedTenant(db, 'Beta'));
+  const outsider = await seedUser(db, { firstName: 'Otto', lastName: 'Outsider' });
+  return {
+    platform,
+    platformAdmin,
+    platformToken: await mintAccessToken(server, { sub: platformAdmin.id, org_id: platform.id }),
+    a,
+    b,
+    outsider,
+    outsiderToken: await mintAccessToken(server, { sub: outsider.id }),
+  };
+}
+
+/** Every row of the tables an organization owns, to show that a refused request changed nothing. */
+export async function organizationRows(db: Knex, organizationId: string) {
+  const memberships = await db('identity_memberships').where({ organization_id: organizationId }).orderBy('id');
+  return {
+    organization: await db('identity_organizations').where({ id: organizationId }).first(),
+    memberships,
+    roles: await db('identity_membership_roles')
+      .whereIn(
+        'membership_id',
+        memberships.map((row: { id: string }) => row.id),
+      )
+      .orderBy(['membership_id', 'role']),
+    customRoles: await db('identity_roles').where({ organization_id: organizationId }).orderBy('id'),
+    invitations: await db('identity_invitations').where({ organization_id: organizationId }).orderBy('id'),
+  };
+}
+
+/** The role names of a user's membership. */
+export async function rolesOf(db: Knex, userId: string, organizationId: string): Promise<string[]> {
+  return db('identity_membership_roles as r')
+    .join('identity_memberships as m', 'm.id', 'r.membership_id')
+    .where({ 'm.user_id': userId, 'm.organization_id': organizationId })
+    .orderBy('r.role')
+    .pluck('r.role');
+}
+
+/** Outbox events of a type, payloads parsed. */
+export async function outboxEvents(db: Knex, type: string): Promise<Array<Record<string, unknown>>> {
+  const rows: Array<{ payload: string }> = await db('core_outbox_events').where({ type }).orderBy('id').select('payload');
+  return rows.map((row) => JSON.parse(row.payload) as Record<string, unknown>);
+}

@@ -1,0 +1,165 @@
+import { type Clock, isUuid, type Logger, type Mailer, newId, silentLogger, systemClock } from '@idt/core';
+import type { WindowCounter } from '@idt/core/knex';
+import { ProblemError, UnauthorizedError } from '@idt/problem';
+import { z } from 'zod';
+import { EmailSchema } from '../schemas.js';
+import type { TokenMac } from '../tokens.js';
+import type { EmailChangeStore } from './store.js';
+
+/** The token purpose of e-mail change links. */
+export const EMAIL_CHANGE_TOKEN_PURPOSE = 'email-change';
+
+/** The body of `POST /v1/identity/auth/change-email`. */
+export const ChangeEmailInput = z.object({ newEmail: EmailSchema });
+
+/** Input of {@link EmailChangeService.request}. */
+export type ChangeEmailInput = z.input<typeof ChangeEmailInput>;
+
+/** The query of `GET /v1/identity/auth/confirm-email-change` (the mailed link). */
+export const ConfirmEmailChangeInput = z.object({
+  token: z.string().min(1).max(512),
+  userId: z.string().min(1).max(64),
+  newEmail: z.string().min(1).max(254),
+});
+
+/** Input of {@link EmailChangeService.confirm}. */
+export type ConfirmEmailChangeInput = z.input<typeof ConfirmEmailChangeInput>;
+
+/** Options of {@link createEmailChangeService}. */
+export interface EmailChangeServiceOptions {
+  readonly store: EmailChangeStore;
+  readonly counter: WindowCounter;
+  readonly tokens: TokenMac;
+  /** Sends the notice to an address another account already uses. */
+  readonly mailer: Mailer;
+  /** Requests per user per window; 0 refuses all. */
+  readonly maxRequests: number;
+  /** The window, in seconds, anchored at the first request. */
+  readonly windowSeconds: number;
+  /** The public base URL of the API: confirmation links point here. */
+  readonly publicBaseUrl: string;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** How long a confirmation link works; 24 hours by default. */
+  readonly linkLifetimeMs?: number;
+}
+
+/**
+ * E-mail change (SPEC 3.3): a signed-in user asks for a new address, a link
+ * mailed there confirms it, and the old address gets a security notice.
+ * Expected refusals are `ProblemError`s, which the routes render as the short
+ * bodies of SPEC 4.5.
+ */
+export interface EmailChangeService {
+  /**
+   * Asks to move the user to `newEmail`: records the pending change and
+   * publishes `UserEmailChangeRequestedEvent` (its handler mails the link).
+   * When another account uses the address, nothing is recorded and that
+   * address gets a short notice instead; the caller cannot tell the
+   * difference.
+   *
+   * @throws ProblemError `Validation.Failed` (400) for a malformed address,
+   *   `EmailChange.SameEmail` (400), `RateLimit.Exceeded` (429, with a
+   *   `retry-after` header) past the per-user limit.
+   * @throws UnauthorizedError when the user is missing or deactivated.
+   */
+  request(userId: string, input: ChangeEmailInput): Promise<void>;
+  /**
+   * Confirms a change from its mailed link: e-mail address and username
+   * become the new address; existing sessions and tokens stay valid.
+   *
+   * @throws ProblemError `EmailChange.TokenExpired` (400) after the link's
+   *   lifetime (the pending change is cleared), `EmailChange.InvalidToken`
+   *   (400) for a forged, mismatched, superseded or used link.
+   */
+  confirm(input: ConfirmEmailChangeInput): Promise<{ userId: string; newEmail: string }>;
+  /** The confirmation link of a change. */
+  confirmationLink(change: { id: string; userId: string; newEmail: string }): string;
+  /** Deletes consumed and expired changes; returns how many. */
+  prune(): Promise<number>;
+}
+
+/**
+ * Creates the e-mail change service.
+ *
+ * @example
+ * const emailChange = createEmailChangeService({ store, counter, tokens, mailer, maxRequests: 3, windowSeconds: 3600, publicBaseUrl });
+ * await emailChange.request(userId, { newEmail: 'ada@new.example' });
+ */
+export function createEmailChangeService(options: EmailChangeServiceOptions): EmailChangeService {
+  const { store, counter, tokens, mailer } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const linkLifetimeMs = options.linkLifetimeMs ?? 86_400_000;
+  const base = options.publicBaseUrl.replace(/\/+$/, '');
+
+  function confirmationLink(change: { id: string; userId: string; newEmail: string }): string {
+    const query = new URLSearchParams({
+      token: tokens.issue(EMAIL_CHANGE_TOKEN_PURPOSE, change.id),
+      userId: change.userId,
+      newEmail: change.newEmail,
+    });
+    return `${base}/v1/identity/auth/confirm-email-change?${query.toString()}`;
+  }
+
+  return {
+    confirmationLink,
+    async request(userId, input) {
+      const { newEmail } = ChangeEmailInput.parse(input);
+      const user = await store.findUser(userId);
+      if (user?.status !== 'active') throw new UnauthorizedError('The account is missing or deactivated.');
+      if (user.email.toLowerCase() === newEmail) throw new ProblemError('EmailChange.SameEmail');
+      const decision = await counter.hit(`email-change:${userId}`, options.maxRequests, options.windowSeconds * 1000);
+      if (!decision.allowed) {
+        throw new ProblemError(
+          'RateLimit.Exceeded',
+          `Too many e-mail change requests; retry in ${decision.retryAfterSeconds} seconds.`,
+          { headers: { 'retry-after': String(decision.retryAfterSeconds) } },
+        );
+      }
+      if (await store.isAddressTaken(newEmail, userId)) {
+        // No change and no hint to the caller; the owner of the address learns of the attempt.
+        mailer
+          .send({
+            to: newEmail,
+            subject: 'Someone tried to use your e-mail address',
+            text: [
+              'Someone asked to move another account to this e-mail address.',
+              'Your account already uses it, so nothing has changed.',
+              '',
+              'If this was you, sign in to your existing account instead. Otherwise you can ignore this message.',
+            ].join('\n'),
+            headers: { 'X-Idt-Template': 'email-change-address-in-use' },
+          })
+          .catch((error: unknown) => logger.warn('could not send the address-in-use notice', { error }));
+        return;
+      }
+      const now = clock.now();
+      const recorded = await store.request({
+        id: newId(),
+        userId,
+        newEmail,
+        createdAt: now.toISOString(),
+        expiresAt: new Date(now.getTime() + linkLifetimeMs).toISOString(),
+      });
+      if (!recorded) throw new UnauthorizedError('The account is missing or deactivated.');
+    },
+    async confirm(input) {
+      const parsed = ConfirmEmailChangeInput.safeParse(input);
+      if (!parsed.success) throw new ProblemError('EmailChange.InvalidToken');
+      const changeId = tokens.verify(EMAIL_CHANGE_TOKEN_PURPOSE, parsed.data.token);
+      const newEmail = parsed.data.newEmail.trim().toLowerCase();
+      if (!changeId || !isUuid(changeId) || !isUuid(parsed.data.userId)) throw new ProblemError('EmailChange.InvalidToken');
+      const result = await store.confirm(
+        { changeId, userId: parsed.data.userId.toLowerCase(), newEmail },
+        clock.now().toISOString(),
+      );
+      if (result.outcome === 'expired') throw new ProblemError('EmailChange.TokenExpired');
+      if (result.outcome === 'invalid') throw new ProblemError('EmailChange.InvalidToken');
+      return { userId: parsed.data.userId.toLowerCase(), newEmail };
+    },
+    prune() {
+      return store.prune(clock.now().toISOString());
+    },
+  };
+}

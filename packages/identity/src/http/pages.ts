@@ -1,0 +1,61 @@
+import { html } from '@idt/core';
+
+function qualityOf(accept: string, matches: (type: string) => boolean): number {
+  let best = 0;
+  for (const part of accept.split(',')) {
+    const [rawType = '', ...params] = part.split(';').map((piece) => piece.trim().toLowerCase());
+    if (!matches(rawType)) continue;
+    const q = params.find((param) => param.startsWith('q='));
+    const quality = q ? Number(q.slice(2)) : 1;
+    if (Number.isFinite(quality)) best = Math.max(best, quality);
+  }
+  return best;
+}
+
+/**
+ * Whether the request's `Accept` header prefers HTML over JSON: `text/html`
+ * (or `text/*`) is named explicitly with a quality at least that of JSON.
+ * A bare `*` wildcard (what `fetch` and curl send) keeps JSON.
+ */
+export function prefersHtml(request: Request): boolean {
+  const accept = request.headers.get('accept');
+  if (!accept) return false;
+  const htmlQuality = qualityOf(accept, (type) => type === 'text/html' || type === 'text/*');
+  if (htmlQuality <= 0) return false;
+  const jsonQuality = qualityOf(accept, (type) => type === 'application/json' || type === 'application/*' || type === '*/*');
+  return htmlQuality >= jsonQuality;
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Escapes text for HTML content and attribute values. */
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
+}
+
+/**
+ * A minimal, accessible result page (one heading, one message, no script),
+ * served with a CSP that loads nothing.
+ */
+export function resultPage(options: { status: number; title: string; message: string }): Response {
+  const body = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(options.title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5}</style>
+</head>
+<body>
+<main>
+<h1>${escapeHtml(options.title)}</h1>
+<p role="status">${escapeHtml(options.message)}</p>
+</main>
+</body>
+</html>
+`;
+  return html(body, {
+    status: options.status,
+    headers: { 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'" },
+  });
+}

@@ -1,0 +1,148 @@
+import { defineRoute, json, type Route, type RouteContext } from '@idt/core';
+import { ProblemError } from '@idt/problem';
+import { z } from 'zod';
+import {
+  CodeRequestInput,
+  CodeVerifyInput,
+  MagicLinkRequestInput,
+  type PasswordlessService,
+  type PasswordlessSignIn,
+} from '../../passwordless/service.js';
+import type { SessionService } from '../../sessions/service.js';
+import { prefersHtml, resultPage } from '../pages.js';
+
+const Accepted = z.object({ succeeded: z.literal(true) });
+const SignedIn = z.object({ succeeded: z.literal(true), userId: z.uuid(), sessionId: z.uuid() });
+const MagicLinkQuery = z.object({ token: z.string().min(1).max(512).meta({ description: 'The token of the mailed link.' }) });
+
+const REQUEST_NOTE =
+  'Always answers 202 for a well-formed address, whether or not an account uses it; only active users get mail. Magic-link and code requests share one limit of 3 per address per 15 minutes (429 `RateLimit.Exceeded` with `Retry-After`).';
+
+function accepted(): Response {
+  return json({ succeeded: true }, { status: 202, headers: { 'cache-control': 'no-store' } });
+}
+
+function sessionContext(ctx: RouteContext<unknown, unknown, unknown>) {
+  const userAgent = ctx.request.headers.get('user-agent');
+  return { ip: ctx.clientIp, ...(userAgent ? { userAgent } : {}) };
+}
+
+/**
+ * Passwordless sign-in: `POST /v1/identity/auth/passwordless/magic-link`,
+ * `GET .../magic-link/verify`, `POST /v1/identity/auth/passwordless/code`
+ * and `POST .../code/verify`. A verification starts a session and sets the
+ * session cookie.
+ */
+export function createPasswordlessRoutes(passwordless: PasswordlessService, sessions: SessionService): Route[] {
+  const signedIn = (result: PasswordlessSignIn): Record<string, string> => ({
+    'set-cookie': sessions.sessionCookieHeader(result.cookieValue, result.session.expiresAt),
+    'cache-control': 'no-store',
+  });
+
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/v1/identity/auth/passwordless/magic-link',
+      operationId: 'requestMagicLink',
+      summary: 'Mail a one-time sign-in link',
+      description: `${REQUEST_NOTE} The link works once, for 15 minutes. \`returnTo\` must be a path on this site (one leading \`/\`).`,
+      tags: ['Passwordless'],
+      auth: 'anonymous',
+      ratePolicy: 'auth',
+      request: { body: MagicLinkRequestInput },
+      responses: { 202: { description: 'Mailed when an active account uses the address', schema: Accepted } },
+      handler: async ({ body }) => {
+        await passwordless.requestMagicLink(body);
+        return accepted();
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/v1/identity/auth/passwordless/magic-link/verify',
+      operationId: 'verifyMagicLink',
+      summary: 'Sign in with a mailed link',
+      description:
+        'Consumes the link (exactly one use wins), marks the address verified, starts a session and sets the session cookie. With a `returnTo` the answer is a 303 redirect there; a browser (`Accept: text/html`) gets a small page; otherwise JSON.',
+      tags: ['Passwordless'],
+      auth: 'anonymous',
+      ratePolicy: 'auth',
+      request: { query: MagicLinkQuery },
+      problemCodes: ['Passwordless.InvalidToken'],
+      responses: {
+        200: {
+          description: 'Signed in',
+          schema: SignedIn,
+          headers: { 'Set-Cookie': 'The session cookie (HttpOnly; Secure; SameSite=Lax; Path=/)' },
+        },
+        303: { description: 'Signed in; redirected to the link’s `returnTo`', headers: { Location: 'The return path' } },
+        400: { description: 'The link is invalid, expired or used (`Passwordless.InvalidToken`)' },
+      },
+      handler: async (ctx) => {
+        const asPage = prefersHtml(ctx.request);
+        let result: PasswordlessSignIn;
+        try {
+          result = await passwordless.verifyMagicLink(ctx.query.token, sessionContext(ctx));
+        } catch (error) {
+          if (asPage && error instanceof ProblemError && error.code === 'Passwordless.InvalidToken') {
+            return resultPage({
+              status: 400,
+              title: 'This sign-in link does not work',
+              message: 'Sign-in links work once, for 15 minutes. Request a new one.',
+            });
+          }
+          throw error;
+        }
+        if (result.returnTo) {
+          return new Response(null, { status: 303, headers: { location: result.returnTo, ...signedIn(result) } });
+        }
+        if (asPage) {
+          const page = resultPage({ status: 200, title: 'You are signed in', message: 'You can close this page.' });
+          for (const [name, value] of Object.entries(signedIn(result))) page.headers.set(name, value);
+          return page;
+        }
+        return json({ succeeded: true, userId: result.userId, sessionId: result.session.id }, { headers: signedIn(result) });
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/v1/identity/auth/passwordless/code',
+      operationId: 'requestSignInCode',
+      summary: 'Mail a one-time sign-in code',
+      description: `${REQUEST_NOTE} The 6-digit code works once, for 10 minutes, with at most 5 attempts; a new code replaces the previous one.`,
+      tags: ['Passwordless'],
+      auth: 'anonymous',
+      ratePolicy: 'auth',
+      request: { body: CodeRequestInput },
+      responses: { 202: { description: 'Mailed when an active account uses the address', schema: Accepted } },
+      handler: async ({ body }) => {
+        await passwordless.requestCode(body);
+        return accepted();
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/v1/identity/auth/passwordless/code/verify',
+      operationId: 'verifySignInCode',
+      summary: 'Sign in with a mailed code',
+      description:
+        'Consumes the code (exactly one use wins), marks the address verified, starts a session and sets the session cookie. An unknown address, a wrong, expired, used or dead code all answer the same 400.',
+      tags: ['Passwordless'],
+      auth: 'anonymous',
+      ratePolicy: 'auth',
+      request: { body: CodeVerifyInput },
+      problemCodes: ['Passwordless.InvalidCode'],
+      responses: {
+        200: {
+          description: 'Signed in',
+          schema: SignedIn,
+          headers: { 'Set-Cookie': 'The session cookie (HttpOnly; Secure; SameSite=Lax; Path=/)' },
+        },
+        400: { description: 'The code does not work (`Passwordless.InvalidCode`), or the body is invalid' },
+      },
+      handler: async (ctx) => {
+        const result = await passwordless.verifyCode(ctx.body, sessionContext(ctx));
+        return json({ succeeded: true, userId: result.userId, sessionId: result.session.id }, { headers: signedIn(result) });
+      },
+    }),
+  ];
+}

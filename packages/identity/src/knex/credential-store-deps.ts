@@ -1,0 +1,28 @@
+import type { EventOutbox } from '@idt/core';
+import type { CacheInvalidator } from '@idt/core/knex';
+import type { Knex } from 'knex';
+
+/** What the credential stores write through: the database, the outbox and the cache invalidator. */
+export interface KnexCredentialStoreOptions {
+  readonly db: Knex;
+  /** Writes integration events in the store's transactions. */
+  readonly outbox: EventOutbox;
+  /** Evicts cached credentials after the store's transactions commit. */
+  readonly invalidator: Pick<CacheInvalidator, 'invalidate'>;
+}
+
+/**
+ * Takes the row lock of a user (`UPDATE ... SET updated_at = updated_at`),
+ * serializing writes that must see each other's results, e.g. two logins
+ * counting the same user's sessions. On SQLite the statement takes the
+ * database write lock, which serializes them as well.
+ *
+ * @returns whether the user exists (and, with `activeOnly`, is active).
+ */
+export async function lockUser(trx: Knex.Transaction, userId: string, options: { activeOnly?: boolean } = {}): Promise<boolean> {
+  const query = trx('identity_users')
+    .where({ id: userId })
+    .update({ updated_at: trx.ref('updated_at') });
+  if (options.activeOnly) query.andWhere({ status: 'active' });
+  return (await query) === 1;
+}

@@ -1,0 +1,123 @@
+import { isUniqueViolation } from '@idt/core';
+import { ProblemError } from '@idt/problem';
+import type { MembershipStatus } from '../access/store.js';
+import type { MembershipsStore } from '../memberships/store.js';
+import {
+  countOf,
+  evictMembership,
+  findMember,
+  type KnexAccountsStoreOptions,
+  lockOrganization,
+  MEMBER_COLUMNS,
+  memberFromRow,
+  organizationContext,
+  organizationFromRow,
+  paged,
+  replaceRoles,
+  rolesOf,
+} from './accounts-shared.js';
+
+/**
+ * The knex {@link MembershipsStore}. Every change locks the organization row
+ * first, so the last-owner rule and enrollment hold under concurrency.
+ *
+ * @example
+ * const memberships = createKnexMembershipsStore({ db, outbox: bus, invalidator });
+ */
+export function createKnexMembershipsStore(options: KnexAccountsStoreOptions): MembershipsStore {
+  const { db, outbox, invalidator } = options;
+
+  const statusOf = async (userId: string, organizationId: string) => {
+    const row = await db('identity_memberships').where({ user_id: userId, organization_id: organizationId }).first('status');
+    return row ? (row.status as MembershipStatus) : undefined;
+  };
+
+  return {
+    async list(organizationId, request) {
+      const base = () => {
+        const query = db('identity_memberships as m')
+          .join('identity_users as u', 'u.id', 'm.user_id')
+          .where('m.organization_id', organizationId);
+        if (request.status) query.andWhere('m.status', request.status);
+        return query;
+      };
+      const [totalCount, rows] = await Promise.all([
+        countOf(base()),
+        paged(base().orderBy([{ column: 'm.created_at' }, { column: 'm.id' }]), request).select(...MEMBER_COLUMNS) as Promise<
+          Array<Record<string, unknown>>
+        >,
+      ]);
+      const roles = await rolesOf(
+        db,
+        rows.map((row) => String(row.id)),
+      );
+      return { totalCount, items: rows.map((row) => memberFromRow(row, roles.get(String(row.id)) ?? [])) };
+    },
+
+    async find(organizationId, userId) {
+      return (await findMember(db, organizationId, userId))?.member;
+    },
+
+    statusOf,
+
+    change: (request, decide) =>
+      db.transaction(async (trx) => {
+        const context = await organizationContext(trx, request.organizationId, request.actorUserId);
+        const current = await findMember(trx, request.organizationId, request.userId);
+        const decision = decide({ ...context, member: current?.member });
+        if (!current) throw new ProblemError('Identity.MemberNotFound');
+        const { membershipId } = current;
+        if (decision.kind === 'remove') {
+          await trx('identity_memberships').where({ id: membershipId }).delete();
+        } else {
+          await trx('identity_memberships')
+            .where({ id: membershipId })
+            .update({
+              status: decision.status,
+              updated_at: request.at,
+              ...(decision.decided ? { decided_by_user_id: request.actorUserId, decided_at: request.at } : {}),
+            });
+          await replaceRoles(trx, membershipId, decision.roles);
+        }
+        if (decision.events.length > 0) await outbox.write(trx, decision.events);
+        await evictMembership(invalidator, trx, request.userId, request.organizationId);
+        return decision.kind === 'remove' ? undefined : (await findMember(trx, request.organizationId, request.userId))?.member;
+      }),
+
+    async enroll(request, decide) {
+      const attempt = () =>
+        db.transaction(async (trx) => {
+          if (!(await lockOrganization(trx, request.organizationId))) throw new ProblemError('Identity.OrganizationNotFound');
+          const existing = await trx('identity_memberships')
+            .where({ user_id: request.userId, organization_id: request.organizationId })
+            .first('status');
+          if (existing) return existing.status as MembershipStatus;
+          const organization = organizationFromRow(
+            await trx('identity_organizations').where({ id: request.organizationId }).first(),
+          );
+          const decision = decide(organization);
+          if (!decision) return undefined;
+          await trx('identity_memberships').insert({
+            id: request.membershipId,
+            organization_id: request.organizationId,
+            user_id: request.userId,
+            status: decision.status,
+            requested_at: decision.status === 'pending' ? request.at : null,
+            created_at: request.at,
+            updated_at: request.at,
+          });
+          await replaceRoles(trx, request.membershipId, decision.roles);
+          if (decision.events.length > 0) await outbox.write(trx, decision.events);
+          await evictMembership(invalidator, trx, request.userId, request.organizationId);
+          return decision.status;
+        });
+      try {
+        return await attempt();
+      } catch (error) {
+        // The organization lock makes this unreachable in practice; a racing insert means the user is a member now.
+        if (!isUniqueViolation(error)) throw error;
+        return statusOf(request.userId, request.organizationId);
+      }
+    },
+  };
+}

@@ -1,0 +1,151 @@
+import { toIso, toIsoOrNull } from '@idt/core/knex';
+import type { Knex } from 'knex';
+import { CacheNamespaces } from '../access/cache-namespaces.js';
+import { UserSessionEvictedEvent, UserSessionRevokedEvent } from '../sessions/events.js';
+import type { SessionEndReason, SessionStore, StoredSession } from '../sessions/store.js';
+import { writeRevocation } from './access-store.js';
+import { type KnexCredentialStoreOptions, lockUser } from './credential-store-deps.js';
+
+const TABLE = 'identity_sessions';
+const COLUMNS = ['id', 'user_id', 'created_at', 'last_activity_at', 'expires_at', 'revoked_at'] as const;
+
+interface SessionRow {
+  id: string;
+  user_id: string;
+  created_at: unknown;
+  last_activity_at: unknown;
+  expires_at: unknown;
+  revoked_at: unknown;
+}
+
+function fromRow(row: SessionRow): StoredSession {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    createdAt: toIso(row.created_at),
+    lastActivityAt: toIso(row.last_activity_at),
+    expiresAt: toIso(row.expires_at),
+    revokedAt: toIsoOrNull(row.revoked_at),
+  };
+}
+
+/**
+ * The knex {@link SessionStore}. Ending a session writes, in its
+ * transaction, the session's revocation watermark (every token minted under
+ * its `sid` stops validating) and evictions of `identity.sessions` and of the
+ * `session:<id>` watermark in `identity.revocations`.
+ *
+ * @example
+ * const store = createKnexSessionStore({ db, outbox: bus, invalidator });
+ */
+export function createKnexSessionStore(options: KnexCredentialStoreOptions): SessionStore {
+  const { db, outbox, invalidator } = options;
+
+  async function endSessions(trx: Knex.Transaction, ids: readonly string[], reason: SessionEndReason, now: string) {
+    if (ids.length === 0) return;
+    await trx(TABLE).whereIn('id', ids).whereNull('revoked_at').update({ revoked_at: now, revoked_reason: reason });
+    for (const id of ids) {
+      await writeRevocation(trx, 'session', id, new Date(now), { all: true });
+      await invalidator.invalidate(CacheNamespaces.revocations, `session:${id}`, trx);
+      await invalidator.invalidate(CacheNamespaces.sessions, id, trx);
+    }
+  }
+
+  return {
+    create: (session, maxActive) =>
+      db.transaction(async (trx) => {
+        if (!(await lockUser(trx, session.userId, { activeOnly: true }))) return undefined;
+        const active: string[] = await trx(TABLE)
+          .where({ user_id: session.userId })
+          .whereNull('revoked_at')
+          .andWhere('expires_at', '>', session.createdAt)
+          .orderBy([
+            { column: 'created_at', order: 'asc' },
+            { column: 'id', order: 'asc' },
+          ])
+          .pluck('id');
+        const evicted = active.slice(0, Math.max(0, active.length - (maxActive - 1)));
+        await endSessions(trx, evicted, 'evicted', session.createdAt);
+        if (evicted.length > 0) {
+          await outbox.write(
+            trx,
+            evicted.map((sessionId) => ({
+              event: UserSessionEvictedEvent,
+              payload: { userId: session.userId, sessionId, evictedAt: session.createdAt },
+            })),
+          );
+        }
+        await trx(TABLE).insert({
+          id: session.id,
+          user_id: session.userId,
+          token_hash: session.tokenHash,
+          created_at: session.createdAt,
+          last_activity_at: session.createdAt,
+          expires_at: session.expiresAt,
+          revoked_at: null,
+          revoked_reason: null,
+          ip_address: session.ipAddress,
+          user_agent: session.userAgent,
+          amr: JSON.stringify(session.amr),
+        });
+        return { evicted };
+      }),
+    async findByTokenHash(tokenHash) {
+      const row = (await db(TABLE)
+        .where({ token_hash: tokenHash })
+        .first(...COLUMNS)) as SessionRow | undefined;
+      return row ? fromRow(row) : undefined;
+    },
+    async listActive(userId, now) {
+      const rows = (await db(TABLE)
+        .where({ user_id: userId })
+        .whereNull('revoked_at')
+        .andWhere('expires_at', '>', now)
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .select(...COLUMNS)) as SessionRow[];
+      return rows.map(fromRow);
+    },
+    async touch(sessionId, now, staleBefore) {
+      const updated = await db(TABLE)
+        .where({ id: sessionId })
+        .whereNull('revoked_at')
+        .andWhere('last_activity_at', '<', staleBefore)
+        .update({ last_activity_at: now });
+      if (updated > 0) return now;
+      const row = await db(TABLE).where({ id: sessionId }).whereNull('revoked_at').first('last_activity_at');
+      return row ? toIso(row.last_activity_at) : undefined;
+    },
+    revoke: (userId, sessionId, reason, now) =>
+      db.transaction(async (trx) => {
+        const updated = await trx(TABLE)
+          .where({ id: sessionId, user_id: userId })
+          .whereNull('revoked_at')
+          .update({ revoked_at: now, revoked_reason: reason });
+        if (updated !== 1) return false;
+        await writeRevocation(trx, 'session', sessionId, new Date(now), { all: true });
+        await invalidator.invalidate(CacheNamespaces.revocations, `session:${sessionId}`, trx);
+        await invalidator.invalidate(CacheNamespaces.sessions, sessionId, trx);
+        await outbox.write(trx, [{ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } }]);
+        return true;
+      }),
+    revokeAllForUser: (userId, reason, now) =>
+      db.transaction(async (trx) => {
+        await lockUser(trx, userId);
+        const ids: string[] = await trx(TABLE).where({ user_id: userId }).whereNull('revoked_at').pluck('id');
+        await endSessions(trx, ids, reason, now);
+        if (ids.length > 0) {
+          await outbox.write(
+            trx,
+            ids.map((sessionId) => ({ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } })),
+          );
+        }
+        return ids;
+      }),
+    async prune(now) {
+      return db(TABLE).whereNotNull('revoked_at').orWhere('expires_at', '<=', now).delete();
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import { type CredentialResolver, defineRoute, type JwtVerifier, json, type Route } from '@idt/core';
+import type { AccountDirectory } from '../../interactions/directory.js';
+import { LOGIN_SCOPE_CLAIMS, USERINFO_PATH } from '../../provider/create-provider.js';
+
+function bearerError(status: 401 | 403, error: 'invalid_token' | 'insufficient_scope', description: string): Response {
+  return json(
+    { error, error_description: description },
+    {
+      status,
+      headers: { 'www-authenticate': `Bearer error="${error}", error_description="${description}"`, 'cache-control': 'no-store' },
+    },
+  );
+}
+
+/**
+ * `GET|POST /connect/userinfo` (SPEC 4.3): the claims the access token's
+ * scopes release (SPEC 2.3). Access tokens are JWTs for the API, so idt
+ * serves userinfo itself: the token is verified like any bearer token and
+ * checked for revocation; claims follow the token's organization.
+ */
+export function createUserinfoRoutes(verifier: JwtVerifier, resolver: CredentialResolver, directory: AccountDirectory): Route[] {
+  const handler = async ({ request }: { request: Request }) => {
+    const header = request.headers.get('authorization') ?? '';
+    const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(header);
+    if (!match?.[1]) return bearerError(401, 'invalid_token', 'Send the access token as Authorization: Bearer');
+    let claims: Awaited<ReturnType<JwtVerifier['verify']>>;
+    try {
+      claims = await verifier.verify(match[1]);
+      await resolver.resolveToken(claims, typeof claims.org_id === 'string' ? claims.org_id : null);
+    } catch (error) {
+      return bearerError(401, 'invalid_token', (error as Error).message.replace(/"/g, "'"));
+    }
+    const scopes = new Set(String(claims.scope ?? '').split(' '));
+    if (!scopes.has('openid') || claims.sub === claims.client_id) {
+      return bearerError(403, 'insufficient_scope', 'The userinfo endpoint needs a user token with the openid scope');
+    }
+    const account = await directory.accountClaims(claims.sub, typeof claims.org_id === 'string' ? claims.org_id : null);
+    if (!account) return bearerError(401, 'invalid_token', 'The user is deactivated or unknown');
+    const released: Record<string, unknown> = { sub: account.sub };
+    for (const [scope, names] of Object.entries(LOGIN_SCOPE_CLAIMS)) {
+      if (!scopes.has(scope)) continue;
+      for (const name of names) {
+        const value = (account as unknown as Record<string, unknown>)[name];
+        if (value !== undefined) released[name] = value;
+      }
+    }
+    return json(released, { headers: { 'cache-control': 'no-store' } });
+  };
+  return (['GET', 'POST'] as const).map((method) =>
+    defineRoute({
+      method,
+      path: USERINFO_PATH,
+      operationId: method === 'GET' ? 'getUserinfo' : 'postUserinfo',
+      summary: 'OpenID Connect userinfo',
+      auth: 'anonymous',
+      hidden: true,
+      responses: { 200: { description: 'Claims by scope' } },
+      handler,
+    }),
+  );
+}

@@ -1,0 +1,623 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Clock, type Logger, readCookie, silentLogger, systemClock } from '@idt/core';
+import { EmailSchema, type TokenMac } from '@idt/identity';
+import type Provider from 'oidc-provider';
+import type { ClientService } from '../clients/service.js';
+import type { StoredClient } from '../clients/store.js';
+import { LOGIN_SCOPES } from '../provider/create-provider.js';
+import type { AccountDirectory, MembershipState, StartedSession } from './directory.js';
+import {
+  AUTOSUBMIT_SCRIPT,
+  errorSummary,
+  escapeHtml,
+  FOCUS_SCRIPT,
+  notice,
+  type PageBranding,
+  pageCsp,
+  renderPage,
+  STYLESHEET,
+} from './pages.js';
+import type { ConsentStore, GrantContextStore } from './stores.js';
+
+/** Options of {@link createInteractionHandler}. */
+export interface InteractionHandlerOptions {
+  readonly provider: Provider;
+  readonly directory: AccountDirectory;
+  readonly clients: ClientService;
+  readonly consents: ConsentStore;
+  readonly grantContexts: GrantContextStore;
+  /** The API resource indicator (access-token audience). */
+  readonly apiResource: string;
+  /** The deployment path prefix (`''` or `/idt`). */
+  readonly pathPrefix: string;
+  /** The sign-in session cookie (also read by the API for sign-in hosts). */
+  readonly sessionCookie: { readonly name: string; readonly secure: boolean };
+  /** HMAC tokens; binds CSRF tokens to the interaction. */
+  readonly tokens: TokenMac;
+  /** The refresh-token lifetime of a new login (SPEC 5.3 precedence). */
+  readonly refreshTokenLifetime: (client: StoredClient) => number;
+  /**
+   * Counts a failed password attempt for an address; returns `false` once the
+   * address is locked out for a while.
+   */
+  readonly passwordAttempt: (email: string) => Promise<boolean>;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+}
+
+/** The sign-in page paths, relative to the deployment prefix. */
+export const INTERACTION_BASE = '/connect/interaction';
+/** Where the sign-in pages' stylesheet and scripts live. */
+export const ASSETS_BASE = '/connect/assets';
+
+const MAX_FORM_BYTES = 16 * 1024;
+
+type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+class FormTooLarge extends Error {}
+
+async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_FORM_BYTES) throw new FormTooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+function clientIp(req: IncomingMessage): string | undefined {
+  return req.socket.remoteAddress ?? undefined;
+}
+
+/**
+ * The sign-in pages: password sign-in, magic link and one-time code,
+ * organization choice, consent; served as accessible HTML forms with CSRF
+ * tokens and no inline scripts. Returns a node pre-handler that takes the
+ * requests under `/connect/interaction` and `/connect/assets`.
+ */
+export function createInteractionHandler(options: InteractionHandlerOptions) {
+  const { provider, directory, clients } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const base = `${options.pathPrefix}${INTERACTION_BASE}`;
+  const assets = `${options.pathPrefix}${ASSETS_BASE}`;
+
+  const send = (res: ServerResponse, status: number, html: string, extra: Record<string, string | string[]> = {}) => {
+    res.writeHead(status, {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'content-security-policy': pageCsp(),
+      'x-frame-options': 'DENY',
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      ...extra,
+    });
+    res.end(html);
+  };
+
+  const expired = (res: ServerResponse) =>
+    send(
+      res,
+      400,
+      renderPage(
+        { title: 'Sign-in expired', assets },
+        `<h1>This sign-in has expired</h1>
+<p>Sign-in requests last one hour and work only in the browser that started them.</p>
+<p class="hint">Go back to the application and start the sign-in again.</p>`,
+      ),
+    );
+
+  const csrfField = (uid: string) => `<input type="hidden" name="csrf" value="${escapeHtml(options.tokens.issue('csrf', uid))}">`;
+  const csrfValid = (uid: string, form: URLSearchParams) => options.tokens.verify('csrf', form.get('csrf') ?? '') === uid;
+
+  async function brandingFor(clientId: string | undefined): Promise<PageBranding | undefined> {
+    if (!clientId) return undefined;
+    const client = await clients.findStored(clientId);
+    if (!client) return undefined;
+    const branding = client.branding;
+    return {
+      displayName: branding?.displayName ?? client.name,
+      tagline: branding?.tagline ?? null,
+      logo:
+        branding?.logo && branding.logoContentType
+          ? `data:${branding.logoContentType};base64,${branding.logo.toString('base64')}`
+          : null,
+      themeStylesheet: branding?.themeJson
+        ? `${assets}/theme/${encodeURIComponent(client.clientId)}.css?v=${encodeURIComponent(client.updatedAt)}`
+        : null,
+    };
+  }
+
+  function sessionCookieHeader(session: StartedSession): string {
+    const maxAge = Math.max(0, Math.floor((new Date(session.expiresAt).getTime() - clock.now().getTime()) / 1000));
+    return [
+      `${options.sessionCookie.name}=${encodeURIComponent(session.cookieValue)}`,
+      'Path=/',
+      'HttpOnly',
+      'SameSite=Lax',
+      `Max-Age=${maxAge}`,
+      ...(options.sessionCookie.secure ? ['Secure'] : []),
+    ].join('; ');
+  }
+
+  async function finishLogin(req: IncomingMessage, res: ServerResponse, session: StartedSession, amr: string[]) {
+    res.setHeader('set-cookie', sessionCookieHeader(session));
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: session.userId, amr, remember: true }, idt: { sessionId: session.sessionId } } as never,
+      { mergeWithLastSubmission: false },
+    );
+  }
+
+  // ---------------------------------------------------------------- login pages
+  async function loginPage(
+    res: ServerResponse,
+    details: Details,
+    view: { errors?: string[]; email?: string; notice?: string; status?: number } = {},
+  ) {
+    const uid = details.uid;
+    const branding = await brandingFor(details.params.client_id as string | undefined);
+    const body = `<h1>Sign in</h1>
+${errorSummary(view.errors ?? [])}${notice(view.notice)}
+<form method="post" action="${base}/${uid}/login" novalidate>
+${csrfField(uid)}
+<label for="email">E-mail address</label>
+<input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(view.email ?? (details.params.login_hint as string | undefined) ?? '')}"${view.errors?.length ? ' aria-describedby="error-summary"' : ''}>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button>
+</form>
+<form method="post" action="${base}/${uid}/passwordless">
+${csrfField(uid)}
+<fieldset>
+<legend class="sr-only">Sign in without a password</legend>
+<label for="pl-email">Or get a sign-in e-mail</label>
+<input id="pl-email" name="email" type="email" autocomplete="email" value="${escapeHtml(view.email ?? '')}">
+<button type="submit" class="secondary" name="method" value="link">E-mail me a sign-in link</button>
+<button type="submit" class="secondary" name="method" value="code">E-mail me a one-time code</button>
+</fieldset>
+</form>
+<div class="links"><a href="${base}/${uid}/abort">Cancel and return to the application</a></div>`;
+    send(
+      res,
+      view.status ?? 200,
+      renderPage({ title: 'Sign in', assets, scripts: ['focus.js'], ...(branding ? { branding } : {}) }, body),
+    );
+  }
+
+  async function codePage(res: ServerResponse, details: Details, email: string, errors: string[] = [], status = 200) {
+    const uid = details.uid;
+    const branding = await brandingFor(details.params.client_id as string | undefined);
+    const body = `<h1>Enter your code</h1>
+${errorSummary(errors)}${notice(errors.length ? undefined : `If ${email} has an account, a six-digit code is on its way. It works for 10 minutes.`)}
+<form method="post" action="${base}/${uid}/code" novalidate>
+${csrfField(uid)}
+<input type="hidden" name="email" value="${escapeHtml(email)}">
+<label for="code">One-time code</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
+<button type="submit">Sign in</button>
+</form>
+<div class="links"><a href="${base}/${uid}">Use another way to sign in</a></div>`;
+    send(
+      res,
+      status,
+      renderPage({ title: 'Enter your code', assets, scripts: ['focus.js'], ...(branding ? { branding } : {}) }, body),
+    );
+  }
+
+  async function handleLogin(req: IncomingMessage, res: ServerResponse, details: Details, form: URLSearchParams) {
+    const rawEmail = (form.get('email') ?? '').trim();
+    const password = form.get('password') ?? '';
+    const email = EmailSchema.safeParse(rawEmail);
+    if (!email.success || password === '') {
+      return loginPage(res, details, {
+        status: 400,
+        email: rawEmail,
+        errors: [!email.success ? 'Enter a valid e-mail address.' : 'Enter your password.'],
+      });
+    }
+    if (!(await options.passwordAttempt(email.data))) {
+      return loginPage(res, details, {
+        status: 429,
+        email: rawEmail,
+        errors: ['Too many failed attempts for this address. Wait 15 minutes, or sign in with an e-mail link.'],
+      });
+    }
+    const userId = await directory.verifyPassword(email.data, password);
+    if (!userId) {
+      return loginPage(res, details, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
+    }
+    const session = await reuseOrStartSession(req, details, userId, ['pwd']);
+    await finishLogin(req, res, session, ['pwd']);
+  }
+
+  /** Re-authentication of the account already signed in keeps its session; anything else starts one. */
+  async function reuseOrStartSession(
+    req: IncomingMessage,
+    details: Details,
+    userId: string,
+    amr: string[],
+  ): Promise<StartedSession> {
+    const existing = details.session?.uid ? await provider.Session.findByUid(details.session.uid) : undefined;
+    if (existing?.accountId === userId) {
+      const sid = Object.values(existing.authorizations ?? {}).find((entry) => entry?.sid)?.sid;
+      const cookie = readCookie(req.headers.cookie ?? null, options.sessionCookie.name);
+      const current = cookie ? await directory.findSession(cookie) : undefined;
+      if (sid && current && current.sessionId === sid && cookie) {
+        return {
+          sessionId: sid,
+          userId,
+          cookieValue: cookie,
+          expiresAt: new Date(clock.now().getTime() + 86_400_000).toISOString(),
+        };
+      }
+    }
+    return directory.startSession(userId, { ip: clientIp(req), userAgent: req.headers['user-agent'] ?? '', amr });
+  }
+
+  async function handlePasswordless(res: ServerResponse, details: Details, form: URLSearchParams) {
+    const rawEmail = (form.get('email') ?? '').trim();
+    const email = EmailSchema.safeParse(rawEmail);
+    if (!email.success) {
+      return loginPage(res, details, {
+        status: 400,
+        email: rawEmail,
+        errors: ['Enter a valid e-mail address to get a sign-in e-mail.'],
+      });
+    }
+    try {
+      if (form.get('method') === 'code') {
+        await directory.requestCode(email.data);
+        return codePage(res, details, email.data);
+      }
+      await directory.requestMagicLink(email.data, `${base}/${details.uid}/link`);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'RateLimit.Exceeded') {
+        return loginPage(res, details, {
+          status: 429,
+          email: rawEmail,
+          errors: ['Too many sign-in e-mails for this address. Wait 15 minutes before asking again.'],
+        });
+      }
+      throw error;
+    }
+    const branding = await brandingFor(details.params.client_id as string | undefined);
+    send(
+      res,
+      200,
+      renderPage(
+        { title: 'Check your e-mail', assets, ...(branding ? { branding } : {}) },
+        `<h1>Check your e-mail</h1>
+${notice(`If ${email.data} has an account, a sign-in link is on its way. It works for 15 minutes, in this browser.`)}
+<div class="links"><a href="${base}/${details.uid}">Use another way to sign in</a></div>`,
+      ),
+    );
+  }
+
+  async function handleCode(req: IncomingMessage, res: ServerResponse, details: Details, form: URLSearchParams) {
+    const email = EmailSchema.safeParse((form.get('email') ?? '').trim());
+    const code = (form.get('code') ?? '').trim();
+    if (!email.success) return loginPage(res, details, { status: 400, errors: ['Enter a valid e-mail address.'] });
+    if (!/^\d{6}$/.test(code)) return codePage(res, details, email.data, ['Enter the six digits of the code.'], 400);
+    const session = await directory.verifyCode(email.data, code, {
+      ip: clientIp(req),
+      userAgent: req.headers['user-agent'] ?? '',
+    });
+    if (!session) return codePage(res, details, email.data, ['The code is wrong or has expired. Ask for a new one.'], 400);
+    await finishLogin(req, res, session, ['otp']);
+  }
+
+  /** The magic link's verification (an API route) started a session and sent the browser back here. */
+  async function handleLinkReturn(req: IncomingMessage, res: ServerResponse, details: Details) {
+    const cookie = readCookie(req.headers.cookie ?? null, options.sessionCookie.name);
+    const session = cookie ? await directory.findSession(cookie) : undefined;
+    if (!session || !cookie) {
+      return loginPage(res, details, { status: 400, errors: ['That sign-in link did not work here. Ask for a new one.'] });
+    }
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: session.userId, amr: ['email'], remember: true }, idt: { sessionId: session.sessionId } } as never,
+      { mergeWithLastSubmission: false },
+    );
+  }
+
+  // ---------------------------------------------------- organization and consent
+  async function deny(req: IncomingMessage, res: ServerResponse, description: string) {
+    await provider.interactionFinished(
+      req,
+      res,
+      { error: 'access_denied', error_description: description },
+      { mergeWithLastSubmission: false },
+    );
+  }
+
+  function membershipDescription(state: MembershipState): string {
+    return state === 'not_a_member' ? 'not_a_member' : `membership_${state}`;
+  }
+
+  /** Decides the organization of the grant, or answers (error, choice page). Returns `false` when it answered. */
+  async function decideOrganization(
+    req: IncomingMessage,
+    res: ServerResponse,
+    details: Details,
+    client: StoredClient,
+    userId: string,
+    chosen: string | null | undefined,
+  ): Promise<string | null | false> {
+    if (client.organizationId) {
+      const state = await directory.enroll(userId, client.organizationId);
+      if (state !== 'active') {
+        await deny(req, res, membershipDescription(state));
+        return false;
+      }
+      return client.organizationId;
+    }
+    if (!client.firstParty) return null;
+    const hint = (chosen ?? (details.params.organization as string | undefined))?.toLowerCase();
+    if (hint && hint !== 'select' && hint !== 'none') {
+      const state = await directory.membershipState(userId, hint);
+      if (state !== 'active') {
+        await deny(req, res, membershipDescription(state));
+        return false;
+      }
+      return hint;
+    }
+    if (hint === 'none') return null;
+    const organizations = await directory.activeOrganizations(userId);
+    if (hint === 'select' && organizations.length > 1) {
+      await organizationPage(res, details, organizations);
+      return false;
+    }
+    return organizations.length === 1 ? (organizations[0]?.id ?? null) : null;
+  }
+
+  async function organizationPage(
+    res: ServerResponse,
+    details: Details,
+    organizations: Array<{ id: string; name: string }>,
+    errors: string[] = [],
+  ) {
+    const uid = details.uid;
+    const branding = await brandingFor(details.params.client_id as string | undefined);
+    const body = `<h1>Choose an organization</h1>
+${errorSummary(errors)}
+<form method="post" action="${base}/${uid}/organization">
+${csrfField(uid)}
+<fieldset>
+<legend>Which organization do you want to work in?</legend>
+${organizations
+  .map(
+    (
+      organization,
+      index,
+    ) => `<div class="choice"><input type="radio" id="org-${index}" name="organization" value="${escapeHtml(organization.id)}"${index === 0 ? ' checked' : ''}>
+<label for="org-${index}">${escapeHtml(organization.name)}</label></div>`,
+  )
+  .join('\n')}
+<div class="choice"><input type="radio" id="org-none" name="organization" value="none"><label for="org-none">No organization</label></div>
+</fieldset>
+<button type="submit">Continue</button>
+</form>
+<div class="links"><a href="${base}/${uid}/abort">Cancel and return to the application</a></div>`;
+    send(
+      res,
+      errors.length ? 400 : 200,
+      renderPage({ title: 'Choose an organization', assets, ...(branding ? { branding } : {}) }, body),
+    );
+  }
+
+  function requestedScopes(details: Details, client: StoredClient): { oidc: string[]; api: string[] } {
+    const allowed = new Set(client.scopes);
+    const requested = String(details.params.scope ?? '')
+      .split(' ')
+      .filter((scope) => scope && allowed.has(scope));
+    return {
+      oidc: requested.filter((scope) => LOGIN_SCOPES.has(scope)),
+      api: requested.filter((scope) => !LOGIN_SCOPES.has(scope)),
+    };
+  }
+
+  async function consentPage(res: ServerResponse, details: Details, client: StoredClient, organization: string | null) {
+    const uid = details.uid;
+    const branding = await brandingFor(client.clientId);
+    const descriptions = new Map((await clients.scopes()).map((row) => [row.scope, row.description]));
+    const scopes = requestedScopes(details, client);
+    const body = `<h1>Allow ${escapeHtml(branding?.displayName ?? client.name)}?</h1>
+<p>${escapeHtml(branding?.displayName ?? client.name)} asks to:</p>
+<ul class="scopes">${[...scopes.oidc, ...scopes.api]
+      .filter((scope) => scope !== 'openid')
+      .map((scope) => `<li>${escapeHtml(descriptions.get(scope) ?? scope)}</li>`)
+      .join('')}<li>Know who you are</li></ul>
+<form method="post" action="${base}/${uid}/consent">
+${csrfField(uid)}
+<input type="hidden" name="organization" value="${escapeHtml(organization ?? 'none')}">
+<button type="submit" name="decision" value="approve">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+</form>
+<p class="hint">You can withdraw this later from your account.</p>`;
+    send(res, 200, renderPage({ title: 'Allow access', assets, ...(branding ? { branding } : {}) }, body));
+  }
+
+  async function grantAndFinish(
+    req: IncomingMessage,
+    res: ServerResponse,
+    details: Details,
+    client: StoredClient,
+    userId: string,
+    organization: string | null,
+  ) {
+    const scopes = requestedScopes(details, client);
+    const existingId = details.grantId;
+    const existing = existingId ? await provider.Grant.find(existingId) : undefined;
+    const context = existingId ? await options.grantContexts.get(existingId) : undefined;
+    const reuse = existing && context && context.organizationId === organization;
+    const grant = reuse ? existing : new provider.Grant({ accountId: userId, clientId: client.clientId });
+    if (scopes.oidc.length) grant.addOIDCScope(scopes.oidc.join(' '));
+    if (scopes.api.length) grant.addResourceScope(options.apiResource, scopes.api.join(' '));
+    const missingClaims = (details.prompt.details as { missingOIDCClaims?: string[] }).missingOIDCClaims;
+    if (missingClaims?.length) grant.addOIDCClaims(missingClaims);
+    const grantId = await grant.save();
+    if (!reuse) {
+      const lifetime = options.refreshTokenLifetime(client);
+      await options.grantContexts.set(
+        grantId,
+        { organizationId: organization, refreshTokenLifetime: lifetime },
+        new Date(clock.now().getTime() + 31_622_400_000),
+      );
+    }
+    await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  }
+
+  async function handleConsentPrompt(req: IncomingMessage, res: ServerResponse, details: Details) {
+    const client = await clients.findStored(String(details.params.client_id));
+    const userId = details.session?.accountId;
+    if (!client || !userId) return expired(res);
+    const organization = await decideOrganization(req, res, details, client, userId, undefined);
+    if (organization === false) return;
+    await consentOrFinish(req, res, details, client, userId, organization);
+  }
+
+  async function consentOrFinish(
+    req: IncomingMessage,
+    res: ServerResponse,
+    details: Details,
+    client: StoredClient,
+    userId: string,
+    organization: string | null,
+  ) {
+    if (!client.firstParty) {
+      const scopes = requestedScopes(details, client);
+      const remembered = new Set((await options.consents.find(userId, client.clientId)) ?? []);
+      if (![...scopes.oidc, ...scopes.api].every((scope) => remembered.has(scope))) {
+        return consentPage(res, details, client, organization);
+      }
+    }
+    await grantAndFinish(req, res, details, client, userId, organization);
+  }
+
+  // ------------------------------------------------------------------- routing
+  async function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+    const headers = { 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' };
+    if (path === '/idt.css') {
+      res.writeHead(200, { ...headers, 'content-type': 'text/css; charset=utf-8' });
+      res.end(req.method === 'HEAD' ? undefined : STYLESHEET);
+      return true;
+    }
+    if (path === '/autosubmit.js' || path === '/focus.js') {
+      res.writeHead(200, { ...headers, 'content-type': 'text/javascript; charset=utf-8' });
+      res.end(req.method === 'HEAD' ? undefined : path === '/focus.js' ? FOCUS_SCRIPT : AUTOSUBMIT_SCRIPT);
+      return true;
+    }
+    const theme = /^\/theme\/([^/]+)\.css$/.exec(path);
+    if (theme?.[1]) {
+      const client = await clients.findStored(decodeURIComponent(theme[1]));
+      const colors = client?.branding?.themeJson;
+      if (!colors) return false;
+      const css = `:root{--primary:${colors.light.primary};--primary-foreground:${colors.light.primaryForeground}}
+@media (prefers-color-scheme:dark){:root{--primary:${colors.dark.primary};--primary-foreground:${colors.dark.primaryForeground}}}
+`;
+      res.writeHead(200, { ...headers, 'content-type': 'text/css; charset=utf-8' });
+      res.end(css);
+      return true;
+    }
+    return false;
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, uid: string, action: string) {
+    let details: Details;
+    try {
+      details = await provider.interactionDetails(req, res);
+    } catch {
+      return expired(res);
+    }
+    if (details.uid !== uid) return expired(res);
+    const method = req.method ?? 'GET';
+    if (method === 'GET' && action === '') {
+      return details.prompt.name === 'login' ? loginPage(res, details) : handleConsentPrompt(req, res, details);
+    }
+    if (method === 'GET' && action === 'abort') return deny(req, res, 'The user cancelled the sign-in.');
+    if (method === 'GET' && action === 'link') return handleLinkReturn(req, res, details);
+    if (method !== 'POST') {
+      res.writeHead(405, { allow: 'GET, POST', 'content-type': 'text/plain' });
+      res.end('Method Not Allowed');
+      return;
+    }
+    let form: URLSearchParams;
+    try {
+      form = await readForm(req);
+    } catch (error) {
+      if (error instanceof FormTooLarge) {
+        res.writeHead(413, { 'content-type': 'text/plain' });
+        res.end('Content Too Large');
+        return;
+      }
+      throw error;
+    }
+    if (!csrfValid(uid, form)) {
+      return send(
+        res,
+        403,
+        renderPage({ title: 'Sign-in problem', assets }, '<h1>This form has expired</h1><p>Reload the page and try again.</p>'),
+      );
+    }
+    if (action === 'login' && details.prompt.name === 'login') return handleLogin(req, res, details, form);
+    if (action === 'passwordless' && details.prompt.name === 'login') return handlePasswordless(res, details, form);
+    if (action === 'code' && details.prompt.name === 'login') return handleCode(req, res, details, form);
+    const client = await clients.findStored(String(details.params.client_id));
+    const userId = details.session?.accountId;
+    if (details.prompt.name !== 'consent' || !client || !userId) return expired(res);
+    if (action === 'organization') {
+      const value = form.get('organization') ?? '';
+      const organizations = await directory.activeOrganizations(userId);
+      if (value !== 'none' && !organizations.some((organization) => organization.id === value)) {
+        return organizationPage(res, details, organizations, ['Choose one of your organizations.']);
+      }
+      const organization = await decideOrganization(req, res, details, client, userId, value);
+      if (organization === false) return;
+      return consentOrFinish(req, res, details, client, userId, organization);
+    }
+    if (action === 'consent') {
+      if (form.get('decision') !== 'approve') return deny(req, res, 'The user denied access.');
+      const organizationValue = form.get('organization') ?? 'none';
+      const organization = client.organizationId ?? (organizationValue === 'none' ? null : organizationValue);
+      if (organization && (await directory.membershipState(userId, organization)) !== 'active') {
+        return deny(req, res, membershipDescription(await directory.membershipState(userId, organization)));
+      }
+      const scopes = requestedScopes(details, client);
+      await options.consents.remember(userId, client.clientId, [...scopes.oidc, ...scopes.api], clock.now());
+      return grantAndFinish(req, res, details, client, userId, organization);
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('Not Found');
+  }
+
+  return async function interactionHandler(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname.startsWith(`${assets}/`)) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+      return serveAsset(req, res, url.pathname.slice(assets.length));
+    }
+    if (!url.pathname.startsWith(`${base}/`)) return false;
+    const [uid = '', action = '', ...rest] = url.pathname.slice(base.length + 1).split('/');
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(uid) || rest.length > 0) return false;
+    try {
+      await route(req, res, uid, action);
+    } catch (error) {
+      logger.error('sign-in page failed', { error });
+      if (!res.headersSent) {
+        send(
+          res,
+          500,
+          renderPage({ title: 'Sign-in problem', assets }, '<h1>Something went wrong</h1><p>Try again in a moment.</p>'),
+        );
+      }
+    }
+    return true;
+  };
+}

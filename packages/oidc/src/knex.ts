@@ -1,0 +1,13 @@
+/**
+ * Knex persistence and wiring of `@idt/oidc`.
+ *
+ * @packageDocumentation
+ */
+
+export type { KnexAdapterOptions, OidcAdapter } from './knex/adapter.js';
+export { createKnexAdapterClass, pruneAdapterPayloads } from './knex/adapter.js';
+export { createKnexClientStore } from './knex/client-store.js';
+export { oidcMigrations } from './knex/migrations.js';
+export type { KnexOidc, KnexOidcOptions, OidcSettings } from './knex/module.js';
+export { createKnexOidc } from './knex/module.js';
+export { createKnexClientLockout, createKnexConsentStore, createKnexGrantContextStore } from './knex/stores.js';

@@ -1,0 +1,180 @@
+import { type Clock, createTtlCache, sha256Hex, systemClock } from '@idt/core';
+import { type CacheInvalidator, toIso } from '@idt/core/knex';
+import { CacheNamespaces } from '@idt/identity';
+import type { Knex } from 'knex';
+import type { StoredClient } from '../clients/store.js';
+
+/** The payload oidc-provider stores for a model instance. */
+export type AdapterPayload = Record<string, unknown> & {
+  grantId?: string;
+  uid?: string;
+  userCode?: string;
+  accountId?: string;
+  clientId?: string;
+  sid?: string;
+  consumed?: unknown;
+  authorizations?: Record<string, { sid?: string; grantId?: string }>;
+};
+
+/** The adapter interface of oidc-provider. */
+export interface OidcAdapter {
+  upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void>;
+  find(id: string): Promise<AdapterPayload | undefined>;
+  findByUserCode(userCode: string): Promise<AdapterPayload | undefined>;
+  findByUid(uid: string): Promise<AdapterPayload | undefined>;
+  consume(id: string): Promise<void>;
+  destroy(id: string): Promise<void>;
+  revokeByGrantId(grantId: string): Promise<void>;
+}
+
+/** Options of {@link createKnexAdapterClass}. */
+export interface KnexAdapterOptions {
+  readonly db: Knex;
+  /** Loads a client record; suspended and missing clients are not found. */
+  readonly findClient: (clientId: string) => Promise<StoredClient | undefined>;
+  /** Turns a client record into oidc-provider client metadata. */
+  readonly clientMetadata: (client: StoredClient) => Record<string, unknown>;
+  readonly invalidator: CacheInvalidator;
+  /** Seconds during which a redeemed refresh token may be replayed without revoking its family (SPEC 3.6). */
+  readonly refreshReuseLeewaySeconds: number;
+  readonly clock?: Clock;
+  /** How long client lookups are cached; 60 seconds by default (evicted on change). */
+  readonly clientCacheTtlMs?: number;
+}
+
+/**
+ * Models whose ids are bearer credentials: only their SHA-256 is stored, and
+ * the payload is stored without its `jti`, so the table holds no usable code
+ * or refresh token.
+ */
+const HASHED_MODELS = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+
+/**
+ * Creates the oidc-provider adapter class on knex.
+ *
+ * - `Client` is served from the `oidc_clients` table (cached, evicted on change);
+ *   suspended or deleted clients are not found, so they get `invalid_client`.
+ * - Codes and refresh tokens are stored under the SHA-256 of their value.
+ * - Refresh-token consumption is atomic (`UPDATE … WHERE consumed_at IS NULL`);
+ *   a redeemed token found again within the reuse leeway is reported as not
+ *   consumed (the replay is tolerated), after it as consumed (oidc-provider then
+ *   revokes the whole family and answers `invalid_grant`).
+ */
+export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: string) => OidcAdapter {
+  const { db } = options;
+  const clock = options.clock ?? systemClock;
+  const clients = createTtlCache<Record<string, unknown> | null>({ ttlMs: options.clientCacheTtlMs ?? 60_000 });
+  options.invalidator.subscribe(CacheNamespaces.clients, (key) => {
+    if (key === '*') clients.clear();
+    else clients.delete(key);
+  });
+  const leewayMs = options.refreshReuseLeewaySeconds * 1000;
+
+  const sessionIdOf = (payload: AdapterPayload): string | null => {
+    if (typeof payload.sid === 'string') return payload.sid;
+    for (const authorization of Object.values(payload.authorizations ?? {})) {
+      if (typeof authorization?.sid === 'string') return authorization.sid;
+    }
+    return null;
+  };
+
+  class KnexAdapter implements OidcAdapter {
+    readonly model: string;
+    readonly hashed: boolean;
+
+    constructor(model: string) {
+      this.model = model;
+      this.hashed = HASHED_MODELS.has(model);
+    }
+
+    key(id: string): string {
+      return this.hashed ? sha256Hex(id) : id;
+    }
+
+    async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+      if (this.model === 'Client') throw new Error('Clients are managed through the clients API');
+      const stored = { ...payload };
+      if (this.hashed) delete stored.jti;
+      delete stored.consumed;
+      const row = {
+        model: this.model,
+        id: this.key(id),
+        payload: JSON.stringify(stored),
+        grant_id: payload.grantId ?? (this.model === 'Grant' ? id : null),
+        uid: payload.uid ?? null,
+        user_code: payload.userCode ?? null,
+        account_id: payload.accountId ?? null,
+        client_id: payload.clientId ?? null,
+        session_id: sessionIdOf(payload),
+        expires_at: expiresIn ? new Date(clock.now().getTime() + expiresIn * 1000).toISOString() : null,
+      };
+      await db('oidc_payloads')
+        .insert({ ...row, consumed_at: null })
+        .onConflict(['model', 'id'])
+        .merge(['payload', 'grant_id', 'uid', 'user_code', 'account_id', 'client_id', 'session_id', 'expires_at']);
+    }
+
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      if (this.model === 'Client') return this.findClient(id);
+      const row = await db('oidc_payloads')
+        .where({ model: this.model, id: this.key(id) })
+        .first();
+      return row ? this.toPayload(id, row) : undefined;
+    }
+
+    async findClient(id: string): Promise<AdapterPayload | undefined> {
+      const metadata = await clients.getOrLoad(id, async () => {
+        const client = await options.findClient(id);
+        return client && client.status === 'active' ? options.clientMetadata(client) : null;
+      });
+      return metadata ? { ...metadata } : undefined;
+    }
+
+    toPayload(id: string, row: { payload: string; expires_at: unknown; consumed_at: unknown }): AdapterPayload | undefined {
+      if (row.expires_at !== null && new Date(toIso(row.expires_at)).getTime() <= clock.now().getTime()) return undefined;
+      const payload = JSON.parse(row.payload) as AdapterPayload;
+      if (this.hashed) payload.jti = id;
+      if (row.consumed_at !== null && row.consumed_at !== undefined) {
+        const consumedAt = new Date(toIso(row.consumed_at)).getTime();
+        const withinLeeway = this.model === 'RefreshToken' && clock.now().getTime() - consumedAt <= leewayMs;
+        if (!withinLeeway) payload.consumed = Math.floor(consumedAt / 1000);
+      }
+      return payload;
+    }
+
+    async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      const row = await db('oidc_payloads').where({ model: this.model, uid }).first();
+      return row ? this.toPayload(row.id, row) : undefined;
+    }
+
+    async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      const row = await db('oidc_payloads').where({ model: this.model, user_code: userCode }).first();
+      return row ? this.toPayload(row.id, row) : undefined;
+    }
+
+    async consume(id: string): Promise<void> {
+      // Only the first consumption sets the time: the leeway runs from the first redemption.
+      await db('oidc_payloads')
+        .where({ model: this.model, id: this.key(id) })
+        .whereNull('consumed_at')
+        .update({ consumed_at: clock.now().toISOString() });
+    }
+
+    async destroy(id: string): Promise<void> {
+      await db('oidc_payloads')
+        .where({ model: this.model, id: this.key(id) })
+        .delete();
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await db('oidc_payloads').where({ grant_id: grantId }).delete();
+    }
+  }
+
+  return KnexAdapter;
+}
+
+/** Deletes expired rows of the adapter table; returns how many. */
+export function pruneAdapterPayloads(db: Knex, now: Date): Promise<number> {
+  return db('oidc_payloads').whereNotNull('expires_at').andWhere('expires_at', '<=', now.toISOString()).delete();
+}

@@ -1,0 +1,125 @@
+import type { Migration, MigrationSet } from '@idt/core/knex';
+import { SCOPE_CATALOG } from '@idt/identity';
+import type { Knex } from 'knex';
+
+function timestamp(table: Knex.CreateTableBuilder, name: string) {
+  return table.timestamp(name, { useTz: true, precision: 3 });
+}
+
+const provider: Migration = {
+  name: '0001_provider',
+  async up(db) {
+    await db.schema.createTable('oidc_scopes', (t) => {
+      t.string('scope', 100).primary();
+      t.string('description', 500).notNullable();
+      t.boolean('is_default').notNullable().defaultTo(false);
+      t.boolean('platform_only').notNullable().defaultTo(false);
+      timestamp(t, 'created_at').notNullable();
+    });
+    const now = new Date().toISOString();
+    await db('oidc_scopes').insert(
+      SCOPE_CATALOG.map((entry) => ({
+        scope: entry.scope,
+        description: entry.description,
+        is_default: entry.default,
+        platform_only: entry.platformOnly,
+        created_at: now,
+      })),
+    );
+
+    await db.schema.createTable('oidc_clients', (t) => {
+      t.string('client_id', 200).primary();
+      t.string('organization_id', 36).references('id').inTable('identity_organizations').onDelete('CASCADE');
+      t.string('kind', 32).notNullable();
+      t.string('name', 200).notNullable();
+      t.string('status', 16).notNullable().defaultTo('active');
+      t.boolean('first_party').notNullable().defaultTo(false);
+      t.text('redirect_uris').notNullable().defaultTo('[]');
+      t.text('post_logout_redirect_uris').notNullable().defaultTo('[]');
+      t.text('backchannel_logout_uri');
+      t.boolean('backchannel_logout_session_required').notNullable().defaultTo(false);
+      t.text('frontchannel_logout_uri');
+      t.text('scopes').notNullable();
+      t.integer('refresh_token_lifetime');
+      t.string('secret_hash', 128).notNullable();
+      t.string('created_by_user_id', 36);
+      timestamp(t, 'created_at').notNullable();
+      timestamp(t, 'updated_at').notNullable();
+      timestamp(t, 'last_used_at');
+      timestamp(t, 'last_rotated_at');
+      t.string('last_rotated_by_user_id', 36);
+      t.string('display_name', 200);
+      t.string('tagline', 500);
+      t.text('theme_json');
+      t.binary('logo');
+      t.string('logo_content_type', 32);
+      t.index(['organization_id']);
+    });
+
+    await db.schema.createTable('oidc_payloads', (t) => {
+      t.string('model', 40).notNullable();
+      t.string('id', 200).notNullable();
+      t.text('payload').notNullable();
+      t.string('grant_id', 200);
+      t.string('uid', 200);
+      t.string('user_code', 200);
+      t.string('account_id', 200);
+      t.string('client_id', 200);
+      t.string('session_id', 64);
+      timestamp(t, 'expires_at');
+      timestamp(t, 'consumed_at');
+      t.primary(['model', 'id']);
+      t.index(['grant_id']);
+      t.index(['uid']);
+      t.index(['session_id']);
+      t.index(['account_id']);
+      t.index(['client_id']);
+      t.index(['expires_at']);
+    });
+
+    await db.schema.createTable('oidc_grant_contexts', (t) => {
+      t.string('grant_id', 200).primary();
+      t.string('organization_id', 36);
+      t.integer('refresh_token_lifetime').notNullable();
+      timestamp(t, 'created_at').notNullable();
+      timestamp(t, 'expires_at').notNullable();
+      t.index(['expires_at']);
+    });
+
+    await db.schema.createTable('oidc_consents', (t) => {
+      t.string('user_id', 36).notNullable().references('id').inTable('identity_users').onDelete('CASCADE');
+      t.string('client_id', 200).notNullable().references('client_id').inTable('oidc_clients').onDelete('CASCADE');
+      t.text('scopes').notNullable();
+      timestamp(t, 'created_at').notNullable();
+      timestamp(t, 'updated_at').notNullable();
+      t.primary(['user_id', 'client_id']);
+    });
+
+    await db.schema.createTable('oidc_client_auth_failures', (t) => {
+      t.string('client_id', 200).primary();
+      t.bigInteger('total').notNullable().defaultTo(0);
+      timestamp(t, 'last_failure_at').notNullable();
+      timestamp(t, 'locked_until');
+    });
+  },
+  async down(db) {
+    for (const table of [
+      'oidc_client_auth_failures',
+      'oidc_consents',
+      'oidc_grant_contexts',
+      'oidc_payloads',
+      'oidc_clients',
+      'oidc_scopes',
+    ]) {
+      await db.schema.dropTableIfExists(table);
+    }
+  },
+};
+
+/** The migrations of `@idt/oidc`, recorded in `idt_oidc_migrations`. */
+export const oidcMigrations: MigrationSet = {
+  owner: '@idt/oidc',
+  tableName: 'idt_oidc_migrations',
+  dependsOn: ['@idt/core', '@idt/identity'],
+  migrations: [provider],
+};

@@ -1,0 +1,464 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type Clock,
+  type CredentialResolver,
+  defineEventHandler,
+  type EventDefinition,
+  type EventHandlerDefinition,
+  type EventOutbox,
+  type JwtVerifier,
+  type Logger,
+  type Principal,
+  type RequestRateLimiter,
+  type Route,
+  silentLogger,
+  systemClock,
+} from '@idt/core';
+import type { CacheInvalidator, SigningKeyStore, WindowCounter } from '@idt/core/knex';
+import type { ClientLookup, TokenMac } from '@idt/identity';
+import type { Knex } from 'knex';
+import type Provider from 'oidc-provider';
+import { type ClientService, createClientService } from '../clients/service.js';
+import type { OrganizationDirectory, StoredClient } from '../clients/store.js';
+import { OidcSessionEndedEvent } from '../events.js';
+import { createAuthorizeContextRoutes } from '../http/routes/authorize-context.js';
+import { createOrganizationClientRoutes, createPlatformClientRoutes, type PlatformCheck } from '../http/routes/clients.js';
+import { createConsentRoutes } from '../http/routes/consents.js';
+import { createScopeRoutes } from '../http/routes/scopes.js';
+import { createUserinfoRoutes } from '../http/routes/userinfo.js';
+import type { AccountDirectory } from '../interactions/directory.js';
+import { ASSETS_BASE, createInteractionHandler } from '../interactions/handler.js';
+import { escapeHtml, pageCsp, renderPage, setProviderAssetsPath } from '../interactions/pages.js';
+import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
+import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';
+import { installProviderMiddleware } from '../provider/middleware.js';
+import { createKnexAdapterClass, pruneAdapterPayloads } from './adapter.js';
+import { createKnexClientStore } from './client-store.js';
+import { createKnexClientLockout, createKnexConsentStore, createKnexGrantContextStore } from './stores.js';
+
+/** Settings of the OpenID provider module (mapped from `IdtConfig` by the host). */
+export interface OidcSettings {
+  /** The issuer: the public base URL, prefix included. */
+  readonly issuer: string;
+  /** Where the sign-in pages live (defaults to the issuer). */
+  readonly authUrl: string;
+  /** The deployment path prefix (`''` or `/idt`). */
+  readonly pathPrefix: string;
+  readonly trustProxy: boolean;
+  /** Access-token lifetime in seconds (SPEC 5.3: 15 minutes by default). */
+  readonly accessTokenTtlSeconds: number;
+  /** Reuse leeway of redeemed refresh tokens in seconds (SPEC 3.6: 30). */
+  readonly refreshReuseLeewaySeconds: number;
+  /** Refresh-token lifetime fallback in seconds (SPEC 5.3: 7 days). */
+  readonly refreshTokenFallbackSeconds: number;
+  /** Deliver back-channel logout to loopback and private hosts (local demos and tests only). */
+  readonly backchannelAllowPrivateHosts: boolean;
+  readonly backchannelLimits?: BackchannelLimits;
+  /** The sign-in session cookie shared with the identity module. */
+  readonly sessionCookieName: string;
+}
+
+/** Options of {@link createKnexOidc}. */
+export interface KnexOidcOptions {
+  readonly db: Knex;
+  readonly settings: OidcSettings;
+  readonly keys: SigningKeyStore;
+  /** The server secret (cookie keys are derived from it). */
+  readonly secret: string;
+  readonly tokens: TokenMac;
+  readonly invalidator: CacheInvalidator;
+  readonly counter: WindowCounter;
+  readonly outbox: EventOutbox;
+  readonly verifier: JwtVerifier;
+  readonly resolver: CredentialResolver;
+  readonly directory: AccountDirectory;
+  readonly organizations: OrganizationDirectory;
+  /** Ends an identity session (the sessions service of `@idt/identity`). */
+  readonly endIdentitySession: (userId: string, sessionId: string) => Promise<void>;
+  /** Rate limiting of the provider endpoints (the `auth` policy); absent in Development. */
+  readonly rateLimiter?: RequestRateLimiter;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+}
+
+/** The OpenID provider module on knex. */
+export interface KnexOidc {
+  /** The current oidc-provider instance (replaced when signing keys rotate). */
+  provider(): Provider;
+  readonly clients: ClientService;
+  /** Client lookups for the identity module's credential resolver. */
+  readonly clientLookup: ClientLookup;
+  /** Node handler for `/connect/*`, `/.well-known/*` and the sign-in pages; returns `true` when it answered. */
+  readonly nodeHandler: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+  readonly routes: readonly Route[];
+  readonly events: readonly EventDefinition<any>[];
+  readonly handlers: readonly EventHandlerDefinition<any>[];
+  readonly jobs: ReadonlyArray<{ readonly name: string; readonly intervalMs: number; run(): Promise<unknown> }>;
+  /** Rebuilds the provider with the current signing keys (after a rotation). */
+  reloadKeys(): Promise<void>;
+  /** Ends provider sessions (and their grants) of an identity session or of a user, and queues back-channel logout. */
+  endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number>;
+  /** Loads lockouts from the database; call once at start. */
+  start(): Promise<void>;
+}
+
+const PROVIDER_PATHS = [
+  OIDC_ROUTES.authorization,
+  OIDC_ROUTES.token,
+  OIDC_ROUTES.end_session,
+  OIDC_ROUTES.revocation,
+  OIDC_ROUTES.introspection,
+  OIDC_ROUTES.pushed_authorization_request,
+  OIDC_ROUTES.jwks,
+  '/.well-known/openid-configuration',
+];
+
+function isProviderPath(path: string): boolean {
+  return PROVIDER_PATHS.some((route) => path === route || path.startsWith(`${route}/`));
+}
+
+/**
+ * Wires the OpenID provider: oidc-provider with the knex adapter, the
+ * clients service and its routes, the sign-in pages, userinfo, logout with
+ * front- and back-channel notification, and the invalid-client lockout.
+ */
+export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc> {
+  const { db, settings } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const apiResource = settings.issuer;
+  const assets = `${settings.pathPrefix}${ASSETS_BASE}`;
+  setProviderAssetsPath(assets);
+
+  const clientStore = createKnexClientStore(db, options.invalidator);
+  const clients = createClientService({
+    store: clientStore,
+    organizations: options.organizations,
+    issuer: settings.issuer,
+    apiBaseUrl: settings.issuer,
+    clock,
+  });
+  const consents = createKnexConsentStore(db);
+  const grantContexts = createKnexGrantContextStore(db);
+  const lockout = createKnexClientLockout({ db, counter: options.counter, invalidator: options.invalidator, clock, logger });
+  const Adapter = createKnexAdapterClass({
+    db,
+    findClient: (id) => clientStore.find(id),
+    clientMetadata,
+    invalidator: options.invalidator,
+    refreshReuseLeewaySeconds: settings.refreshReuseLeewaySeconds,
+    clock,
+  });
+  const backchannel = createBackchannelNotifier({
+    issuer: settings.issuer,
+    allowPrivateHosts: settings.backchannelAllowPrivateHosts,
+    ...(settings.backchannelLimits ? { limits: settings.backchannelLimits } : {}),
+    logger,
+    signingKey: async () => {
+      const key = (await options.keys.listKeys()).find((candidate) => candidate.status === 'active' && candidate.alg === 'RS256');
+      if (!key) throw new Error('No active RS256 signing key');
+      return key.privateJwk as never;
+    },
+  });
+
+  const refreshTokenLifetime = (client: StoredClient | undefined) =>
+    client?.refreshTokenLifetime ??
+    (client?.firstParty ? 604_800 : client?.kind === 'application' ? 86_400 : settings.refreshTokenFallbackSeconds);
+
+  async function organizationOf(clientId: string) {
+    return (await clientStore.find(clientId))?.organizationId ?? null;
+  }
+
+  async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
+    const query = db('oidc_payloads').where({ model: 'Session' });
+    if (filter.sessionId) query.andWhere({ session_id: filter.sessionId });
+    if (filter.userId) query.andWhere({ account_id: filter.userId });
+    if (!filter.sessionId && !filter.userId) return 0;
+    const rows = (await query.select('id', 'payload', 'session_id', 'account_id')) as Array<{
+      id: string;
+      payload: string;
+      session_id: string | null;
+      account_id: string | null;
+    }>;
+    const now = clock.now().toISOString();
+    await db.transaction(async (trx) => {
+      for (const row of rows) {
+        const payload = JSON.parse(row.payload) as {
+          accountId?: string;
+          authorizations?: Record<string, { grantId?: string; sid?: string }>;
+        };
+        const authorizations = payload.authorizations ?? {};
+        const grantIds = Object.values(authorizations)
+          .map((entry) => entry?.grantId)
+          .filter((id): id is string => typeof id === 'string');
+        if (grantIds.length) await trx('oidc_payloads').whereIn('grant_id', grantIds).delete();
+        await trx('oidc_payloads').where({ model: 'Session', id: row.id }).delete();
+        const sessionId = row.session_id ?? Object.values(authorizations).find((entry) => entry?.sid)?.sid;
+        const userId = payload.accountId ?? row.account_id;
+        if (sessionId && userId) {
+          await options.outbox.write(trx, [
+            {
+              event: OidcSessionEndedEvent,
+              payload: { userId, sessionId, clientIds: Object.keys(authorizations).join(' '), reason, endedAt: now },
+            },
+          ]);
+        }
+      }
+      if (filter.userId && reason === 'deactivated') {
+        await trx('oidc_payloads')
+          .where({ account_id: filter.userId })
+          .whereIn('model', ['RefreshToken', 'Grant', 'AuthorizationCode'])
+          .delete();
+      }
+    });
+    return rows.length;
+  }
+
+  const logoutSource = async (ctx: Parameters<Parameters<typeof createOidcProvider>[0]['logoutSource']>[0], form: string) => {
+    const hinted = Boolean((ctx.oidc.entities as { IdTokenHint?: unknown }).IdTokenHint);
+    const confirmed = form.replace('<form ', `<form${hinted ? ' data-autosubmit' : ''} `);
+    ctx.set('content-security-policy', pageCsp());
+    ctx.set('x-frame-options', 'DENY');
+    ctx.body = renderPage(
+      { title: 'Sign out', assets, ...(hinted ? { scripts: ['autosubmit.js'] } : {}) },
+      `<h1>Sign out?</h1>
+<p>You will be signed out of every application that uses ${escapeHtml(new URL(settings.issuer).host)}.</p>
+${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" autofocus>Yes, sign me out</button><button type="submit" class="secondary">No, stay signed in</button></form>')}`,
+    );
+  };
+  const postLogoutSuccessSource = async (
+    ctx: Parameters<Parameters<typeof createOidcProvider>[0]['postLogoutSuccessSource']>[0],
+  ) => {
+    ctx.set('content-security-policy', pageCsp());
+    ctx.body = renderPage(
+      { title: 'Signed out', assets },
+      '<h1>You are signed out</h1><p role="status">You can close this window.</p>',
+    );
+  };
+
+  const hooks = {
+    accountClaims: (userId: string, organizationId: string | null) => options.directory.accountClaims(userId, organizationId),
+    grantContext: (grantId: string) => grantContexts.get(grantId),
+    cachedGrantContext: (grantId: string) => grantContexts.cached(grantId),
+    refreshTokenLifetime: (client: StoredClient | undefined) => refreshTokenLifetime(client),
+    async grantStillApplies(
+      ctx: Parameters<Parameters<typeof createOidcProvider>[0]['hooks']['grantStillApplies']>[0],
+      context: { organizationId: string | null } | undefined,
+    ) {
+      if (!context) return false;
+      const clientId = ctx.oidc.client?.clientId;
+      const accountId = ctx.oidc.session?.accountId;
+      if (!clientId || !accountId) return false;
+      const client = await clientStore.find(clientId);
+      if (!client) return false;
+      const requested = (ctx.oidc.params?.organization as string | undefined)?.toLowerCase();
+      if (client.firstParty && requested) {
+        if (requested === 'select') return false;
+        if (requested !== 'none' && requested !== context.organizationId) return false;
+      }
+      const organizationId = client.organizationId ?? context.organizationId;
+      if (organizationId) return (await options.directory.membershipState(accountId, organizationId)) === 'active';
+      return true;
+    },
+    async validateOrganizationParameter(_ctx: unknown, value: string | undefined, clientId: string) {
+      if (value === undefined) return;
+      const { errors } = await import('oidc-provider');
+      const client = await clientStore.find(clientId);
+      if (!client) return;
+      const normalized = value.toLowerCase();
+      if (client.organizationId) {
+        if (normalized !== client.organizationId)
+          throw new errors.InvalidRequest("organization does not match the client's organization");
+        return;
+      }
+      if (!client.firstParty) throw new errors.InvalidRequest('only first-party clients may pass organization');
+      if (
+        normalized !== 'select' &&
+        normalized !== 'none' &&
+        !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(normalized)
+      ) {
+        throw new errors.InvalidRequest('organization must be an organization id');
+      }
+    },
+  };
+
+  let provider: Provider;
+  let callback: (req: IncomingMessage, res: ServerResponse) => unknown;
+  async function build() {
+    const keys = (await options.keys.listKeys()).sort((a, b) => (a.status === b.status ? 0 : a.status === 'active' ? -1 : 1));
+    provider = createOidcProvider({
+      issuer: settings.issuer,
+      apiResource,
+      authUrl: `${settings.authUrl}`,
+      keys,
+      secret: options.secret,
+      adapter: Adapter,
+      hooks: hooks as never,
+      findClient: (id) => clientStore.find(id),
+      accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
+      trustProxy: settings.trustProxy,
+      logoutSource,
+      postLogoutSuccessSource,
+      isLocked: (clientId) => lockout.isLocked(clientId),
+    });
+    installProviderMiddleware(provider, {
+      lockout,
+      assets,
+      logger,
+      async onLogout(ended) {
+        await options
+          .endIdentitySession(ended.userId, ended.sessionId)
+          .catch((error: unknown) => logger.error('ending the identity session failed', { error, sessionId: ended.sessionId }));
+        await db.transaction((trx) =>
+          options.outbox.write(trx, [
+            {
+              event: OidcSessionEndedEvent,
+              payload: {
+                userId: ended.userId,
+                sessionId: ended.sessionId,
+                clientIds: ended.clientIds.join(' '),
+                reason: 'logout',
+                endedAt: clock.now().toISOString(),
+              },
+            },
+          ]),
+        );
+        const targets = [];
+        for (const clientId of ended.clientIds) {
+          const client = await clientStore.find(clientId);
+          if (client?.frontchannelLogoutUri) targets.push({ clientId, frontchannelLogoutUri: client.frontchannelLogoutUri });
+        }
+        return targets;
+      },
+    });
+    provider.on('server_error', (_ctx: unknown, error: unknown) => logger.error('OpenID provider error', { error }));
+    callback = provider.callback();
+  }
+  await build();
+
+  const interactions = createInteractionHandler({
+    provider: new Proxy({} as Provider, { get: (_target, property) => Reflect.get(provider, property, provider) }),
+    directory: options.directory,
+    clients,
+    consents,
+    grantContexts,
+    apiResource,
+    pathPrefix: settings.pathPrefix,
+    sessionCookie: { name: settings.sessionCookieName, secure: settings.issuer.startsWith('https://') },
+    tokens: options.tokens,
+    refreshTokenLifetime: (client) => refreshTokenLifetime(client),
+    passwordAttempt: async (email) => (await options.counter.hit(`sign-in:${email}`, 10, 900_000)).allowed,
+    clock,
+    logger,
+  });
+
+  async function rateLimited(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+    if (!options.rateLimiter || !(path.startsWith(OIDC_ROUTES.token) || path.startsWith(OIDC_ROUTES.authorization))) return false;
+    const header = req.headers.authorization ?? '';
+    const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header)?.[1];
+    const clientId = basic ? decodeURIComponent(Buffer.from(basic, 'base64').toString('utf8').split(':')[0] ?? '') : undefined;
+    const organizationId = clientId ? await organizationOf(clientId).catch(() => null) : null;
+    const ip =
+      (settings.trustProxy
+        ? String(req.headers['x-forwarded-for'] ?? '')
+            .split(',')[0]
+            ?.trim()
+        : '') ||
+      req.socket.remoteAddress ||
+      'unknown';
+    const decision = await options.rateLimiter.hit('auth', organizationId ? `org:${organizationId}` : `ip:${ip}`);
+    if (decision.allowed) return false;
+    res.writeHead(429, {
+      'content-type': 'application/json; charset=utf-8',
+      'retry-after': String(decision.retryAfterSeconds),
+      'cache-control': 'no-store',
+    });
+    res.end(
+      JSON.stringify({
+        error: 'rate_limit_exceeded',
+        error_description: `Too many requests; retry in ${decision.retryAfterSeconds} seconds.`,
+      }),
+    );
+    return true;
+  }
+
+  async function nodeHandler(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const rawUrl = req.url ?? '/';
+    const pathname = rawUrl.split('?')[0] ?? '/';
+    if (settings.pathPrefix && pathname !== settings.pathPrefix && !pathname.startsWith(`${settings.pathPrefix}/`)) return false;
+    const path = pathname.slice(settings.pathPrefix.length) || '/';
+    if (path.startsWith('/connect/interaction/') || path.startsWith(`${ASSETS_BASE}/`)) return interactions(req, res);
+    if (!isProviderPath(path)) return false;
+    if (await rateLimited(req, res, path)) return true;
+    const mounted = req as IncomingMessage & { originalUrl?: string };
+    mounted.originalUrl = rawUrl;
+    mounted.url = rawUrl.slice(settings.pathPrefix.length) || '/';
+    await callback(req, res);
+    return true;
+  }
+
+  const isPlatformAdmin: PlatformCheck = async (principal: Principal | null) => {
+    if (!principal?.organizationId || !principal.permissions.has('AdminAccess')) return false;
+    return (await options.organizations.find(principal.organizationId))?.isPlatform === true;
+  };
+
+  const routes: Route[] = [
+    ...createOrganizationClientRoutes(clients, isPlatformAdmin),
+    ...createPlatformClientRoutes(clients, isPlatformAdmin),
+    ...createScopeRoutes(clients),
+    ...createConsentRoutes(consents, async (userId, clientId) => {
+      await db('oidc_payloads')
+        .where({ account_id: userId, client_id: clientId })
+        .whereIn('model', ['Grant', 'RefreshToken', 'AuthorizationCode'])
+        .delete();
+    }),
+    ...createAuthorizeContextRoutes({
+      provider: () => provider,
+      clients,
+      authUrl: settings.authUrl,
+      pathPrefix: settings.pathPrefix,
+    }),
+    ...createUserinfoRoutes(options.verifier, options.resolver, options.directory),
+  ];
+
+  const backchannelHandler = defineEventHandler({
+    name: 'oidc.backchannel-logout',
+    module: 'oidc',
+    event: OidcSessionEndedEvent,
+    description: 'Delivers logout+jwt tokens to the back-channel logout URIs of the clients that took part in the session.',
+    async handle({ payload }) {
+      const targets = [];
+      for (const clientId of payload.clientIds.split(' ').filter(Boolean)) {
+        const client = await clientStore.find(clientId);
+        if (client?.backchannelLogoutUri) targets.push({ clientId, backchannelLogoutUri: client.backchannelLogoutUri });
+      }
+      if (targets.length) await backchannel.notify(targets, payload.userId, payload.sessionId);
+    },
+  });
+
+  return {
+    provider: () => provider,
+    clients,
+    clientLookup: {
+      async findClient(clientId) {
+        const client = await clientStore.find(clientId);
+        return client ? { clientId: client.clientId, organizationId: client.organizationId, status: client.status } : undefined;
+      },
+    },
+    nodeHandler,
+    routes,
+    events: [OidcSessionEndedEvent],
+    handlers: [backchannelHandler],
+    jobs: [
+      { name: 'prune expired provider state', intervalMs: 600_000, run: () => pruneAdapterPayloads(db, clock.now()) },
+      {
+        name: 'prune grant contexts',
+        intervalMs: 3_600_000,
+        run: () => db('oidc_grant_contexts').where('expires_at', '<=', clock.now().toISOString()).delete(),
+      },
+    ],
+    reloadKeys: build,
+    endSessions,
+    start: () => lockout.load(),
+  };
+}

@@ -1,0 +1,330 @@
+import { hkdfSync } from 'node:crypto';
+import { constantTimeEqual } from '@idt/core';
+import type { SigningKey } from '@idt/core/knex';
+import Provider, { errors, type KoaContextWithOIDC } from 'oidc-provider';
+import { hashClientSecret } from '../clients/service.js';
+import type { StoredClient } from '../clients/store.js';
+import { renderProviderError } from '../interactions/pages.js';
+import type { OidcAdapter } from '../knex/adapter.js';
+
+/** Login scopes (OpenID Connect) and the claims each releases (SPEC 2.3). */
+export const LOGIN_SCOPE_CLAIMS = {
+  openid: ['sub'],
+  profile: ['name', 'given_name', 'family_name', 'org_id', 'org_name'],
+  email: ['email', 'email_verified'],
+  roles: ['roles'],
+} as const;
+
+/** Login scopes; every other scope is an API scope of the resource server. */
+export const LOGIN_SCOPES = new Set(['openid', 'profile', 'email', 'roles', 'offline_access']);
+
+/** Extra client metadata idt keeps on oidc-provider client instances. */
+export const CLIENT_EXTRA = {
+  organizationId: 'idt_organization_id',
+  firstParty: 'idt_first_party',
+  kind: 'idt_kind',
+} as const;
+
+/** The grant context: the organization a token chain works in, and its refresh-token lifetime. */
+export interface GrantContext {
+  readonly organizationId: string | null;
+  readonly refreshTokenLifetime: number;
+}
+
+/** What claims the provider releases for an account (SPEC 2.3). */
+export interface AccountClaims {
+  readonly sub: string;
+  readonly name?: string;
+  readonly given_name?: string;
+  readonly family_name?: string;
+  readonly email?: string;
+  readonly email_verified?: boolean;
+  readonly org_id?: string;
+  readonly org_name?: string;
+  readonly roles?: string[];
+}
+
+/** Hooks the provider calls into the rest of idt. */
+export interface ProviderHooks {
+  /** The claims of an active user working in `organizationId` (or none), or `undefined` when the user cannot sign in. */
+  accountClaims(userId: string, organizationId: string | null): Promise<AccountClaims | undefined>;
+  /** The context of a grant (cached). */
+  grantContext(grantId: string): Promise<GrantContext | undefined>;
+  /**
+   * The context of a grant if already cached (token lifetimes are computed
+   * synchronously; `findAccount` loads the context earlier in the same request).
+   */
+  cachedGrantContext(grantId: string): GrantContext | undefined;
+  /**
+   * Whether an existing grant still applies to this authorization request
+   * (the organization requested and, for bound clients, an active membership).
+   */
+  grantStillApplies(ctx: KoaContextWithOIDC, context: GrantContext | undefined): Promise<boolean>;
+  /** The refresh-token lifetime of a new login for a client (SPEC 5.3 precedence). */
+  refreshTokenLifetime(client: StoredClient | undefined, firstParty: boolean): number;
+  /** Validates the `organization` authorization parameter (SPEC 5.2). */
+  validateOrganizationParameter(ctx: KoaContextWithOIDC, value: string | undefined, clientId: string): Promise<void>;
+}
+
+/** Options of {@link createOidcProvider}. */
+export interface OidcProviderOptions {
+  /** The issuer: the public base URL, prefix included. */
+  readonly issuer: string;
+  /** The resource indicator and audience of access tokens for the API (the public base URL). */
+  readonly apiResource: string;
+  /** Where the sign-in pages live (absolute, no trailing slash): interactions go to `${authUrl}/interaction/<uid>`. */
+  readonly authUrl: string;
+  /** Signing keys: active first. */
+  readonly keys: readonly SigningKey[];
+  /** Secret the cookie-signing keys are derived from. */
+  readonly secret: string;
+  readonly adapter: new (name: string) => OidcAdapter;
+  readonly hooks: ProviderHooks;
+  /** Looks a client record up for policy decisions (cached by the caller). */
+  readonly findClient: (clientId: string) => Promise<StoredClient | undefined>;
+  /** Access-token lifetime in seconds (default 900). */
+  readonly accessTokenTtlSeconds?: number;
+  /** Honour `x-forwarded-*` from a trusted proxy. */
+  readonly trustProxy?: boolean;
+  /** Renders the RP-initiated logout confirmation page. */
+  readonly logoutSource: (ctx: KoaContextWithOIDC, form: string) => Promise<void> | void;
+  /** Renders the page shown after logout without a post-logout redirect. */
+  readonly postLogoutSuccessSource: (ctx: KoaContextWithOIDC) => Promise<void> | void;
+  /** A locked-out client id gets `invalid_client` even with the right secret (SPEC 8.2). */
+  readonly isLocked?: (clientId: string) => boolean;
+}
+
+/** Maps a client record to oidc-provider client metadata. */
+export function clientMetadata(client: StoredClient): Record<string, unknown> {
+  const isApplication = client.kind === 'application';
+  return {
+    client_id: client.clientId,
+    client_secret: client.secretHash,
+    client_name: client.name,
+    grant_types: isApplication ? ['authorization_code', 'refresh_token'] : ['client_credentials'],
+    response_types: isApplication ? ['code'] : [],
+    redirect_uris: isApplication ? client.redirectUris : [],
+    post_logout_redirect_uris: isApplication ? client.postLogoutRedirectUris : [],
+    token_endpoint_auth_method: 'client_secret_basic',
+    id_token_signed_response_alg: 'RS256',
+    scope: client.scopes.join(' '),
+    [CLIENT_EXTRA.organizationId]: client.organizationId,
+    [CLIENT_EXTRA.firstParty]: client.firstParty,
+    [CLIENT_EXTRA.kind]: client.kind,
+  };
+}
+
+function cookieKeys(secret: string): string[] {
+  return [
+    Buffer.from(hkdfSync('sha256', Buffer.from(secret), Buffer.from('idt-oidc-cookies'), Buffer.from('v1'), 32)).toString(
+      'base64url',
+    ),
+  ];
+}
+
+/** Paths of the provider's endpoints, relative to the issuer. */
+export const OIDC_ROUTES = {
+  authorization: '/connect/authorize',
+  token: '/connect/token',
+  end_session: '/connect/logout',
+  jwks: '/.well-known/jwks.json',
+  revocation: '/connect/revoke',
+  introspection: '/connect/introspect',
+  pushed_authorization_request: '/connect/par',
+} as const;
+
+/** The userinfo endpoint, served by idt itself (access tokens are JWTs for the API). */
+export const USERINFO_PATH = '/connect/userinfo';
+
+/**
+ * Creates the oidc-provider instance with idt's policy: exactly the
+ * authorization_code (PKCE S256 required, confidential clients),
+ * refresh_token (rotating) and client_credentials grants; JWT access tokens
+ * for the API; hashed client secrets; `sid` in every id token; codes only in
+ * the query of a top-level redirect.
+ */
+export function createOidcProvider(options: OidcProviderOptions): Provider {
+  const accessTtl = options.accessTokenTtlSeconds ?? 900;
+  const secure = options.issuer.startsWith('https://');
+  const { hooks } = options;
+
+  const provider = new Provider(options.issuer, {
+    adapter: options.adapter as never,
+    jwks: { keys: options.keys.map((key) => ({ ...key.privateJwk })) as never },
+    cookies: {
+      keys: cookieKeys(options.secret),
+      long: { httpOnly: true, sameSite: 'lax', secure, signed: true },
+      short: { httpOnly: true, sameSite: 'lax', secure, signed: true },
+      names: { session: 'idt_sso', interaction: 'idt_interaction', resume: 'idt_interaction_resume' },
+    },
+    claims: {
+      ...LOGIN_SCOPE_CLAIMS,
+      openid: [...LOGIN_SCOPE_CLAIMS.openid],
+      profile: [...LOGIN_SCOPE_CLAIMS.profile],
+      email: [...LOGIN_SCOPE_CLAIMS.email],
+      roles: [...LOGIN_SCOPE_CLAIMS.roles],
+      sid: null,
+      auth_time: null,
+      acr: null,
+    },
+    scopes: ['openid', 'offline_access', 'profile', 'email', 'roles'],
+    responseTypes: ['code'],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256', 'ES256'],
+      authorizationSigningAlgValues: ['RS256', 'ES256'],
+      clientAuthSigningAlgValues: [],
+      requestObjectSigningAlgValues: [],
+    } as never,
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      id_token_signed_response_alg: 'RS256',
+    },
+    extraClientMetadata: { properties: Object.values(CLIENT_EXTRA) },
+    allowOmittingSingleRegisteredRedirectUri: false,
+    pkce: { required: () => true },
+    routes: OIDC_ROUTES,
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      userinfo: { enabled: false },
+      backchannelLogout: { enabled: false },
+      registration: { enabled: false },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: options.logoutSource,
+        postLogoutSuccessSource: options.postLogoutSuccessSource,
+      },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async () => options.apiResource,
+        useGrantedResource: async () => true,
+        getResourceServerInfo: async (_ctx: KoaContextWithOIDC, resource: string, client: { scope?: string }) => {
+          if (resource !== options.apiResource) throw new errors.InvalidTarget();
+          const apiScopes = (client.scope ?? '').split(' ').filter((scope) => scope && !LOGIN_SCOPES.has(scope));
+          return {
+            scope: apiScopes.join(' '),
+            audience: options.apiResource,
+            accessTokenTTL: accessTtl,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'ES256' } },
+          };
+        },
+      },
+    } as never,
+    ttl: {
+      AccessToken: accessTtl,
+      ClientCredentials: accessTtl,
+      AuthorizationCode: 60,
+      IdToken: 3600,
+      Interaction: 3600,
+      Session: 86_400,
+      Grant: 31_622_400,
+      RefreshToken: (_ctx: KoaContextWithOIDC, token: { iiat?: number; iat?: number; grantId?: string }) => {
+        const context = token.grantId ? hooks.cachedGrantContext(token.grantId) : undefined;
+        const lifetime = context?.refreshTokenLifetime ?? 604_800;
+        // Sliding expiration is off: a rotated token keeps the chain's absolute expiry.
+        const start = token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000);
+        return Math.max(1, start + lifetime - Math.floor(Date.now() / 1000));
+      },
+    } as never,
+    rotateRefreshToken: true,
+    issueRefreshToken: async (_ctx: KoaContextWithOIDC, client: { grantTypeAllowed(type: string): boolean }) =>
+      client.grantTypeAllowed('refresh_token'),
+    expiresWithSession: async () => false,
+    conformIdTokenClaims: false,
+    interactions: {
+      url: async (_ctx: KoaContextWithOIDC, interaction: { uid: string }) => `${options.authUrl}/interaction/${interaction.uid}`,
+    },
+    extraParams: {
+      organization: async (ctx: KoaContextWithOIDC, value: string | undefined, client: { clientId: string }) => {
+        await hooks.validateOrganizationParameter(ctx, value, client.clientId);
+      },
+    },
+    findAccount: async (ctx: KoaContextWithOIDC, id: string, token?: { grantId?: string }) => {
+      const grantId = token?.grantId ?? (ctx.oidc.entities as { Grant?: { jti?: string } }).Grant?.jti;
+      const context = grantId ? await hooks.grantContext(grantId) : undefined;
+      const claims = await hooks.accountClaims(id, context?.organizationId ?? null);
+      if (!claims) return undefined;
+      return { accountId: id, claims: async () => ({ ...claims }) };
+    },
+    extraTokenClaims: async (
+      ctx: KoaContextWithOIDC,
+      token: { kind: string; clientId: string; grantId?: string; sid?: string },
+    ) => {
+      if (token.kind === 'ClientCredentials') {
+        const client = ctx.oidc.client as unknown as Record<string, unknown> | undefined;
+        const organizationId = client?.[CLIENT_EXTRA.organizationId];
+        return { azp: token.clientId, ...(typeof organizationId === 'string' ? { org_id: organizationId } : {}) };
+      }
+      const context = token.grantId ? await hooks.grantContext(token.grantId) : undefined;
+      return {
+        azp: token.clientId,
+        ...(context?.organizationId ? { org_id: context.organizationId } : {}),
+        ...(token.sid ? { sid: token.sid } : {}),
+      };
+    },
+    loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
+      const grantId =
+        (ctx.oidc.result as { consent?: { grantId?: string } } | undefined)?.consent?.grantId ??
+        ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? '');
+      if (!grantId) return undefined;
+      const grant = await ctx.oidc.provider.Grant.find(grantId);
+      if (!grant) return undefined;
+      const context = await hooks.grantContext(grantId);
+      return (await hooks.grantStillApplies(ctx, context)) ? grant : undefined;
+    },
+    renderError: renderProviderError,
+    discovery: {
+      frontchannel_logout_supported: true,
+      frontchannel_logout_session_supported: true,
+      backchannel_logout_supported: true,
+      backchannel_logout_session_supported: true,
+    },
+  } as never);
+  provider.proxy = options.trustProxy ?? false;
+
+  const ClientClass = provider.Client as unknown as { prototype: Record<string, unknown> };
+  // Secrets are stored as SHA-256 hashes; compare the hash of what was presented, in constant time.
+  ClientClass.prototype.compareClientSecret = function compareClientSecret(
+    this: { clientId: string; clientSecret?: string },
+    actual: string,
+  ) {
+    const matches =
+      typeof actual === 'string' &&
+      typeof this.clientSecret === 'string' &&
+      constantTimeEqual(this.clientSecret, hashClientSecret(actual));
+    return matches && !options.isLocked?.(this.clientId);
+  };
+  // Every id token carries `sid` (SPEC 2.3), not only those of back-channel clients.
+  ClientClass.prototype.includeSid = () => true;
+
+  // The `sid` of every client of a sign-in session is the identity session id, so id tokens,
+  // access tokens, logout tokens and the sessions API all name the session the same way.
+  const SessionClass = provider.Session as unknown as { prototype: Record<string, unknown> };
+  const ensureClientContainer = SessionClass.prototype.ensureClientContainer as (this: unknown, clientId: string) => void;
+  SessionClass.prototype.ensureClientContainer = function ensureSid(
+    this: {
+      sidFor(clientId: string, value?: string): string | undefined;
+      authorizations?: Record<string, { sid?: string }>;
+    },
+    clientId: string,
+  ) {
+    if (!this.sidFor(clientId)) {
+      const existing = Object.values(this.authorizations ?? {}).find((entry) => entry?.sid)?.sid;
+      const fromLogin = (Provider.ctx?.oidc?.result as { idt?: { sessionId?: string } } | undefined)?.idt?.sessionId;
+      const sid = existing ?? fromLogin;
+      if (sid) this.sidFor(clientId, sid);
+    }
+    ensureClientContainer.call(this, clientId);
+  };
+
+  return provider;
+}
+
+/** Re-exported for hooks. */
+export type { KoaContextWithOIDC };

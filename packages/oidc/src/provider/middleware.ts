@@ -1,0 +1,147 @@
+import type { Logger } from '@idt/core';
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { escapeHtml, pageCsp, renderPage } from '../interactions/pages.js';
+import { type FrontchannelTarget, renderFrontchannelPage } from '../logout/frontchannel.js';
+import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';
+
+/** Counts invalid-client answers and locks client ids out (SPEC 8.2). */
+export interface ClientLockout {
+  /** Whether the client id is locked out now (local, no I/O). */
+  isLocked(clientId: string): boolean;
+  /** Records an invalid-client answer for a client id (audited and counted). */
+  recordFailure(clientId: string, details: { ip: string | undefined; route: string; reason: string | undefined }): Promise<void>;
+  /** Records a successful client authentication. */
+  recordSuccess(clientId: string): void;
+}
+
+/** What a logout ended, for the rest of idt. */
+export interface EndedSession {
+  readonly userId: string;
+  /** The identity session id (the `sid` of every token of the session). */
+  readonly sessionId: string;
+  readonly clientIds: readonly string[];
+}
+
+/** Options of {@link installProviderMiddleware}. */
+export interface ProviderMiddlewareOptions {
+  readonly lockout: ClientLockout;
+  /** Ends the identity session and notifies back-channel clients; returns the front-channel targets. */
+  readonly onLogout: (ended: EndedSession) => Promise<readonly FrontchannelTarget[]>;
+  /** Where the sign-in pages load their assets (prefix included). */
+  readonly assets: string;
+  readonly logger: Logger;
+}
+
+const CLIENT_AUTH_ROUTES = new Set(['token', 'revocation', 'introspection', 'pushed_authorization_request']);
+
+function basicClientId(ctx: KoaContextWithOIDC): string | undefined {
+  const header = ctx.get('authorization');
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const index = decoded.indexOf(':');
+  if (index <= 0) return undefined;
+  try {
+    return decodeURIComponent(decoded.slice(0, index).replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Pre- and post-middleware around oidc-provider's routes: the discovery
+ * document's logout flags and userinfo endpoint, refusal of response modes
+ * other than `query`, invalid-client auditing and lockout, and the logout
+ * aftermath (identity session end, back- and front-channel notification).
+ */
+export function installProviderMiddleware(provider: Provider, options: ProviderMiddlewareOptions): void {
+  const { lockout, logger } = options;
+  const authorizationPath = OIDC_ROUTES.authorization;
+
+  provider.use(async (ctx, next) => {
+    // Codes return only in the query of a top-level redirect (SPEC 4.3): no form_post, no fragment.
+    if (ctx.path.endsWith(authorizationPath) && ctx.method === 'GET') {
+      const mode = ctx.query.response_mode;
+      if (mode !== undefined && mode !== 'query') {
+        ctx.status = 400;
+        ctx.type = 'html';
+        ctx.set('content-security-policy', pageCsp());
+        ctx.body = renderPage(
+          { title: 'Sign-in problem', assets: options.assets },
+          `<h1>Sign-in problem</h1><p>The response mode ${escapeHtml(String(mode))} is not supported; codes are returned in the query only.</p><p class="hint">Error code: <code>invalid_request</code></p>`,
+        );
+        return;
+      }
+    }
+
+    const oidc = ctx as unknown as KoaContextWithOIDC;
+    await next();
+    const route = oidc.oidc?.route;
+    if (!route) return;
+
+    if (route === 'discovery') {
+      const body = ctx.body as Record<string, unknown>;
+      body.response_modes_supported = ['query'];
+      body.userinfo_endpoint = new URL(`.${USERINFO_PATH}`, `${oidc.oidc.issuer}/`).href;
+      body.frontchannel_logout_supported = true;
+      body.frontchannel_logout_session_supported = true;
+      body.backchannel_logout_supported = true;
+      body.backchannel_logout_session_supported = true;
+      body.grant_types_supported = ['authorization_code', 'refresh_token', 'client_credentials'];
+      return;
+    }
+
+    if (CLIENT_AUTH_ROUTES.has(route)) {
+      const body = ctx.body as { error?: string; error_description?: string } | undefined;
+      const clientId =
+        (oidc.oidc.entities as { Client?: { clientId: string } }).Client?.clientId ??
+        (oidc.oidc.params?.client_id as string | undefined) ??
+        basicClientId(oidc);
+      if (ctx.status === 401 && body?.error === 'invalid_client') {
+        if (clientId) {
+          await lockout
+            .recordFailure(clientId, { ip: ctx.ip, route, reason: body.error_description })
+            .catch((error: unknown) => logger.error('recording an invalid-client answer failed', { error, clientId }));
+        } else {
+          logger.warn('invalid_client without a client id', { route, ip: ctx.ip });
+        }
+      } else if (clientId && ctx.status < 400) {
+        lockout.recordSuccess(clientId);
+      }
+      return;
+    }
+
+    if (route === 'end_session_confirm') {
+      const session = oidc.oidc.session as unknown as {
+        accountId?: string;
+        authorizations?: Record<string, { sid?: string }>;
+        destroyed?: boolean;
+      };
+      const authorizations = session?.authorizations ?? {};
+      const sid = Object.values(authorizations).find((entry) => entry?.sid)?.sid;
+      if (!session?.destroyed || !session.accountId || !sid) return;
+      const targets = await options.onLogout({
+        userId: session.accountId,
+        sessionId: sid,
+        clientIds: Object.keys(authorizations),
+      });
+      const location = ctx.response.get('location');
+      if (targets.length > 0 && location && ctx.status >= 300 && ctx.status < 400) {
+        const page = renderFrontchannelPage({
+          assets: options.assets,
+          issuer: oidc.oidc.issuer,
+          sid,
+          targets,
+          continueTo: location,
+        });
+        ctx.status = 200;
+        ctx.remove('location');
+        ctx.type = 'html';
+        ctx.set('content-security-policy', page.csp);
+        ctx.set('cache-control', 'no-store');
+        ctx.body = page.html;
+      }
+    }
+  });
+}

@@ -28,6 +28,7 @@ export interface MintOptions {
  * key), for suites that test the API rather than the sign-in flow.
  */
 export async function mintAccessToken(server: TestServer, claims: TestTokenClaims, options: MintOptions = {}): Promise<string> {
+  if (claims.client_id === undefined) await ensureTestClient(server);
   const keys = await server.idt.services.keys.listKeys();
   const key = keys.find((candidate) => candidate.status === 'active' && candidate.alg === (options.alg ?? 'ES256'));
   if (!key) throw new Error('The test server has no active signing key');
@@ -41,9 +42,76 @@ export async function mintAccessToken(server: TestServer, claims: TestTokenClaim
       iat,
       exp: iat + (options.expiresIn ?? 900),
       jti: randomUUID(),
-      client_id: 'test-client',
+      client_id: TEST_CLIENT_ID,
       ...claims,
     },
     key.privateJwk,
+  );
+}
+
+/** The first-party client minted test tokens name (as every real token names its client). */
+export const TEST_CLIENT_ID = 'idt-test-client';
+
+const ensured = new WeakSet<object>();
+
+/** Inserts the test client once per server, when the OpenID provider tables exist. */
+async function ensureTestClient(server: TestServer): Promise<void> {
+  if (ensured.has(server)) return;
+  await insertClient(server, { clientId: TEST_CLIENT_ID, organizationId: null, kind: 'application', scopes: ['openid'] });
+  ensured.add(server);
+}
+
+async function insertClient(
+  server: TestServer,
+  client: { clientId: string; organizationId: string | null; kind: 'application' | 'service-account'; scopes: string[] },
+): Promise<void> {
+  const { db } = server.database;
+  if (!(await db.schema.hasTable('oidc_clients'))) return;
+  const now = new Date().toISOString();
+  await db('oidc_clients')
+    .insert({
+      client_id: client.clientId,
+      organization_id: client.organizationId,
+      kind: client.kind,
+      name: client.clientId,
+      status: 'active',
+      first_party: client.organizationId === null,
+      redirect_uris: JSON.stringify(client.kind === 'application' ? ['http://127.0.0.1/callback'] : []),
+      post_logout_redirect_uris: '[]',
+      scopes: JSON.stringify(client.scopes),
+      secret_hash: 'sha256:unused',
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict('client_id')
+    .ignore();
+}
+
+/**
+ * Mints a client-credentials access token of a service account, creating the
+ * service-account client row when it does not exist (`sub` = `azp` = the client id).
+ */
+export async function mintServiceToken(
+  server: TestServer,
+  service: { clientId: string; organizationId: string; scope?: string },
+  options: MintOptions = {},
+): Promise<string> {
+  const scopes = (service.scope ?? '').split(' ').filter(Boolean);
+  await insertClient(server, {
+    clientId: service.clientId,
+    organizationId: service.organizationId,
+    kind: 'service-account',
+    scopes,
+  });
+  return mintAccessToken(
+    server,
+    {
+      sub: service.clientId,
+      client_id: service.clientId,
+      azp: service.clientId,
+      org_id: service.organizationId,
+      ...(service.scope ? { scope: service.scope } : {}),
+    },
+    options,
   );
 }

@@ -39,12 +39,14 @@ import {
 } from '@idt/core/knex';
 import { createMailerFromConfig } from '@idt/core/mail';
 import { createNodeHandler } from '@idt/core/node';
-import { createArgon2Hasher, type PasswordHasher, type SetupService } from '@idt/identity';
+import { createArgon2Hasher, createTokenMac, type PasswordHasher, type SetupService } from '@idt/identity';
 import { createKnexIdentity, identityMigrations, type KnexIdentity } from '@idt/identity/knex';
+import type { AccountDirectory } from '@idt/oidc';
+import { createKnexOidc, type KnexOidc, oidcMigrations } from '@idt/oidc/knex';
 import type { Knex } from 'knex';
 
 /** Every migration set the reference server needs, in any order (the runner sorts them). */
-export const migrationSets: readonly MigrationSet[] = [coreMigrations, identityMigrations];
+export const migrationSets: readonly MigrationSet[] = [coreMigrations, identityMigrations, oidcMigrations];
 
 /** How often the server deletes expired rate-limit counters. */
 const RATE_LIMIT_PRUNE_INTERVAL_MS = 10 * 60_000;
@@ -74,6 +76,7 @@ export interface IdtServer {
     readonly setup: SetupService;
     readonly events: EventBus;
     readonly identity: KnexIdentity;
+    readonly oidc: KnexOidc;
     readonly keys: SigningKeyStore;
     readonly verifier: JwtVerifier;
     readonly invalidator: CacheInvalidator;
@@ -106,6 +109,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
   const secret = resolveKeyEncryptionSecret(config);
   const mailer = options.mailer ?? createMailerFromConfig(config, logger);
 
+  const counter = createWindowCounter({ db });
   const keys = createKnexSigningKeyStore({ db, secret });
   await keys.ensureActiveKeys();
   const verifier = createJwtVerifier({
@@ -131,18 +135,86 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     mailer,
     outbox: events,
     invalidator,
-    counter: createWindowCounter({ db }),
+    counter,
     hasher,
     logger,
+    // The OpenID provider is wired below; the resolver asks it about clients lazily.
+    clients: { findClient: (clientId) => oidcModule.clientLookup.findClient(clientId) },
   });
-  for (const event of identity.events) events.register(event);
-  for (const handler of identity.handlers) events.subscribe(handler);
   const setup = identity.setup;
+  const { sessions, passwordless } = identity.credentials;
+
+  const directory: AccountDirectory = {
+    verifyPassword: (email, password) => identity.signIn.authenticate(email, password),
+    accountClaims: (userId, organizationId) => identity.signIn.claims(userId, organizationId),
+    activeOrganizations: (userId) => identity.signIn.activeOrganizations(userId),
+    membershipState: (userId, organizationId) => identity.signIn.membershipState(userId, organizationId),
+    enroll: (userId, organizationId) => identity.accounts.memberships.enroll(userId, organizationId),
+    async startSession(userId, context) {
+      const started = await sessions.start(userId, context);
+      return { sessionId: started.session.id, userId, cookieValue: started.cookieValue, expiresAt: started.session.expiresAt };
+    },
+    async findSession(cookieValue) {
+      const session = await sessions.findByCookie(cookieValue);
+      if (!session || session.revokedAt !== null || new Date(session.expiresAt).getTime() <= Date.now()) return undefined;
+      return { sessionId: session.id, userId: session.userId };
+    },
+    requestMagicLink: (email, returnTo) => passwordless.requestMagicLink({ email, returnTo }),
+    requestCode: (email) => passwordless.requestCode({ email }),
+    async verifyCode(email, code, context) {
+      try {
+        const verified = await passwordless.verifyCode({ email, code }, context);
+        return {
+          sessionId: verified.session.id,
+          userId: verified.userId,
+          cookieValue: verified.cookieValue,
+          expiresAt: verified.session.expiresAt,
+        };
+      } catch (error) {
+        if ((error as { code?: string }).code === 'Passwordless.InvalidCode') return undefined;
+        throw error;
+      }
+    },
+  };
+
+  // Rate limiting is off in Development (SPEC 8.1); expired counters are pruned in the background.
+  const rateLimiter = config.environment === 'Development' ? undefined : createRateLimiter({ db, settings: config.rateLimits });
+  const oidcModule: KnexOidc = await createKnexOidc({
+    db,
+    settings: {
+      issuer: config.publicBaseUrl,
+      authUrl: config.authUrl,
+      pathPrefix: config.pathPrefix,
+      trustProxy: config.trustProxy,
+      accessTokenTtlSeconds: config.oidc.accessTokenMinutes * 60,
+      refreshReuseLeewaySeconds: config.oidc.refreshReuseLeewaySeconds,
+      refreshTokenFallbackSeconds: config.oidc.refreshTokenLifetimeSeconds,
+      backchannelAllowPrivateHosts: config.oidc.backchannelAllowPrivateHosts,
+      sessionCookieName: SESSION_COOKIE_NAME,
+    },
+    keys,
+    secret,
+    tokens: createTokenMac(secret),
+    invalidator,
+    counter,
+    outbox: events,
+    verifier,
+    resolver: identity.resolver,
+    directory,
+    organizations: { find: (organizationId) => identity.signIn.organization(organizationId) },
+    endIdentitySession: async (userId, sessionId) => void (await sessions.revoke(userId, sessionId, 'logout')),
+    ...(rateLimiter ? { rateLimiter } : {}),
+    logger,
+  });
+  await oidcModule.start();
+  for (const event of [...identity.events, ...oidcModule.events]) events.register(event);
+  for (const handler of [...identity.handlers, ...oidcModule.handlers]) events.subscribe(handler);
 
   const routes: Route[] = [];
   routes.push(
     ...createHealthRoutes([{ name: 'database', check: async () => void (await db.raw('select 1')) }]),
     ...identity.routes,
+    ...oidcModule.routes,
   );
   routes.push(
     ...createApiDocsRoutes({
@@ -163,10 +235,9 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     );
   }
 
-  // Rate limiting is off in Development (SPEC 8.1); expired counters are pruned in the background.
-  const rateLimiter = config.environment === 'Development' ? undefined : createRateLimiter({ db, settings: config.rateLimits });
   const jobs = [
     ...identity.jobs,
+    ...oidcModule.jobs,
     { name: 'prune signing keys', intervalMs: 3_600_000, run: () => keys.prune() },
     { name: 'prune dispatched events', intervalMs: 3_600_000, run: () => events.prune(7 * 86_400_000) },
     ...(rateLimiter
@@ -206,7 +277,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     authenticator,
     logger,
   });
-  const handler = createNodeHandler(app, { trustProxy: config.trustProxy });
+  const handler = createNodeHandler(app, { trustProxy: config.trustProxy, before: [oidcModule.nodeHandler] });
 
   let server: Server | undefined;
   return {
@@ -214,7 +285,7 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     db,
     app,
     logger,
-    services: { setup, events, identity, keys, verifier, invalidator, mailer },
+    services: { setup, events, identity, oidc: oidcModule, keys, verifier, invalidator, mailer },
     handler,
     start,
     listen(port = config.port, host = config.host) {

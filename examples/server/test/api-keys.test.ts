@@ -4,6 +4,7 @@ import { BUILT_IN_ROLE_PERMISSIONS, scopesWithin } from '@idt/identity';
 import {
   bearer,
   mintAccessToken,
+  mintServiceToken,
   seedMembership,
   seedOrganization,
   seedTenant,
@@ -148,11 +149,7 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
       403,
       'Auth.Forbidden',
     );
-    const service = await mintAccessToken(server, {
-      sub: 'sa-acme-robot',
-      client_id: 'sa-acme-robot',
-      org_id: tenant.organization.id,
-    });
+    const service = await mintServiceToken(server, { clientId: 'sa-acme-robot', organizationId: tenant.organization.id });
     await expectProblem(await create(service, { name: 'k' }), 403, 'Auth.Forbidden');
     await expectProblem(await server.fetch('/v1/identity/auth/keys', { headers: bearer(service) }), 403, 'Auth.Forbidden');
     // An API key cannot mint more keys.

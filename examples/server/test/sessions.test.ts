@@ -1,6 +1,15 @@
 import { defineEventHandler, type EventEnvelope } from '@idt/core';
 import { UserSessionEvictedEvent } from '@idt/identity';
-import { bearer, mintAccessToken, seedTenant, seedUser, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import {
+  bearer,
+  mintAccessToken,
+  mintServiceToken,
+  seedTenant,
+  seedUser,
+  startTestServer,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
 import { validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRows, expectProblem } from './credentials-support.js';
@@ -80,11 +89,7 @@ describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
   });
 
   it('answers 403 to callers that are not users (service accounts)', async () => {
-    const service = await mintAccessToken(server, {
-      sub: 'sa-acme-robot',
-      client_id: 'sa-acme-robot',
-      org_id: tenant.organization.id,
-    });
+    const service = await mintServiceToken(server, { clientId: 'sa-acme-robot', organizationId: tenant.organization.id });
     await expectProblem(await server.fetch('/v1/identity/sessions', { headers: bearer(service) }), 403, 'Auth.Forbidden');
     await expectProblem(
       await server.fetch(`/v1/identity/sessions/${tenant.user.id}`, { method: 'DELETE', headers: bearer(service) }),

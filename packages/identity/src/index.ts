@@ -183,6 +183,8 @@ export type { NewSession, SessionEndReason, SessionStore, StoredSession } from '
 export type { SetupResult, SetupService, SetupServiceOptions } from './setup/service.js';
 export { createSetupService, SetupAdminInput } from './setup/service.js';
 export type { FirstAdministrator, SetupStore } from './setup/store.js';
+export type { SignInClaims, SignInMembershipState, SignInOrganization, SignInService, SignInStore } from './sign-in/service.js';
+export { createSignInService } from './sign-in/service.js';
 export { slugify } from './slug.js';
 export type { TokenMac } from './tokens.js';
 export { createTokenMac } from './tokens.js';

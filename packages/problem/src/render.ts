@@ -63,7 +63,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 export function toProblemError(error: unknown): ProblemError | ClientClosedError {
   if (error instanceof ProblemError || error instanceof ClientClosedError) return error;
   if (error instanceof UnauthorizedError) {
-    return new ProblemError('Auth.Unauthenticated', undefined, { headers: error.headers, cause: error });
+    return new ProblemError('Auth.Unauthenticated', error.message, { headers: error.headers, cause: error });
   }
   if (error instanceof ArgumentError) {
     return new ProblemError('Http.ClientError', error.message, { cause: error });

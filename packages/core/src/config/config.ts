@@ -69,6 +69,17 @@ export interface IdtConfig {
    * `IDT_EMAIL_CHANGE_WINDOW_SECONDS` (default 3600; must be positive).
    */
   emailChange: { maxRequests: number; windowSeconds: number };
+  /** OpenID provider settings. */
+  oidc: {
+    /** `IDT_ACCESS_TOKEN_MINUTES`: access-token lifetime (default 15). */
+    accessTokenMinutes: number;
+    /** `IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS`: replay tolerance of redeemed refresh tokens (default 30). */
+    refreshReuseLeewaySeconds: number;
+    /** `IDT_REFRESH_TOKEN_LIFETIME_SECONDS`: global refresh-token lifetime fallback (default 604,800 = 7 days). */
+    refreshTokenLifetimeSeconds: number;
+    /** `IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS`: deliver back-channel logout to loopback and private hosts (default false). */
+    backchannelAllowPrivateHosts: boolean;
+  };
 }
 
 /** Defaults of the rate-limit policies (SPEC 8.1). */
@@ -171,6 +182,10 @@ const envSchema = z.object({
   IDT_MAIL_FROM: optionalString,
   IDT_EMAIL_CHANGE_MAX_REQUESTS: positiveInteger(),
   IDT_EMAIL_CHANGE_WINDOW_SECONDS: z.string().optional(),
+  IDT_ACCESS_TOKEN_MINUTES: positiveInteger(1440),
+  IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS: positiveInteger(3600),
+  IDT_REFRESH_TOKEN_LIFETIME_SECONDS: positiveInteger(31_536_000),
+  IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: booleanString,
   ...Object.fromEntries(
     ratePolicies.flatMap((policy) => [
       [`IDT_RATE_LIMIT_${policy.toUpperCase()}_PERMIT_LIMIT`, positiveInteger()],
@@ -180,8 +195,9 @@ const envSchema = z.object({
 });
 
 /** Settings that code may pass instead of (and over) environment variables. */
-export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl' | 'mail' | 'emailChange'>> & {
+export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl' | 'mail' | 'emailChange' | 'oidc'>> & {
   emailChange?: Partial<IdtConfig['emailChange']>;
+  oidc?: Partial<IdtConfig['oidc']>;
   /** The transport follows `smtpUrl`: SMTP when set, files otherwise. */
   mail?: Partial<Omit<MailSettings, 'transport'>>;
   rateLimits?: Partial<Record<RatePolicyName, Partial<RateLimitSetting>>>;
@@ -258,6 +274,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!Number.isInteger(emailChange.windowSeconds) || emailChange.windowSeconds <= 0) {
     problems.push('IDT_EMAIL_CHANGE_WINDOW_SECONDS: must be a positive whole number of seconds');
   }
+  const oidc = {
+    accessTokenMinutes: overrides.oidc?.accessTokenMinutes ?? e.IDT_ACCESS_TOKEN_MINUTES ?? 15,
+    refreshReuseLeewaySeconds: overrides.oidc?.refreshReuseLeewaySeconds ?? e.IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS ?? 30,
+    refreshTokenLifetimeSeconds: overrides.oidc?.refreshTokenLifetimeSeconds ?? e.IDT_REFRESH_TOKEN_LIFETIME_SECONDS ?? 604_800,
+    backchannelAllowPrivateHosts: overrides.oidc?.backchannelAllowPrivateHosts ?? e.IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS ?? false,
+  };
+  if (oidc.accessTokenMinutes < 1) problems.push('IDT_ACCESS_TOKEN_MINUTES: must be at least 1');
+  if (oidc.refreshTokenLifetimeSeconds < 60) problems.push('IDT_REFRESH_TOKEN_LIFETIME_SECONDS: must be at least 60');
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     environment,
@@ -275,6 +299,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: overrides.logLevel ?? e.IDT_LOG_LEVEL ?? (environment === 'Testing' ? 'warn' : 'info'),
     mail,
     emailChange,
+    oidc,
   };
 }
 

@@ -7,12 +7,14 @@ import type { ClientLookup } from '../access/store.js';
 import { createSetupRoutes } from '../http/routes/setup.js';
 import { createArgon2Hasher, type PasswordHasher } from '../passwords.js';
 import { createSetupService, type SetupService } from '../setup/service.js';
+import { createSignInService, type SignInService } from '../sign-in/service.js';
 import { createTokenMac } from '../tokens.js';
 import { createKnexAccessStore } from './access-store.js';
 import { type AccountsFeature, createAccountsFeature } from './features/accounts.js';
 import type { FeatureContext, IdentitySettings } from './features/context.js';
 import { type CredentialsFeature, createCredentialsFeature } from './features/credentials.js';
 import { createKnexSetupStore } from './setup-store.js';
+import { createKnexSignInStore } from './sign-in-store.js';
 
 /** Options of {@link createKnexIdentity}. */
 export interface KnexIdentityOptions {
@@ -34,6 +36,8 @@ export interface KnexIdentityOptions {
 /** The identity module on knex: services, routes, credential resolution, events and jobs. */
 export interface KnexIdentity {
   readonly setup: SetupService;
+  /** Password verification and claims for the sign-in pages and the OpenID provider. */
+  readonly signIn: SignInService;
   readonly accounts: AccountsFeature['services'];
   readonly credentials: CredentialsFeature['services'];
   /** Turns verified credentials into principals (plug into `createAuthenticator`). */
@@ -74,6 +78,7 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     },
   };
   const setup = createSetupService({ store: createKnexSetupStore(options.db), hasher, clock });
+  const signIn = createSignInService({ store: createKnexSignInStore(options.db), hasher });
   const accounts = createAccountsFeature(ctx);
   const credentials = createCredentialsFeature(ctx);
   resolver = createCredentialResolver({
@@ -87,6 +92,7 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
   const features = [accounts, credentials];
   return {
     setup,
+    signIn,
     accounts: accounts.services,
     credentials: credentials.services,
     resolver,

@@ -21,7 +21,8 @@ import type { ConsentStore, GrantContextStore } from './stores.js';
 
 /** Options of {@link createInteractionHandler}. */
 export interface InteractionHandlerOptions {
-  readonly provider: Provider;
+  /** The current provider (it is rebuilt when signing keys rotate). */
+  readonly provider: () => Provider;
   readonly directory: AccountDirectory;
   readonly clients: ClientService;
   readonly consents: ConsentStore;
@@ -80,7 +81,8 @@ function clientIp(req: IncomingMessage): string | undefined {
  * requests under `/connect/interaction` and `/connect/assets`.
  */
 export function createInteractionHandler(options: InteractionHandlerOptions) {
-  const { provider, directory, clients } = options;
+  const { directory, clients } = options;
+  const provider = () => options.provider();
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
   const base = `${options.pathPrefix}${INTERACTION_BASE}`;
@@ -146,7 +148,7 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
 
   async function finishLogin(req: IncomingMessage, res: ServerResponse, session: StartedSession, amr: string[]) {
     res.setHeader('set-cookie', sessionCookieHeader(session));
-    await provider.interactionFinished(
+    await provider().interactionFinished(
       req,
       res,
       { login: { accountId: session.userId, amr, remember: true }, idt: { sessionId: session.sessionId } } as never,
@@ -243,7 +245,7 @@ ${csrfField(uid)}
     userId: string,
     amr: string[],
   ): Promise<StartedSession> {
-    const existing = details.session?.uid ? await provider.Session.findByUid(details.session.uid) : undefined;
+    const existing = details.session?.uid ? await provider().Session.findByUid(details.session.uid) : undefined;
     if (existing?.accountId === userId) {
       const sid = Object.values(existing.authorizations ?? {}).find((entry) => entry?.sid)?.sid;
       const cookie = readCookie(req.headers.cookie ?? null, options.sessionCookie.name);
@@ -319,7 +321,7 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
     if (!session || !cookie) {
       return loginPage(res, details, { status: 400, errors: ['That sign-in link did not work here. Ask for a new one.'] });
     }
-    await provider.interactionFinished(
+    await provider().interactionFinished(
       req,
       res,
       { login: { accountId: session.userId, amr: ['email'], remember: true }, idt: { sessionId: session.sessionId } } as never,
@@ -329,7 +331,7 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
 
   // ---------------------------------------------------- organization and consent
   async function deny(req: IncomingMessage, res: ServerResponse, description: string) {
-    await provider.interactionFinished(
+    await provider().interactionFinished(
       req,
       res,
       { error: 'access_denied', error_description: description },
@@ -454,12 +456,14 @@ ${csrfField(uid)}
   ) {
     const scopes = requestedScopes(details, client);
     const existingId = details.grantId;
-    const existing = existingId ? await provider.Grant.find(existingId) : undefined;
+    const existing = existingId ? await provider().Grant.find(existingId) : undefined;
     const context = existingId ? await options.grantContexts.get(existingId) : undefined;
     const reuse = existing && context && context.organizationId === organization;
-    const grant = reuse ? existing : new provider.Grant({ accountId: userId, clientId: client.clientId });
+    const grant = reuse ? existing : new (provider().Grant)({ accountId: userId, clientId: client.clientId });
     if (scopes.oidc.length) grant.addOIDCScope(scopes.oidc.join(' '));
-    if (scopes.api.length) grant.addResourceScope(options.apiResource, scopes.api.join(' '));
+    // Access tokens are for the API and carry the login scopes as well (userinfo reads them).
+    const resourceScopes = [...scopes.oidc, ...scopes.api];
+    if (resourceScopes.length) grant.addResourceScope(options.apiResource, resourceScopes.join(' '));
     const missingClaims = (details.prompt.details as { missingOIDCClaims?: string[] }).missingOIDCClaims;
     if (missingClaims?.length) grant.addOIDCClaims(missingClaims);
     const grantId = await grant.save();
@@ -471,7 +475,7 @@ ${csrfField(uid)}
         new Date(clock.now().getTime() + 31_622_400_000),
       );
     }
-    await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+    await provider().interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   }
 
   async function handleConsentPrompt(req: IncomingMessage, res: ServerResponse, details: Details) {
@@ -532,8 +536,9 @@ ${csrfField(uid)}
   async function route(req: IncomingMessage, res: ServerResponse, uid: string, action: string) {
     let details: Details;
     try {
-      details = await provider.interactionDetails(req, res);
-    } catch {
+      details = await provider().interactionDetails(req, res);
+    } catch (error) {
+      logger.info('sign-in page for an unknown or expired interaction', { error });
       return expired(res);
     }
     if (details.uid !== uid) return expired(res);

@@ -15,7 +15,13 @@ import {
   systemClock,
 } from '@idt/core';
 import type { CacheInvalidator, SigningKeyStore, WindowCounter } from '@idt/core/knex';
-import type { ClientLookup, TokenMac } from '@idt/identity';
+import {
+  type ClientLookup,
+  type TokenMac,
+  UserDeactivatedEvent,
+  UserSessionEvictedEvent,
+  UserSessionRevokedEvent,
+} from '@idt/identity';
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { type ClientService, createClientService } from '../clients/service.js';
@@ -31,6 +37,7 @@ import { ASSETS_BASE, createInteractionHandler } from '../interactions/handler.j
 import { escapeHtml, pageCsp, renderPage, setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
 import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';
+import { loadOidcProvider } from '../provider/load.js';
 import { installProviderMiddleware } from '../provider/middleware.js';
 import { createKnexAdapterClass, pruneAdapterPayloads } from './adapter.js';
 import { createKnexClientStore } from './client-store.js';
@@ -124,6 +131,7 @@ function isProviderPath(path: string): boolean {
  */
 export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc> {
   const { db, settings } = options;
+  const oidc = await loadOidcProvider();
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
   const apiResource = settings.issuer;
@@ -262,7 +270,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     },
     async validateOrganizationParameter(_ctx: unknown, value: string | undefined, clientId: string) {
       if (value === undefined) return;
-      const { errors } = await import('oidc-provider');
+      const { errors } = oidc;
       const client = await clientStore.find(clientId);
       if (!client) return;
       const normalized = value.toLowerCase();
@@ -287,6 +295,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
   async function build() {
     const keys = (await options.keys.listKeys()).sort((a, b) => (a.status === b.status ? 0 : a.status === 'active' ? -1 : 1));
     provider = createOidcProvider({
+      oidc,
       issuer: settings.issuer,
       apiResource,
       authUrl: `${settings.authUrl}`,
@@ -337,7 +346,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
   await build();
 
   const interactions = createInteractionHandler({
-    provider: new Proxy({} as Provider, { get: (_target, property) => Reflect.get(provider, property, provider) }),
+    provider: () => provider,
     directory: options.directory,
     clients,
     consents,
@@ -436,6 +445,30 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     },
   });
 
+  const sessionEndHandlers = [
+    defineEventHandler({
+      name: 'oidc.end-evicted-session',
+      module: 'oidc',
+      event: UserSessionEvictedEvent,
+      description: 'Ends the single sign-on session of an evicted session: grants revoked, clients notified.',
+      handle: async ({ payload }) => void (await endSessions({ sessionId: payload.sessionId }, 'evicted')),
+    }),
+    defineEventHandler({
+      name: 'oidc.end-revoked-session',
+      module: 'oidc',
+      event: UserSessionRevokedEvent,
+      description: 'Ends the single sign-on session of a revoked session: grants revoked, clients notified.',
+      handle: async ({ payload }) => void (await endSessions({ sessionId: payload.sessionId }, payload.reason)),
+    }),
+    defineEventHandler({
+      name: 'oidc.end-deactivated-user-sessions',
+      module: 'oidc',
+      event: UserDeactivatedEvent,
+      description: "Ends every single sign-on session of a deactivated user and revokes the user's refresh tokens.",
+      handle: async ({ payload }) => void (await endSessions({ userId: payload.userId }, 'deactivated')),
+    }),
+  ];
+
   return {
     provider: () => provider,
     clients,
@@ -448,7 +481,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     nodeHandler,
     routes,
     events: [OidcSessionEndedEvent],
-    handlers: [backchannelHandler],
+    handlers: [backchannelHandler, ...sessionEndHandlers],
     jobs: [
       { name: 'prune expired provider state', intervalMs: 600_000, run: () => pruneAdapterPayloads(db, clock.now()) },
       {

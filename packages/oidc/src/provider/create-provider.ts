@@ -1,11 +1,13 @@
 import { hkdfSync } from 'node:crypto';
 import { constantTimeEqual } from '@idt/core';
 import type { SigningKey } from '@idt/core/knex';
-import Provider, { errors, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
 import { hashClientSecret } from '../clients/service.js';
 import type { StoredClient } from '../clients/store.js';
 import { renderProviderError } from '../interactions/pages.js';
 import type { OidcAdapter } from '../knex/adapter.js';
+import type { OidcProviderModule } from './load.js';
 
 /** Login scopes (OpenID Connect) and the claims each releases (SPEC 2.3). */
 export const LOGIN_SCOPE_CLAIMS = {
@@ -23,6 +25,7 @@ export const CLIENT_EXTRA = {
   organizationId: 'idt_organization_id',
   firstParty: 'idt_first_party',
   kind: 'idt_kind',
+  apiScopes: 'idt_api_scopes',
 } as const;
 
 /** The grant context: the organization a token chain works in, and its refresh-token lifetime. */
@@ -68,6 +71,8 @@ export interface ProviderHooks {
 
 /** Options of {@link createOidcProvider}. */
 export interface OidcProviderOptions {
+  /** The loaded oidc-provider module (see `loadOidcProvider`). */
+  readonly oidc: OidcProviderModule;
   /** The issuer: the public base URL, prefix included. */
   readonly issuer: string;
   /** The resource indicator and audience of access tokens for the API (the public base URL). */
@@ -97,6 +102,8 @@ export interface OidcProviderOptions {
 /** Maps a client record to oidc-provider client metadata. */
 export function clientMetadata(client: StoredClient): Record<string, unknown> {
   const isApplication = client.kind === 'application';
+  const loginScopes = client.scopes.filter((scope) => LOGIN_SCOPES.has(scope));
+  const apiScopes = client.scopes.filter((scope) => !LOGIN_SCOPES.has(scope));
   return {
     client_id: client.clientId,
     client_secret: client.secretHash,
@@ -107,7 +114,9 @@ export function clientMetadata(client: StoredClient): Record<string, unknown> {
     post_logout_redirect_uris: isApplication ? client.postLogoutRedirectUris : [],
     token_endpoint_auth_method: 'client_secret_basic',
     id_token_signed_response_alg: 'RS256',
-    scope: client.scopes.join(' '),
+    // Login scopes are OpenID scopes of the provider; API scopes belong to the API resource server.
+    ...(loginScopes.length ? { scope: loginScopes.join(' ') } : {}),
+    [CLIENT_EXTRA.apiScopes]: apiScopes.join(' '),
     [CLIENT_EXTRA.organizationId]: client.organizationId,
     [CLIENT_EXTRA.firstParty]: client.firstParty,
     [CLIENT_EXTRA.kind]: client.kind,
@@ -147,8 +156,9 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
   const accessTtl = options.accessTokenTtlSeconds ?? 900;
   const secure = options.issuer.startsWith('https://');
   const { hooks } = options;
+  const { Provider: ProviderClass, errors } = options.oidc;
 
-  const provider = new Provider(options.issuer, {
+  const provider = new ProviderClass(options.issuer, {
     adapter: options.adapter as never,
     jwks: { keys: options.keys.map((key) => ({ ...key.privateJwk })) as never },
     cookies: {
@@ -203,11 +213,12 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
         enabled: true,
         defaultResource: async () => options.apiResource,
         useGrantedResource: async () => true,
-        getResourceServerInfo: async (_ctx: KoaContextWithOIDC, resource: string, client: { scope?: string }) => {
+        getResourceServerInfo: async (_ctx: KoaContextWithOIDC, resource: string, client: Record<string, unknown>) => {
           if (resource !== options.apiResource) throw new errors.InvalidTarget();
-          const apiScopes = (client.scope ?? '').split(' ').filter((scope) => scope && !LOGIN_SCOPES.has(scope));
+          // The API accepts the login scopes too, so access tokens carry them and userinfo can honour them.
+          const scope = [String(client.scope ?? ''), String(client[CLIENT_EXTRA.apiScopes] ?? '')].join(' ').trim();
           return {
-            scope: apiScopes.join(' '),
+            scope,
             audience: options.apiResource,
             accessTokenTTL: accessTtl,
             accessTokenFormat: 'jwt',
@@ -238,7 +249,8 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
     expiresWithSession: async () => false,
     conformIdTokenClaims: false,
     interactions: {
-      url: async (_ctx: KoaContextWithOIDC, interaction: { uid: string }) => `${options.authUrl}/interaction/${interaction.uid}`,
+      url: async (_ctx: KoaContextWithOIDC, interaction: { uid: string }) =>
+        `${options.authUrl}/connect/interaction/${interaction.uid}`,
     },
     extraParams: {
       organization: async (ctx: KoaContextWithOIDC, value: string | undefined, client: { clientId: string }) => {
@@ -316,7 +328,7 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
   ) {
     if (!this.sidFor(clientId)) {
       const existing = Object.values(this.authorizations ?? {}).find((entry) => entry?.sid)?.sid;
-      const fromLogin = (Provider.ctx?.oidc?.result as { idt?: { sessionId?: string } } | undefined)?.idt?.sessionId;
+      const fromLogin = (ProviderClass.ctx?.oidc?.result as { idt?: { sessionId?: string } } | undefined)?.idt?.sessionId;
       const sid = existing ?? fromLogin;
       if (sid) this.sidFor(clientId, sid);
     }

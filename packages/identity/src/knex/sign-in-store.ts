@@ -1,0 +1,54 @@
+import type { Knex } from 'knex';
+import type { SignInStore } from '../sign-in/service.js';
+
+/** The knex {@link SignInStore}. */
+export function createKnexSignInStore(db: Knex): SignInStore {
+  return {
+    async findPasswordUser(email) {
+      const row = await db('identity_users')
+        .where({ email, status: 'active' })
+        .whereNotNull('password_hash')
+        .first('id', 'password_hash');
+      return row ? { id: row.id, passwordHash: row.password_hash } : undefined;
+    },
+    async findActiveUser(userId) {
+      const row = await db('identity_users')
+        .where({ id: userId, status: 'active' })
+        .first('id', 'email', 'email_verified', 'first_name', 'last_name');
+      return row
+        ? {
+            id: row.id,
+            email: row.email,
+            emailVerified: Boolean(row.email_verified),
+            firstName: row.first_name,
+            lastName: row.last_name,
+          }
+        : undefined;
+    },
+    async findMembership(userId, organizationId) {
+      const row = await db('identity_memberships as m')
+        .join('identity_organizations as o', 'o.id', 'm.organization_id')
+        .where({ 'm.user_id': userId, 'm.organization_id': organizationId })
+        .first('m.id', 'm.status', 'o.name', 'o.status as organization_status');
+      if (!row) return undefined;
+      const roles = (await db('identity_membership_roles').where({ membership_id: row.id }).pluck('role')) as string[];
+      return { status: row.status, roles, organizationName: row.name, organizationStatus: row.organization_status };
+    },
+    async activeOrganizations(userId) {
+      const rows = await db('identity_memberships as m')
+        .join('identity_organizations as o', 'o.id', 'm.organization_id')
+        .where({ 'm.user_id': userId, 'm.status': 'active', 'o.status': 'active' })
+        .orderBy('o.name')
+        .select('o.id', 'o.name');
+      return rows.map((row: { id: string; name: string }) => ({ id: row.id, name: row.name }));
+    },
+    async findOrganization(organizationId) {
+      const row = await db('identity_organizations')
+        .where({ id: organizationId })
+        .first('id', 'name', 'slug', 'status', 'is_platform');
+      return row
+        ? { id: row.id, name: row.name, slug: row.slug, status: row.status, isPlatform: Boolean(row.is_platform) }
+        : undefined;
+    },
+  };
+}

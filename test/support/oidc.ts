@@ -1,0 +1,154 @@
+import * as oidcClient from 'openid-client';
+import { Browser, type BrowserResponse } from './browser.js';
+import type { TestServer } from './server.js';
+import { mintAccessToken } from './tokens.js';
+
+/** The platform administrator created by {@link bootstrapAdmin}. */
+export interface TestAdmin {
+  readonly userId: string;
+  readonly organizationId: string;
+  readonly email: string;
+  readonly password: string;
+  /** A freshly minted access token of the admin in the platform organization. */
+  token(): Promise<string>;
+}
+
+/** Runs setup over HTTP and returns the first administrator. */
+export async function bootstrapAdmin(
+  server: TestServer,
+  email = 'admin@example.com',
+  password = 'correct horse battery staple',
+): Promise<TestAdmin> {
+  const response = await server.fetch('/v1/identity/setup/admin', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password, firstName: 'Ada', lastName: 'Admin', organizationName: 'Platform' }),
+  });
+  if (response.status !== 201) throw new Error(`setup failed: ${response.status} ${await response.text()}`);
+  const { userId, organizationId } = (await response.json()) as { userId: string; organizationId: string };
+  return {
+    userId,
+    organizationId,
+    email,
+    password,
+    token: () => mintAccessToken(server, { sub: userId, org_id: organizationId }),
+  };
+}
+
+/** Registers a user over HTTP (self-registration) and returns its id. */
+export async function registerUser(
+  server: TestServer,
+  email: string,
+  password = 'correct horse battery staple',
+): Promise<string> {
+  const response = await server.fetch('/v1/identity/auth/register', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password, firstName: 'Test', lastName: email.split('@')[0] }),
+  });
+  if (response.status !== 201) throw new Error(`register failed: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { userId: string }).userId;
+}
+
+/** A registered client with its secret. */
+export interface TestClient {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly record: Record<string, unknown>;
+}
+
+/** Registers a client on an organization's surface with a bearer token. */
+export async function registerClient(
+  server: TestServer,
+  token: string,
+  organizationId: string,
+  body: Record<string, unknown>,
+): Promise<TestClient> {
+  const response = await server.fetch(`/v1/identity/organizations/${organizationId}/clients`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 201) throw new Error(`client registration failed: ${response.status} ${await response.text()}`);
+  const registration = (await response.json()) as { client: Record<string, unknown>; clientSecret: string };
+  return { clientId: String(registration.client.clientId), clientSecret: registration.clientSecret, record: registration.client };
+}
+
+/** openid-client configuration for a confidential client of the test server. */
+export async function discover(server: TestServer, client: TestClient, auth: 'post' | 'basic' = 'post') {
+  return oidcClient.discovery(
+    new URL(server.url),
+    client.clientId,
+    { id_token_signed_response_alg: 'RS256' },
+    auth === 'post' ? oidcClient.ClientSecretPost(client.clientSecret) : oidcClient.ClientSecretBasic(client.clientSecret),
+    { execute: [oidcClient.allowInsecureRequests] },
+  );
+}
+
+/** The outcome of a browser sign-in: the callback URL with the code, and the PKCE/state values. */
+export interface SignInResult {
+  readonly callback: URL;
+  readonly codeVerifier: string;
+  readonly state: string;
+  readonly browser: Browser;
+  readonly pages: BrowserResponse[];
+}
+
+/** Options of {@link signIn}. */
+export interface SignInOptions {
+  readonly redirectUri: string;
+  readonly scope: string;
+  readonly email: string;
+  readonly password: string;
+  /** Extra authorization parameters, e.g. `{ organization }`. */
+  readonly parameters?: Record<string, string>;
+  /** Consent decision when the consent page appears (default approve). */
+  readonly consent?: 'approve' | 'deny';
+  /** Reuse a browser (single sign-on). */
+  readonly browser?: Browser;
+  /** Choose this organization on the choice page. */
+  readonly chooseOrganization?: string;
+}
+
+/**
+ * Drives the authorization code flow with PKCE through the real sign-in
+ * pages over HTTP, the way a person would: open the authorization URL, fill
+ * in the sign-in form, allow on the consent page, and stop at the redirect to
+ * the relying party.
+ */
+export async function signIn(config: oidcClient.Configuration, options: SignInOptions): Promise<SignInResult> {
+  const browser = options.browser ?? new Browser();
+  const codeVerifier = oidcClient.randomPKCECodeVerifier();
+  const state = oidcClient.randomState();
+  const url = oidcClient.buildAuthorizationUrl(config, {
+    redirect_uri: options.redirectUri,
+    scope: options.scope,
+    code_challenge: await oidcClient.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+    state,
+    ...options.parameters,
+  });
+  const pages: BrowserResponse[] = [];
+  let response = await browser.navigate(url.href);
+  for (let step = 0; step < 6; step++) {
+    pages.push(response);
+    if (response.status >= 300 && response.status < 400) {
+      return { callback: new URL(response.url), codeVerifier, state, browser, pages };
+    }
+    if (response.body.includes('action="') && response.body.includes('/login"')) {
+      response = await browser.submit({ form: '/login', fields: { email: options.email, password: options.password } });
+    } else if (response.body.includes('/consent"')) {
+      response = await browser.submit({ form: '/consent', fields: { decision: options.consent ?? 'approve' } });
+    } else if (response.body.includes('/organization"')) {
+      response = await browser.submit({
+        form: '/organization',
+        ...(options.chooseOrganization ? { fields: { organization: options.chooseOrganization } } : {}),
+      });
+    } else {
+      throw new Error(`Unexpected page ${response.status} at ${response.url}:\n${response.body.slice(0, 3000)}`);
+    }
+  }
+  throw new Error('The sign-in did not finish');
+}
+
+export { oidcClient };

@@ -16,6 +16,7 @@ export {
   RedirectUriSchema,
   RegisterClientInput,
   RotateSecretInput,
+  ScopeRowInput,
   UpdateClientInput,
 } from './clients/schemas.js';
 export type {
@@ -25,6 +26,7 @@ export type {
   ClientServiceOptions,
   RegisterOptions,
   RotatedSecret,
+  ScopeUpsert,
 } from './clients/service.js';
 export {
   brandingOf,

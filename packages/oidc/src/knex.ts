@@ -3,6 +3,8 @@
  *
  * @packageDocumentation
  */
+// The error codes of `@idt/oidc`, for hosts that import only this entry.
+import './problems.js';
 
 export type { KnexAdapterOptions, OidcAdapter } from './knex/adapter.js';
 export { createKnexAdapterClass, pruneAdapterPayloads } from './knex/adapter.js';

@@ -9,7 +9,8 @@ export type ClientKind = (typeof CLIENT_KINDS)[number];
 /** Client status. */
 export type ClientStatus = 'active' | 'suspended';
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** Hosts where a redirect URI may use plain http (SPEC 2.1: localhost and 127.0.0.1 only). */
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1']);
 
 function parseAbsolute(value: string): URL | undefined {
   try {
@@ -116,6 +117,26 @@ export const UpdateClientInput = z.object({
 
 /** Input of a client update. */
 export type UpdateClientInput = z.input<typeof UpdateClientInput>;
+
+/** A scope row to add or update (seeding): an RFC 6749 scope token and what it grants. */
+export const ScopeRowInput = z.object({
+  scope: z
+    .string({ error: 'Enter a scope.' })
+    .trim()
+    .min(1, 'Enter a scope.')
+    .max(100, 'A scope has at most 100 characters.')
+    .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, 'A scope is printable ASCII without spaces, quotes or backslashes.'),
+  description: z
+    .string({ error: 'Enter a description.' })
+    .trim()
+    .min(1, 'Enter a description.')
+    .max(500, 'A description has at most 500 characters.'),
+  default: z.boolean().default(false),
+  platformOnly: z.boolean().default(false),
+});
+
+/** Input of a scope row upsert. */
+export type ScopeRowInput = z.input<typeof ScopeRowInput>;
 
 /** The body of rotate-secret; optional. */
 export const RotateSecretInput = z

@@ -8,6 +8,7 @@ import {
   type ClientRecord,
   RegisterClientInput,
   RotateSecretInput,
+  ScopeRowInput,
   UpdateClientInput,
 } from './schemas.js';
 import type { ClientStore, OrganizationDirectory, ScopeRow, StoredBranding, StoredClient } from './store.js';
@@ -33,6 +34,13 @@ export interface RotatedSecret {
   readonly clientSecret: string;
   readonly issuer: string;
   readonly apiBaseUrl: string;
+}
+
+/** What {@link ClientService.upsertScopes} did, by scope. */
+export interface ScopeUpsert {
+  readonly created: string[];
+  readonly updated: string[];
+  readonly unchanged: string[];
 }
 
 /** Options of a registration beyond the request body. */
@@ -70,6 +78,13 @@ export interface ClientService {
   getBranding(organizationId: string | null | undefined, clientId: string): Promise<Branding>;
   putBranding(organizationId: string | null | undefined, clientId: string, input: unknown): Promise<Branding>;
   scopes(): Promise<ScopeRow[]>;
+  /**
+   * Adds scope rows or updates their description and flags (seeding, by the
+   * operator; not exposed over HTTP). Rows equal to the stored ones are left alone.
+   *
+   * @throws a zod error for bad input.
+   */
+  upsertScopes(input: readonly ScopeRowInput[]): Promise<ScopeUpsert>;
   /** The stored client (with secret hash) for the provider; no organization check. */
   findStored(clientId: string): Promise<StoredClient | undefined>;
 }
@@ -308,6 +323,29 @@ export function createClientService(options: ClientServiceOptions): ClientServic
     },
 
     scopes: () => store.scopes(),
+
+    async upsertScopes(input) {
+      const rows = ScopeRowInput.array().parse(input);
+      const stored = new Map((await store.scopes()).map((row) => [row.scope, row]));
+      const result: ScopeUpsert = { created: [], updated: [], unchanged: [] };
+      const changed: ScopeRow[] = [];
+      for (const row of new Map(rows.map((entry) => [entry.scope, entry])).values()) {
+        const current = stored.get(row.scope);
+        if (!current) result.created.push(row.scope);
+        else if (
+          current.description === row.description &&
+          current.default === row.default &&
+          current.platformOnly === row.platformOnly
+        ) {
+          result.unchanged.push(row.scope);
+          continue;
+        } else result.updated.push(row.scope);
+        changed.push(row);
+      }
+      await store.upsertScopes(changed);
+      return result;
+    },
+
     findStored: (clientId) => store.find(clientId),
   };
 }

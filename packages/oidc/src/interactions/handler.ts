@@ -116,7 +116,8 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
   const csrfField = (uid: string) => `<input type="hidden" name="csrf" value="${escapeHtml(options.tokens.issue('csrf', uid))}">`;
   const csrfValid = (uid: string, form: URLSearchParams) => options.tokens.verify('csrf', form.get('csrf') ?? '') === uid;
 
-  async function brandingFor(clientId: string | undefined): Promise<PageBranding | undefined> {
+  async function brandingFor(details: Details): Promise<PageBranding | undefined> {
+    const clientId = details.params.client_id as string | undefined;
     if (!clientId) return undefined;
     const client = await clients.findStored(clientId);
     if (!client) return undefined;
@@ -128,9 +129,7 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
         branding?.logo && branding.logoContentType
           ? `data:${branding.logoContentType};base64,${branding.logo.toString('base64')}`
           : null,
-      themeStylesheet: branding?.themeJson
-        ? `${assets}/theme/${encodeURIComponent(client.clientId)}.css?v=${encodeURIComponent(client.updatedAt)}`
-        : null,
+      themeStylesheet: branding?.themeJson ? `${base}/${details.uid}/theme.css?v=${encodeURIComponent(client.updatedAt)}` : null,
     };
   }
 
@@ -163,7 +162,7 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
     view: { errors?: string[]; email?: string; notice?: string; status?: number } = {},
   ) {
     const uid = details.uid;
-    const branding = await brandingFor(details.params.client_id as string | undefined);
+    const branding = await brandingFor(details);
     const body = `<h1>Sign in</h1>
 ${errorSummary(view.errors ?? [])}${notice(view.notice)}
 <form method="post" action="${base}/${uid}/login" novalidate>
@@ -194,7 +193,7 @@ ${csrfField(uid)}
 
   async function codePage(res: ServerResponse, details: Details, email: string, errors: string[] = [], status = 200) {
     const uid = details.uid;
-    const branding = await brandingFor(details.params.client_id as string | undefined);
+    const branding = await brandingFor(details);
     const body = `<h1>Enter your code</h1>
 ${errorSummary(errors)}${notice(errors.length ? undefined : `If ${email} has an account, a six-digit code is on its way. It works for 10 minutes.`)}
 <form method="post" action="${base}/${uid}/code" novalidate>
@@ -288,7 +287,7 @@ ${csrfField(uid)}
       }
       throw error;
     }
-    const branding = await brandingFor(details.params.client_id as string | undefined);
+    const branding = await brandingFor(details);
     send(
       res,
       200,
@@ -386,7 +385,7 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
     errors: string[] = [],
   ) {
     const uid = details.uid;
-    const branding = await brandingFor(details.params.client_id as string | undefined);
+    const branding = await brandingFor(details);
     const body = `<h1>Choose an organization</h1>
 ${errorSummary(errors)}
 <form method="post" action="${base}/${uid}/organization">
@@ -427,7 +426,7 @@ ${organizations
 
   async function consentPage(res: ServerResponse, details: Details, client: StoredClient, organization: string | null) {
     const uid = details.uid;
-    const branding = await brandingFor(client.clientId);
+    const branding = await brandingFor(details);
     const descriptions = new Map((await clients.scopes()).map((row) => [row.scope, row.description]));
     const scopes = requestedScopes(details, client);
     const body = `<h1>Allow ${escapeHtml(branding?.displayName ?? client.name)}?</h1>
@@ -518,19 +517,31 @@ ${csrfField(uid)}
       res.end(req.method === 'HEAD' ? undefined : path === '/focus.js' ? FOCUS_SCRIPT : AUTOSUBMIT_SCRIPT);
       return true;
     }
-    const theme = /^\/theme\/([^/]+)\.css$/.exec(path);
-    if (theme?.[1]) {
-      const client = await clients.findStored(decodeURIComponent(theme[1]));
-      const colors = client?.branding?.themeJson;
-      if (!colors) return false;
-      const css = `:root{--primary:${colors.light.primary};--primary-foreground:${colors.light.primaryForeground}}
+    return false;
+  }
+
+  /**
+   * The theme colors of the pending sign-in's client. Served under the
+   * interaction (its cookie is required), so there is no anonymous read of
+   * branding by client id (SPEC 4.3).
+   */
+  async function themeStylesheet(res: ServerResponse, details: Details) {
+    const client = await clients.findStored(String(details.params.client_id));
+    const colors = client?.branding?.themeJson;
+    if (!colors) {
+      res.writeHead(404, { 'content-type': 'text/plain', 'cache-control': 'no-store' });
+      res.end('Not Found');
+      return;
+    }
+    const css = `:root{--primary:${colors.light.primary};--primary-foreground:${colors.light.primaryForeground}}
 @media (prefers-color-scheme:dark){:root{--primary:${colors.dark.primary};--primary-foreground:${colors.dark.primaryForeground}}}
 `;
-      res.writeHead(200, { ...headers, 'content-type': 'text/css; charset=utf-8' });
-      res.end(css);
-      return true;
-    }
-    return false;
+    res.writeHead(200, {
+      'content-type': 'text/css; charset=utf-8',
+      'cache-control': 'private, max-age=3600',
+      'x-content-type-options': 'nosniff',
+    });
+    res.end(css);
   }
 
   async function route(req: IncomingMessage, res: ServerResponse, uid: string, action: string) {
@@ -546,6 +557,7 @@ ${csrfField(uid)}
     if (method === 'GET' && action === '') {
       return details.prompt.name === 'login' ? loginPage(res, details) : handleConsentPrompt(req, res, details);
     }
+    if (method === 'GET' && action === 'theme.css') return themeStylesheet(res, details);
     if (method === 'GET' && action === 'abort') return deny(req, res, 'The user cancelled the sign-in.');
     if (method === 'GET' && action === 'link') return handleLinkReturn(req, res, details);
     if (method !== 'POST') {

@@ -92,6 +92,22 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
     await writeRevocation(trx, 'client', clientId, at, { all });
     await invalidator.invalidate(CacheNamespaces.revocations, `client:${clientId}`, trx);
   };
+  /**
+   * A deleted client's id is free to register again, but its deletion left a
+   * "refuse every token" watermark. The new client's tokens must work, the
+   * deleted one's stay refused: the watermark becomes "refuse tokens issued up
+   * to the deletion" (its `created_at`, the time of the last revocation).
+   */
+  const reopenRevocation = async (trx: Knex.Transaction, clientId: string) => {
+    const key = { subject_type: 'client', subject_id: clientId };
+    const previous = (await trx('identity_token_revocations').where(key).first('created_at')) as
+      | { created_at: unknown }
+      | undefined;
+    if (!previous) return;
+    const notBefore = Math.floor(new Date(toIso(previous.created_at)).getTime() / 1000) + 1;
+    await trx('identity_token_revocations').where(key).update({ not_before: notBefore });
+    await invalidator.invalidate(CacheNamespaces.revocations, `client:${clientId}`, trx);
+  };
   const deleteRefreshTokens = (trx: Knex.Transaction, clientId: string) =>
     trx('oidc_payloads')
       .whereIn('model', ['RefreshToken', 'Grant', 'AuthorizationCode'])
@@ -132,6 +148,7 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
           created_at: client.createdAt,
           updated_at: client.updatedAt,
         });
+        await reopenRevocation(trx, client.clientId);
         await evict(trx, client.clientId);
       });
     },

@@ -318,8 +318,10 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
         await options
           .endIdentitySession(ended.userId, ended.sessionId)
           .catch((error: unknown) => logger.error('ending the identity session failed', { error, sessionId: ended.sessionId }));
-        await db.transaction((trx) =>
-          options.outbox.write(trx, [
+        await db.transaction(async (trx) => {
+          // oidc-provider keeps offline-access grants on logout; SPEC 3.2 ends every token of the session.
+          if (ended.grantIds.length) await trx('oidc_payloads').whereIn('grant_id', ended.grantIds).delete();
+          await options.outbox.write(trx, [
             {
               event: OidcSessionEndedEvent,
               payload: {
@@ -330,8 +332,8 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
                 endedAt: clock.now().toISOString(),
               },
             },
-          ]),
-        );
+          ]);
+        });
         const targets = [];
         for (const clientId of ended.clientIds) {
           const client = await clientStore.find(clientId);

@@ -21,6 +21,8 @@ export interface EndedSession {
   /** The identity session id (the `sid` of every token of the session). */
   readonly sessionId: string;
   readonly clientIds: readonly string[];
+  /** The grants of the session: ended too, offline access included (SPEC 3.2). */
+  readonly grantIds: readonly string[];
 }
 
 /** Options of {@link installProviderMiddleware}. */
@@ -115,16 +117,20 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
     if (route === 'end_session_confirm') {
       const session = oidc.oidc.session as unknown as {
         accountId?: string;
-        authorizations?: Record<string, { sid?: string }>;
+        authorizations?: Record<string, { sid?: string; grantId?: string }>;
         destroyed?: boolean;
       };
       const authorizations = session?.authorizations ?? {};
       const sid = Object.values(authorizations).find((entry) => entry?.sid)?.sid;
       if (!session?.destroyed || !session.accountId || !sid) return;
+      const grantIds = Object.values(authorizations)
+        .map((entry) => entry?.grantId)
+        .filter((grantId): grantId is string => typeof grantId === 'string');
       const targets = await options.onLogout({
         userId: session.accountId,
         sessionId: sid,
         clientIds: Object.keys(authorizations),
+        grantIds,
       });
       const location = ctx.response.get('location');
       if (targets.length > 0 && location && ctx.status >= 300 && ctx.status < 400) {

@@ -18,7 +18,8 @@ const RegistrationResponse = z.object({
   apiBaseUrl: z.string(),
 });
 
-const OrgParams = z.object({ orgId: z.uuid({ error: 'Use an organization id.' }) });
+// Compared with the token's (lowercase) organization id, as the identity routes do.
+const OrgParams = z.object({ orgId: z.uuid({ error: 'Use an organization id.' }).transform((value) => value.toLowerCase()) });
 const ClientParams = OrgParams.extend({ clientId: z.string().min(1).max(200) });
 const PlatformClientParams = z.object({ clientId: z.string().min(1).max(200) });
 
@@ -33,17 +34,16 @@ const CLIENT_CODES = ['Clients.NotFound', 'Clients.IdTaken', 'Identity.PlatformO
  * organization's clients answer 404. Mutations count under the registration
  * rate policy.
  */
-export function createOrganizationClientRoutes(clients: ClientService, isPlatformAdmin: PlatformCheck): Route[] {
+export function createOrganizationClientRoutes(clients: ClientService, _isPlatformAdmin?: PlatformCheck): Route[] {
   const tags = ['Clients'];
   const permissions = ['OrganizationClientsManage'] as const;
   const reachable = (orgId: string, principal: Principal | null) => {
     if (!principal || principal.organizationId !== orgId)
       throw new ProblemError('Clients.NotFound', 'No such organization or client.');
   };
-  const actor = async (principal: Principal | null): Promise<ClientActor> => ({
-    userId: principal?.userId ?? null,
-    platformAdmin: await isPlatformAdmin(principal),
-  });
+  // Platform-only scopes are never granted on an organization surface, not even by a platform
+  // administrator (SPEC 2.2): the platform surface is for that.
+  const actor = (principal: Principal | null): ClientActor => ({ userId: principal?.userId ?? null, platformAdmin: false });
   const base = '/v1/identity/organizations/{orgId}/clients';
   return [
     defineRoute({
@@ -78,7 +78,7 @@ export function createOrganizationClientRoutes(clients: ClientService, isPlatfor
       },
       handler: async ({ params, body, principal }) => {
         reachable(params.orgId, principal);
-        const registration = await clients.register(await actor(principal), params.orgId, body);
+        const registration = await clients.register(actor(principal), params.orgId, body);
         return json(registration, {
           status: 201,
           headers: {
@@ -117,7 +117,7 @@ export function createOrganizationClientRoutes(clients: ClientService, isPlatfor
       responses: { 200: { description: 'The updated client', schema: ClientRecordSchema } },
       handler: async ({ params, body, principal }) => {
         reachable(params.orgId, principal);
-        return json(await clients.update(await actor(principal), params.orgId, params.clientId, body));
+        return json(await clients.update(actor(principal), params.orgId, params.clientId, body));
       },
     }),
     defineRoute({
@@ -151,7 +151,7 @@ export function createOrganizationClientRoutes(clients: ClientService, isPlatfor
       responses: { 200: { description: 'The new secret, shown once', schema: RegistrationResponse } },
       handler: async ({ params, body, principal }) => {
         reachable(params.orgId, principal);
-        return json(await clients.rotateSecret(await actor(principal), params.orgId, params.clientId, body), {
+        return json(await clients.rotateSecret(actor(principal), params.orgId, params.clientId, body), {
           headers: { 'cache-control': 'no-store' },
         });
       },

@@ -1,0 +1,181 @@
+import { sha256Hex } from '@idt/core';
+import {
+  bootstrapAdmin,
+  discover,
+  oidcClient,
+  registerClient,
+  signIn,
+  startTestServer,
+  type TestAdmin,
+  type TestClient,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+
+async function refresh(server: TestServer, client: TestClient, refreshToken: string) {
+  return server.fetch('/connect/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }).toString(),
+  });
+}
+
+async function refreshRow(server: TestServer, token: string) {
+  return server.database
+    .db('oidc_payloads')
+    .where({ model: 'RefreshToken', id: sha256Hex(token) })
+    .first();
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
+  let server: TestServer;
+  let admin: TestAdmin;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect, env: { IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS: '2' } });
+    admin = await bootstrapAdmin(server);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  async function login(extra: Record<string, unknown> = {}) {
+    const client = await registerClient(server, await admin.token(), admin.organizationId, {
+      kind: 'application',
+      name: `App ${Math.random().toString(36).slice(2, 8)}`,
+      redirectUris: [REDIRECT],
+      scopes: ['openid', 'offline_access', 'users.read'],
+      ...extra,
+    });
+    const config = await discover(server, client);
+    const result = await signIn(config, {
+      redirectUri: REDIRECT,
+      scope: 'openid offline_access users.read',
+      email: admin.email,
+      password: admin.password,
+    });
+    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
+      pkceCodeVerifier: result.codeVerifier,
+      expectedState: result.state,
+    });
+    return { client, config, tokens, refreshToken: tokens.refresh_token ?? '' };
+  }
+
+  it('stores refresh tokens only as hashes', async () => {
+    const { refreshToken } = await login();
+    const rows = await server.database.db('oidc_payloads').where({ model: 'RefreshToken' }).select('id', 'payload');
+    expect(rows.some((row) => row.id === refreshToken || String(row.payload).includes(refreshToken))).toBe(false);
+    expect(await refreshRow(server, refreshToken)).toBeTruthy();
+  });
+
+  it('rotates on every redemption and tolerates a replay within the leeway', async () => {
+    const { client, refreshToken } = await login();
+    const first = await refresh(server, client, refreshToken);
+    expect(first.status).toBe(200);
+    const rotated = (await first.json()) as { refresh_token: string; access_token: string };
+    expect(rotated.refresh_token).not.toBe(refreshToken);
+    const replay = await refresh(server, client, refreshToken);
+    expect(replay.status).toBe(200);
+    const replayed = (await replay.json()) as { refresh_token: string };
+    expect(replayed.refresh_token).not.toBe(rotated.refresh_token);
+    // The family is intact: both successors still work.
+    expect((await refresh(server, client, rotated.refresh_token)).status).toBe(200);
+    expect((await refresh(server, client, replayed.refresh_token)).status).toBe(200);
+  });
+
+  it('revokes the whole family on a replay after the leeway', async () => {
+    const { client, refreshToken, tokens } = await login();
+    const rotated = (await (await refresh(server, client, refreshToken)).json()) as { refresh_token: string };
+    const next = (await (await refresh(server, client, rotated.refresh_token)).json()) as { refresh_token: string };
+    await sleep(2300);
+    const replay = await refresh(server, client, refreshToken);
+    expect(replay.status).toBe(400);
+    expect(await replay.json()).toMatchObject({ error: 'invalid_grant' });
+    const successor = await refresh(server, client, next.refresh_token);
+    expect(successor.status).toBe(400);
+    expect(await successor.json()).toMatchObject({ error: 'invalid_grant' });
+    expect(tokens.access_token).toBeTruthy();
+  });
+
+  it('consumes atomically: concurrent redemptions stay in one family that a late replay ends', async () => {
+    const { client, refreshToken } = await login();
+    const results = await Promise.all(Array.from({ length: 5 }, () => refresh(server, client, refreshToken)));
+    const bodies = (await Promise.all(results.map((response) => response.json()))) as Array<{ refresh_token?: string }>;
+    expect(results.every((response) => response.status === 200)).toBe(true);
+    const row = await server.database
+      .db('oidc_payloads')
+      .where({ model: 'RefreshToken', id: sha256Hex(refreshToken) })
+      .first();
+    expect(row.consumed_at).toBeTruthy();
+    const successors = bodies.map((body) => body.refresh_token ?? '');
+    expect(new Set(successors).size).toBe(5);
+    const grantIds = new Set(
+      await Promise.all(successors.map(async (token) => JSON.parse((await refreshRow(server, token)).payload).grantId as string)),
+    );
+    expect(grantIds.size).toBe(1);
+    await sleep(2300);
+    expect((await refresh(server, client, refreshToken)).status).toBe(400);
+    for (const token of successors) expect((await refresh(server, client, token)).status).toBe(400);
+  });
+
+  it('keeps the absolute expiry through rotations (no sliding) and follows the lifetime precedence', async () => {
+    const custom = await login({ refreshTokenLifetime: 600 });
+    const firstRow = await refreshRow(server, custom.refreshToken);
+    const firstExpiry = new Date(firstRow.expires_at).getTime();
+    expect(firstExpiry - Date.now()).toBeGreaterThan(590_000);
+    expect(firstExpiry - Date.now()).toBeLessThanOrEqual(600_000);
+    await sleep(1100);
+    const rotated = (await (await refresh(server, custom.client, custom.refreshToken)).json()) as { refresh_token: string };
+    const rotatedExpiry = new Date((await refreshRow(server, rotated.refresh_token)).expires_at).getTime();
+    expect(Math.abs(rotatedExpiry - firstExpiry)).toBeLessThan(2000);
+    // A lifetime change applies to new logins only.
+    const patch = await server.fetch(`/v1/identity/organizations/${admin.organizationId}/clients/${custom.client.clientId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${await admin.token()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshTokenLifetime: 3600 }),
+    });
+    expect(patch.status).toBe(200);
+    const again = (await (await refresh(server, custom.client, rotated.refresh_token)).json()) as { refresh_token: string };
+    expect(Math.abs(new Date((await refreshRow(server, again.refresh_token)).expires_at).getTime() - firstExpiry)).toBeLessThan(
+      2000,
+    );
+    // An application without its own lifetime gets the one-day default.
+    const plain = await login();
+    const plainExpiry = new Date((await refreshRow(server, plain.refreshToken)).expires_at).getTime() - Date.now();
+    expect(plainExpiry).toBeGreaterThan(86_000_000);
+    expect(plainExpiry).toBeLessThanOrEqual(86_400_000);
+  });
+
+  it('gives first-party clients the seven-day default', async () => {
+    const registration = await server.idt.services.oidc.clients.register(
+      { userId: null, platformAdmin: true },
+      null,
+      { kind: 'application', name: 'First party', redirectUris: [REDIRECT], scopes: ['openid', 'offline_access'] },
+      { firstParty: true },
+    );
+    const client = { clientId: registration.client.clientId, clientSecret: registration.clientSecret, record: {} };
+    const config = await discover(server, client);
+    const result = await signIn(config, {
+      redirectUri: REDIRECT,
+      scope: 'openid offline_access',
+      email: admin.email,
+      password: admin.password,
+    });
+    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
+      pkceCodeVerifier: result.codeVerifier,
+      expectedState: result.state,
+    });
+    const expiry = new Date((await refreshRow(server, tokens.refresh_token ?? '')).expires_at).getTime() - Date.now();
+    expect(expiry).toBeGreaterThan(604_000_000);
+    expect(expiry).toBeLessThanOrEqual(604_800_000);
+  });
+});

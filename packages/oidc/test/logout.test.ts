@@ -282,6 +282,40 @@ describe.each(testDialects())('logout on %s', (dialect) => {
       (await server.fetch('/v1/identity/users/me', { headers: { authorization: `Bearer ${sixth.tokens.access_token}` } })).status,
     ).toBe(200);
   });
+  it('ends every session and refresh token of a deactivated user, and notifies', async () => {
+    const email = `deactivated-${dialect}@example.com`;
+    const password = 'correct horse battery staple';
+    const userId = await registerUser(server, email, password);
+    await seedMembership(server.database.db, { userId, organizationId: admin.organizationId });
+    const client = await appWithLogout({ frontchannelLogoutUri: null });
+    const { tokens } = await login(client, new Browser(), email, password);
+    const sid = tokens.claims()?.sid as string;
+    const before = receiver.received.length;
+    const deactivated = await server.fetch(`/v1/identity/users/${userId}/deactivate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await admin.token()}` },
+    });
+    expect(deactivated.status).toBe(200);
+    const delivery = await waitFor(() =>
+      receiver.received.slice(before).find((entry) => parts(entry.token).payload.sub === userId),
+    );
+    expect(parts(delivery.token).payload.sid).toBe(sid);
+    expect(
+      (await server.fetch('/v1/identity/users/me', { headers: { authorization: `Bearer ${tokens.access_token}` } })).status,
+    ).toBe(401);
+    const refreshed = await server.fetch('/connect/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token ?? '',
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+      }).toString(),
+    });
+    expect(refreshed.status).toBe(400);
+    expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' });
+  });
 });
 
 describe('back-channel logout to private hosts is refused unless allowed', () => {

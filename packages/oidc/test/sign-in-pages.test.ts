@@ -1,0 +1,240 @@
+import { join } from 'node:path';
+import { readMailbox } from '@idt/core/mail';
+import {
+  Browser,
+  bootstrapAdmin,
+  discover,
+  oidcClient,
+  registerClient,
+  startTestServer,
+  type TestAdmin,
+  type TestClient,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+
+/** Passwordless mail is sent in the background: wait for a new message containing `marker`. */
+async function latestMail(server: TestServer, to: string, marker: string) {
+  const seen = new Set<string>();
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const messages = await readMailbox(join(server.database.dataDir, 'mail'), { to }).catch(() => []);
+    const match = messages.filter((message) => message.text.includes(marker) || message.subject.toLowerCase().includes(marker));
+    const latest = match.at(-1);
+    if (latest && !seen.has(latest.file) && Date.now() - new Date(latest.headers.date ?? 0).getTime() < 60_000) return latest;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no ${marker} mail for ${to}`);
+}
+
+describe.each(testDialects())('sign-in pages on %s', (dialect) => {
+  let server: TestServer;
+  let admin: TestAdmin;
+  let client: TestClient;
+  let config: oidcClient.Configuration;
+  beforeAll(async () => {
+    server = await startTestServer({ dialect });
+    admin = await bootstrapAdmin(server);
+    const registration = await server.idt.services.oidc.clients.register(
+      { userId: null, platformAdmin: true },
+      null,
+      { kind: 'application', name: 'Console', redirectUris: [REDIRECT], scopes: ['openid', 'email'] },
+      { firstParty: true },
+    );
+    client = { clientId: registration.client.clientId, clientSecret: registration.clientSecret, record: {} };
+    config = await discover(server, client);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  async function openSignIn(browser = new Browser()) {
+    const verifier = oidcClient.randomPKCECodeVerifier();
+    const url = oidcClient.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT,
+      scope: 'openid email',
+      code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state: 'state-1',
+    });
+    const page = await browser.navigate(url.href);
+    return { browser, page, verifier };
+  }
+
+  async function exchange(callback: URL, verifier: string) {
+    return oidcClient.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: 'state-1' });
+  }
+
+  it('serves an accessible sign-in form without inline scripts', async () => {
+    const { page } = await openSignIn();
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.body).toContain('<html lang="en">');
+    expect(page.body).toMatch(/<label for="email">/);
+    expect(page.body).toMatch(/<input id="email" name="email" type="email" autocomplete="username"/);
+    expect(page.body).toMatch(/<label for="password">/);
+    expect(page.body).toMatch(/name="csrf" value="[^"]+"/);
+    expect(page.body).not.toMatch(/<script>[^<]/);
+    expect(page.body).not.toMatch(/\son[a-z]+="/);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    const css = await fetch(`${server.url}/connect/assets/idt.css`);
+    expect(css.headers.get('content-type')).toMatch(/text\/css/);
+  });
+
+  it('answers a wrong password with a generic message and a forged form with 403', async () => {
+    const { browser } = await openSignIn();
+    const wrong = await browser.submit({ form: '/login', fields: { email: admin.email, password: 'not the password' } });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toContain('The e-mail address or password is incorrect.');
+    expect(wrong.body).toContain('role="alert"');
+    const unknown = await browser.submit({ form: '/login', fields: { email: 'nobody@example.com', password: 'whatever it is' } });
+    expect(unknown.body).toContain('The e-mail address or password is incorrect.');
+    const forged = await browser.submit({
+      form: '/login',
+      fields: { email: admin.email, password: admin.password, csrf: 'forged' },
+    });
+    expect(forged.status).toBe(403);
+  });
+
+  it('signs in with the password and creates a session with the session cookie', async () => {
+    const { browser, verifier } = await openSignIn();
+    const done = await browser.submit({ form: '/login', fields: { email: admin.email, password: admin.password } });
+    expect(done.status).toBeGreaterThanOrEqual(300);
+    const callback = new URL(done.url);
+    expect(callback.searchParams.get('code')).toBeTruthy();
+    const tokens = await exchange(callback, verifier);
+    const sid = tokens.claims()?.sid as string;
+    const cookie = browser.cookies(server.url).get('idt_session');
+    expect(cookie).toBeTruthy();
+    const sessions = await server.fetch('/v1/identity/sessions', { headers: { cookie: `idt_session=${cookie}` } });
+    expect(sessions.status).toBe(200);
+    const list = (await sessions.json()) as Array<{ id: string }>;
+    expect(list.map((session) => session.id)).toContain(sid);
+    // Single sign-on: a second authorization in the same browser needs no password.
+    const again = await openSignIn(browser);
+    expect(again.page.status).toBeGreaterThanOrEqual(300);
+    expect(new URL(again.page.url).searchParams.get('code')).toBeTruthy();
+  });
+
+  it('signs in with a one-time code from the e-mail', async () => {
+    const { browser, verifier } = await openSignIn();
+    const codePage = await browser.submit({ form: '/passwordless', fields: { email: admin.email, method: 'code' } });
+    expect(codePage.status).toBe(200);
+    expect(codePage.body).toContain('autocomplete="one-time-code"');
+    const mail = await latestMail(server, admin.email, 'code');
+    const code = /\b(\d{6})\b/.exec(mail?.text ?? '')?.[1] ?? '';
+    expect(code).toMatch(/^\d{6}$/);
+    const wrong = await browser.submit({ form: '/code', fields: { code: code === '000000' ? '111111' : '000000' } });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toContain('The code is wrong or has expired.');
+    const done = await browser.submit({ form: '/code', fields: { code } });
+    const tokens = await exchange(new URL(done.url), verifier);
+    expect(tokens.claims()?.sub).toBe(admin.userId);
+  });
+
+  it('signs in with a magic link opened in the same browser', async () => {
+    const { browser, verifier } = await openSignIn();
+    const sent = await browser.submit({ form: '/passwordless', fields: { email: admin.email, method: 'link' } });
+    expect(sent.body).toContain('Check your e-mail');
+    const mail = await latestMail(server, admin.email, 'magic-link');
+    const link = /(https?:\/\/\S+magic-link\/verify\S+)/.exec(mail?.text ?? '')?.[1] ?? '';
+    expect(link).toContain('/v1/identity/auth/passwordless/magic-link/verify');
+    const done = await browser.navigate(link, new URL(server.url).origin);
+    expect(done.status).toBeGreaterThanOrEqual(300);
+    const tokens = await exchange(new URL(done.url), verifier);
+    expect(tokens.claims()?.sub).toBe(admin.userId);
+  });
+
+  it('locks an address out after ten failed passwords in fifteen minutes', async () => {
+    const email = `locked-${dialect}@example.com`;
+    await server.fetch('/v1/identity/auth/register', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'correct horse battery staple', firstName: 'L', lastName: 'O' }),
+    });
+    const { browser } = await openSignIn();
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const wrong = await browser.submit({ form: '/login', fields: { email, password: 'wrong password here' } });
+      expect(wrong.status).toBe(400);
+    }
+    const blocked = await browser.submit({ form: '/login', fields: { email, password: 'correct horse battery staple' } });
+    expect(blocked.status).toBe(429);
+    expect(blocked.body).toContain('Too many failed attempts');
+  });
+
+  it('shows an expired page for an unknown interaction and cancels back to the client', async () => {
+    const expired = await new Browser().navigate(`${server.url}/connect/interaction/unknown-uid`);
+    expect(expired.status).toBe(400);
+    expect(expired.body).toContain('This sign-in has expired');
+    const { browser } = await openSignIn();
+    const cancelled = await browser.navigate(
+      new URL(/href="([^"]+\/abort)"/.exec(browser.last?.body ?? '')?.[1] ?? '', server.url).href,
+    );
+    const callback = new URL(cancelled.url);
+    expect(callback.searchParams.get('error')).toBe('access_denied');
+    expect(callback.searchParams.get('state')).toBe('state-1');
+  });
+});
+
+describe('sign-in pages show the client branding', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('renders the display name, tagline, logo and theme stylesheet', async () => {
+    const admin = await bootstrapAdmin(server);
+    const token = await admin.token();
+    const app = await registerClient(server, token, admin.organizationId, {
+      kind: 'application',
+      name: 'Branded',
+      redirectUris: [REDIRECT],
+      scopes: ['openid'],
+    });
+    const png = Buffer.from(
+      '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da6360f8cf00000301010018dd8db40000000049454e44ae426082',
+      'hex',
+    );
+    const put = await server.fetch(`/v1/identity/organizations/${admin.organizationId}/clients/${app.clientId}/branding`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        displayName: 'Acme <Portal>',
+        tagline: 'Everything in one place',
+        themeJson: {
+          light: { primary: '#123456', primaryForeground: '#ffffff' },
+          dark: { primary: '#abcdef', primaryForeground: '#000000' },
+        },
+        logo: png.toString('base64'),
+      }),
+    });
+    expect(put.status).toBe(200);
+    const config = await discover(server, app);
+    const url = oidcClient.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT,
+      scope: 'openid',
+      code_challenge: await oidcClient.calculatePKCECodeChallenge(oidcClient.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
+      state: 's',
+    });
+    const browser = new Browser();
+    const page = await browser.navigate(url.href);
+    expect(page.body).toContain('Acme &lt;Portal&gt;');
+    expect(page.body).toContain('Everything in one place');
+    expect(page.body).toContain('src="data:image/png;base64,');
+    const theme = /href="([^"]*theme[^"]*\.css[^"]*)"/.exec(page.body)?.[1] ?? '';
+    expect(theme, page.body).toMatch(/theme/);
+    const css = (await browser.request(new URL(theme.replace(/&amp;/g, '&'), server.url).href)).body;
+    expect(css).toContain('--primary:#123456');
+    expect(css).toContain('--primary:#abcdef');
+  });
+});

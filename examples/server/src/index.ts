@@ -41,12 +41,24 @@ import { createMailerFromConfig } from '@idt/core/mail';
 import { createNodeHandler } from '@idt/core/node';
 import { createArgon2Hasher, createTokenMac, type PasswordHasher, type SetupService } from '@idt/identity';
 import { createKnexIdentity, identityMigrations, type KnexIdentity } from '@idt/identity/knex';
+import { createKnexInquiries, inquiriesMigrations, type KnexInquiries } from '@idt/inquiries/knex';
 import type { AccountDirectory } from '@idt/oidc';
 import { createKnexOidc, type KnexOidc, oidcMigrations } from '@idt/oidc/knex';
+import { createBlobStoreFromSettings, createScannerFromSettings } from '@idt/storage';
+import { createKnexStorage, type KnexStorage, storageMigrations } from '@idt/storage/knex';
 import type { Knex } from 'knex';
 
 /** Every migration set the reference server needs, in any order (the runner sorts them). */
-export const migrationSets: readonly MigrationSet[] = [coreMigrations, identityMigrations, oidcMigrations];
+export const migrationSets: readonly MigrationSet[] = [
+  coreMigrations,
+  identityMigrations,
+  oidcMigrations,
+  inquiriesMigrations,
+  storageMigrations,
+];
+
+/** How long one request, upload body included, may take before node:http gives up on it. */
+export const UPLOAD_REQUEST_TIMEOUT_MS = 3_600_000;
 
 /** How often the server deletes expired rate-limit counters. */
 const RATE_LIMIT_PRUNE_INTERVAL_MS = 10 * 60_000;
@@ -77,6 +89,8 @@ export interface IdtServer {
     readonly events: EventBus;
     readonly identity: KnexIdentity;
     readonly oidc: KnexOidc;
+    readonly inquiries: KnexInquiries;
+    readonly storage: KnexStorage;
     readonly keys: SigningKeyStore;
     readonly verifier: JwtVerifier;
     readonly invalidator: CacheInvalidator;
@@ -86,6 +100,12 @@ export interface IdtServer {
   readonly handler: ReturnType<typeof createNodeHandler>;
   /** Starts background work (event dispatch, pruning jobs); `listen` calls it. Idempotent. */
   start(): void;
+  /**
+   * Rotates the signing keys: new ES256 and RS256 keys sign from now on; the
+   * old ones keep verifying until their retention ends. Other instances follow
+   * within a minute.
+   */
+  rotateSigningKeys(): Promise<void>;
   /** Starts listening (and background work); port 0 picks a free port. Resolves with the bound URL. */
   listen(port?: number, host?: string): Promise<{ url: string; server: Server }>;
   /** Stops listening and closes the database when the server opened it. */
@@ -207,14 +227,25 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     logger,
   });
   await oidcModule.start();
-  for (const event of [...identity.events, ...oidcModule.events]) events.register(event);
-  for (const handler of [...identity.handlers, ...oidcModule.handlers]) events.subscribe(handler);
+  const inquiries = createKnexInquiries({ db, outbox: events, logger });
+  const storage = createKnexStorage({
+    db,
+    blobStore: createBlobStoreFromSettings(config.storage),
+    scanner: createScannerFromSettings(config.storage),
+    maxUploadBytes: config.storage.maxUploadBytes,
+    logger,
+  });
+  const modules = [identity, oidcModule, inquiries, storage];
+  for (const event of modules.flatMap((feature) => feature.events)) events.register(event);
+  for (const handler of modules.flatMap((feature) => feature.handlers)) events.subscribe(handler);
 
   const routes: Route[] = [];
   routes.push(
     ...createHealthRoutes([{ name: 'database', check: async () => void (await db.raw('select 1')) }]),
     ...identity.routes,
     ...oidcModule.routes,
+    ...inquiries.routes,
+    ...storage.routes,
   );
   routes.push(
     ...createApiDocsRoutes({
@@ -238,6 +269,8 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
   const jobs = [
     ...identity.jobs,
     ...oidcModule.jobs,
+    ...inquiries.jobs,
+    ...storage.jobs,
     { name: 'prune signing keys', intervalMs: 3_600_000, run: () => keys.prune() },
     { name: 'prune dispatched events', intervalMs: 3_600_000, run: () => events.prune(7 * 86_400_000) },
     ...(rateLimiter
@@ -285,12 +318,23 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
     db,
     app,
     logger,
-    services: { setup, events, identity, oidc: oidcModule, keys, verifier, invalidator, mailer },
+    services: { setup, events, identity, oidc: oidcModule, inquiries, storage, keys, verifier, invalidator, mailer },
     handler,
     start,
+    async rotateSigningKeys() {
+      await keys.rotate('ES256');
+      await keys.rotate('RS256');
+      await oidcModule.reloadKeys();
+      verifier.reset();
+    },
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
-        const created = createServer({ keepAliveTimeout: 65_000 }, (req, res) => void handler(req, res));
+        // requestTimeout bounds a whole request, body included: Node's default (300 s) would cut off a
+        // 100 MiB upload on a link slower than ~350 KB/s, so uploads get an hour. headersTimeout stays 60 s.
+        const created = createServer(
+          { keepAliveTimeout: 65_000, requestTimeout: UPLOAD_REQUEST_TIMEOUT_MS },
+          (req, res) => void handler(req, res),
+        );
         created.once('error', reject);
         created.listen(port, host, () => {
           created.off('error', reject);

@@ -257,4 +257,23 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
     const unknownAudit = await server.database.db('oidc_client_auth_failures').where({ client_id: 'nobody' }).first();
     expect(Number(unknownAudit.total)).toBe(1);
   });
+
+  it('signs with rotated keys while tokens of the old keys keep verifying', async () => {
+    const service = await registerClient(server, await admin.token(), admin.organizationId, {
+      kind: 'service-account',
+      name: 'Rotation',
+      scopes: ['users.read'],
+    });
+    const config = await discover(server, service);
+    const before = await oidcClient.clientCredentialsGrant(config, { scope: 'users.read' });
+    const oldKid = header(before.access_token).kid;
+    await server.idt.rotateSigningKeys();
+    const after = await oidcClient.clientCredentialsGrant(await discover(server, service), { scope: 'users.read' });
+    expect(header(after.access_token).kid).not.toBe(oldKid);
+    const jwks = (await (await server.fetch('/.well-known/jwks.json')).json()) as { keys: Array<{ kid: string }> };
+    expect(jwks.keys.map((key) => key.kid)).toEqual(expect.arrayContaining([oldKid, header(after.access_token).kid]));
+    for (const token of [before.access_token, after.access_token]) {
+      expect((await server.fetch('/v1/identity/users', { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    }
+  });
 });

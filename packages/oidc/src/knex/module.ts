@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type Clock,
   type CredentialResolver,
+  createTtlCache,
   defineEventHandler,
   type EventDefinition,
   type EventHandlerDefinition,
@@ -16,6 +17,7 @@ import {
 } from '@idt/core';
 import type { CacheInvalidator, SigningKeyStore, WindowCounter } from '@idt/core/knex';
 import {
+  CacheNamespaces,
   type ClientLookup,
   type TokenMac,
   UserDeactivatedEvent,
@@ -173,8 +175,13 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     client?.refreshTokenLifetime ??
     (client?.firstParty ? 604_800 : client?.kind === 'application' ? 86_400 : settings.refreshTokenFallbackSeconds);
 
+  // The token endpoint's rate-limit partition is the client's organization: cached, evicted on change.
+  const clientOrganizations = createTtlCache<string | null>({ ttlMs: 60_000 });
+  options.invalidator.subscribe(CacheNamespaces.clients, (key) =>
+    key === '*' ? clientOrganizations.clear() : clientOrganizations.delete(key),
+  );
   async function organizationOf(clientId: string) {
-    return (await clientStore.find(clientId))?.organizationId ?? null;
+    return clientOrganizations.getOrLoad(clientId, async () => (await clientStore.find(clientId))?.organizationId ?? null);
   }
 
   async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
@@ -292,8 +299,10 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
 
   let provider: Provider;
   let callback: (req: IncomingMessage, res: ServerResponse) => unknown;
+  let keyIds = '';
   async function build() {
     const keys = (await options.keys.listKeys()).sort((a, b) => (a.status === b.status ? 0 : a.status === 'active' ? -1 : 1));
+    keyIds = keys.map((key) => `${key.kid}:${key.status}`).join(',');
     provider = createOidcProvider({
       oidc,
       issuer: settings.issuer,
@@ -485,6 +494,18 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     events: [OidcSessionEndedEvent],
     handlers: [backchannelHandler, ...sessionEndHandlers],
     jobs: [
+      {
+        // A rotation on any instance reaches this one: the provider is rebuilt with the current key set.
+        name: 'follow signing-key rotation',
+        intervalMs: 60_000,
+        run: async () => {
+          const current = (await options.keys.listKeys())
+            .sort((a, b) => (a.status === b.status ? 0 : a.status === 'active' ? -1 : 1))
+            .map((key) => `${key.kid}:${key.status}`)
+            .join(',');
+          if (current !== keyIds) await build();
+        },
+      },
       { name: 'prune expired provider state', intervalMs: 600_000, run: () => pruneAdapterPayloads(db, clock.now()) },
       {
         name: 'prune grant contexts',

@@ -281,12 +281,14 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
       };
     },
     loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
-      const grantId =
-        (ctx.oidc.result as { consent?: { grantId?: string } } | undefined)?.consent?.grantId ??
-        ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? '');
+      const fromInteraction = (ctx.oidc.result as { consent?: { grantId?: string } } | undefined)?.consent?.grantId;
+      const grantId = fromInteraction ?? ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? '');
       if (!grantId) return undefined;
       const grant = await ctx.oidc.provider.Grant.find(grantId);
       if (!grant) return undefined;
+      // The sign-in pages just made this grant for this very request (organization chosen, membership
+      // checked); re-checking it against `organization=select` would prompt again, forever.
+      if (fromInteraction) return grant;
       const context = await hooks.grantContext(grantId);
       return (await hooks.grantStillApplies(ctx, context)) ? grant : undefined;
     },

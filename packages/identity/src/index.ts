@@ -143,6 +143,9 @@ export type {
   MembershipsStore,
   OrganizationContext,
 } from './memberships/store.js';
+export type { AddedMember, OperatorService, OperatorServiceOptions } from './operator/service.js';
+export { AddMemberInput, createOperatorService } from './operator/service.js';
+export type { OperatorStore } from './operator/store.js';
 export type { OrganizationsService, OrganizationsServiceOptions } from './organizations/service.js';
 export { CreateOrganizationInput, createOrganizationsService, UpdateOrganizationInput } from './organizations/service.js';
 export type { NewOrganization, OrganizationPatch, OrganizationsStore } from './organizations/store.js';

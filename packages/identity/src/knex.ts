@@ -18,6 +18,7 @@ export { createKnexMembershipsStore } from './knex/memberships-store.js';
 export { identityMigrations } from './knex/migrations.js';
 export type { KnexIdentity, KnexIdentityOptions } from './knex/module.js';
 export { createKnexIdentity } from './knex/module.js';
+export { createKnexOperatorStore } from './knex/operator-store.js';
 export { createKnexOrganizationsStore } from './knex/organizations-store.js';
 export { createKnexPasswordlessStore } from './knex/passwordless-store.js';
 export { createKnexRolesStore } from './knex/roles-store.js';

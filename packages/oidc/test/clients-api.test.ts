@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mintAccessToken, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { mintAccessToken, seedOrganization, startTestServer, type TestServer, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   caller,
@@ -131,6 +131,25 @@ describe.each(testDialects())('OAuth clients over HTTP on %s', (dialect) => {
       });
       expect(response.headers.get('cache-control')).toBe('no-store');
       expect(response.headers.get('location')).toBe(orgClients(world.a.organization.id, `/${clientId}`));
+    });
+
+    it('ignores fields a caller may not set: first-party, a chosen id, another organization, a secret, a status', async () => {
+      const name = unique('Sneaky');
+      const registration = await register(server, world.a.tokens.admin, world.a.organization.id, {
+        ...app({ name }),
+        firstParty: true,
+        clientId: 'chosen-id',
+        organizationId: world.b.organization.id,
+        clientSecret: 'my-own-secret',
+        status: 'suspended',
+      });
+      expect(registration.client).toMatchObject({
+        clientId: `${world.a.organization.slug}-${name.toLowerCase().replace(/\s+/g, '-')}`,
+        organizationId: world.a.organization.id,
+        firstParty: false,
+        status: 'active',
+      });
+      expect(registration.clientSecret).not.toBe('my-own-secret');
     });
 
     it('shows the secret once and stores only its sha256 hash', async () => {
@@ -947,6 +966,16 @@ describe.each(testDialects())('OAuth clients over HTTP on %s', (dialect) => {
         404,
         'Clients.NotFound',
       );
+      const suspended = await seedOrganization(server.database.db, { status: 'suspended' });
+      await expectProblem(
+        await call('POST', '/v1/identity/clients', {
+          token: world.platformToken,
+          body: { organizationId: suspended.id, ...serviceAccount() },
+        }),
+        422,
+        'Clients.OrganizationInactive',
+      );
+      expect(await server.database.db('oidc_clients').where({ organization_id: suspended.id }).first()).toBeUndefined();
       const uris = await expectProblem(
         await call('POST', '/v1/identity/clients', {
           token: world.platformToken,

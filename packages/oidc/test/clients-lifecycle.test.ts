@@ -1,14 +1,17 @@
 import { createHash } from 'node:crypto';
-import { startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { Browser, oidcClient, signIn, startTestServer, type TestServer, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   caller,
   clientRow,
+  configFor,
   expectJson,
   expectProblem,
   grantError,
   jwtPayload,
   nextSecond,
+  passwordUser,
+  REDIRECT_URI,
   register,
   serviceToken,
   tenantWithTokens,
@@ -73,6 +76,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
           lastRotatedAt: expect.stringMatching(/Z$/),
           lastRotatedByUserId: tenant.manager.id,
           updatedAt: expect.any(String),
+          lastUsedAt: expect.any(String),
         },
         clientSecret: expect.any(String),
         issuer: server.url,
@@ -137,7 +141,12 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
 
       const suspended = await expectJson(await call('POST', path(sa.clientId, '/suspend'), { token: tenant.tokens.admin }));
       const suspendedAt = Date.now();
-      expect(suspended).toEqual({ ...sa.client, status: 'suspended', updatedAt: expect.any(String) });
+      expect(suspended).toEqual({
+        ...sa.client,
+        status: 'suspended',
+        updatedAt: expect.any(String),
+        lastUsedAt: expect.any(String),
+      });
       await expectProblem(
         await call('POST', path(sa.clientId, '/suspend'), { token: tenant.tokens.admin }),
         422,
@@ -149,7 +158,12 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       await expectProblem(await usersWith(old.access_token), 401, 'Auth.Unauthenticated');
 
       const reinstated = await expectJson(await call('POST', path(sa.clientId, '/reinstate'), { token: tenant.tokens.owner }));
-      expect(reinstated).toEqual({ ...sa.client, status: 'active', updatedAt: expect.any(String) });
+      expect(reinstated).toEqual({
+        ...sa.client,
+        status: 'active',
+        updatedAt: expect.any(String),
+        lastUsedAt: expect.any(String),
+      });
       await expectProblem(
         await call('POST', path(sa.clientId, '/reinstate'), { token: tenant.tokens.owner }),
         422,
@@ -160,6 +174,63 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       const fresh = await serviceToken(server, sa, 'users.read');
       await expectJson(await usersWith(fresh.access_token));
       await expectProblem(await usersWith(old.access_token), 401, 'Auth.Unauthenticated');
+    });
+
+    it("suspending an application ends its users' tokens, refresh tokens included, also after reinstatement", async () => {
+      await server.database
+        .db('identity_organizations')
+        .where({ id: tenant.organization.id })
+        .update({ enrollment_policy: 'open' });
+      const application = await register(server, tenant.tokens.admin, tenant.organization.id, {
+        kind: 'application',
+        name: unique('Suspended App'),
+        redirectUris: [REDIRECT_URI],
+        scopes: ['openid', 'offline_access', 'users.read'],
+      });
+      const config = await configFor(server, application);
+      const user = await passwordUser(server, 'suspension');
+      const result = await signIn(config, {
+        redirectUri: REDIRECT_URI,
+        scope: 'openid offline_access',
+        email: user.email,
+        password: user.password,
+      });
+      const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
+        pkceCodeVerifier: result.codeVerifier,
+        expectedState: result.state,
+      });
+      expect(tokens.refresh_token).toBeTruthy();
+      await expectJson(await call('GET', '/v1/identity/users/me', { token: tokens.access_token }));
+
+      await expectJson(await call('POST', path(application.clientId, '/suspend'), { token: tenant.tokens.admin }));
+      const suspendedAt = Date.now();
+      await expectProblem(
+        await call('GET', '/v1/identity/users/me', { token: tokens.access_token }),
+        401,
+        'Auth.Unauthenticated',
+      );
+      expect(await grantError(oidcClient.refreshTokenGrant(config, tokens.refresh_token ?? ''))).toEqual({
+        status: 401,
+        error: 'invalid_client',
+      });
+
+      await expectJson(await call('POST', path(application.clientId, '/reinstate'), { token: tenant.tokens.admin }));
+      await nextSecond(suspendedAt);
+      // The refresh token issued before the suspension does not bring the old sign-in back.
+      expect((await grantError(oidcClient.refreshTokenGrant(config, tokens.refresh_token ?? ''))).error).toBe('invalid_grant');
+      // A new sign-in works.
+      const again = await signIn(config, {
+        redirectUri: REDIRECT_URI,
+        scope: 'openid offline_access',
+        email: user.email,
+        password: user.password,
+        browser: new Browser(),
+      });
+      const fresh = await oidcClient.authorizationCodeGrant(config, again.callback, {
+        pkceCodeVerifier: again.codeVerifier,
+        expectedState: again.state,
+      });
+      await expectJson(await call('GET', '/v1/identity/users/me', { token: fresh.access_token }));
     });
 
     it('takes no body and answers 404 for unknown clients', async () => {

@@ -85,7 +85,7 @@ describe.each(testDialects())('organizations at authorize time on %s', (dialect)
       pkceCodeVerifier: result.codeVerifier,
       expectedState: result.state,
     });
-    return { tokens, access: jwtPayload(tokens.access_token), id: tokens.claims() ?? {} };
+    return { tokens, access: jwtPayload(tokens.access_token), id: (tokens.claims() ?? {}) as Record<string, unknown> };
   }
 
   /** Asserts the sign-in ended at the client's redirect URI with an error. */

@@ -105,8 +105,8 @@ export const MembershipRolesChangedEvent = defineEvent({
 export const MemberJoinedEvent = defineEvent({
   type: 'MemberJoinedEvent',
   module: 'identity',
-  description: 'A user became an active member through open enrollment or an accepted invitation.',
-  schema: z.object({ organizationId: id, userId: id, via: z.enum(['enrollment', 'invitation']) }),
+  description: 'A user became an active member through open enrollment, an accepted invitation or the operator (seeding).',
+  schema: z.object({ organizationId: id, userId: id, via: z.enum(['enrollment', 'invitation', 'operator']) }),
 });
 
 /**

@@ -109,6 +109,8 @@ export function createSignInService(options: { store: SignInStore; hasher: Passw
     async membershipState(userId, organizationId) {
       const membership = await store.findMembership(userId, organizationId);
       if (!membership) return 'not_a_member';
+      // A suspended organization suspends every membership in it.
+      if (membership.organizationStatus !== 'active' && membership.status === 'active') return 'suspended';
       return membership.status as SignInMembershipState;
     },
   };

@@ -62,7 +62,7 @@ export interface ClientStore {
   ): Promise<StoredClient | undefined>;
   /**
    * Moves status `from` → `to` atomically (`UPDATE … WHERE status = from`).
-   * Suspension also refuses every token issued so far.
+   * Suspension also refuses every token issued so far and deletes the client's refresh tokens.
    *
    * @returns `updated`, `not-found`, or `unchanged` when the client was not in `from`.
    */

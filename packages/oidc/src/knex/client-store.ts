@@ -198,7 +198,12 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
           const exists = await trx('oidc_clients').where({ client_id: clientId }).first('client_id');
           return exists ? 'unchanged' : 'not-found';
         }
-        if (to === 'suspended') await revokeTokens(trx, clientId, at);
+        if (to === 'suspended') {
+          // Every token so far ends: access tokens by the watermark, refresh tokens (and their grants) here,
+          // so a reinstated client does not bring the suspended sign-ins back.
+          await deleteRefreshTokens(trx, clientId);
+          await revokeTokens(trx, clientId, at);
+        }
         await evict(trx, clientId);
         return 'updated';
       });

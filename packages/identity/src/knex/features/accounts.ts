@@ -7,11 +7,13 @@ import { createUserRoutes } from '../../http/routes/users.js';
 import { createInvitationMailHandler } from '../../invitations/mail.js';
 import { createInvitationsService, type InvitationsService } from '../../invitations/service.js';
 import { createMembershipsService, type MembershipsService } from '../../memberships/service.js';
+import { createOperatorService, type OperatorService } from '../../operator/service.js';
 import { createOrganizationsService, type OrganizationsService } from '../../organizations/service.js';
 import { createRolesService, type RolesService } from '../../roles/service.js';
 import { createUsersService, type UsersService } from '../../users/service.js';
 import { createKnexInvitationsStore } from '../invitations-store.js';
 import { createKnexMembershipsStore } from '../memberships-store.js';
+import { createKnexOperatorStore } from '../operator-store.js';
 import { createKnexOrganizationsStore } from '../organizations-store.js';
 import { createKnexRolesStore } from '../roles-store.js';
 import { createKnexUsersStore } from '../users-store.js';
@@ -25,6 +27,8 @@ export interface AccountsServices {
   readonly memberships: MembershipsService;
   readonly invitations: InvitationsService;
   readonly roles: RolesService;
+  /** Operator lookups and member adding for the `idt` CLI and seeding; not exposed over HTTP. */
+  readonly operator: OperatorService;
 }
 
 /** Users, organizations, memberships, invitations and roles. */
@@ -49,8 +53,10 @@ export function createAccountsFeature(ctx: FeatureContext): AccountsFeature {
 
   const users = createUsersService({ users: usersStore, organizations: organizationsStore, hasher: ctx.hasher, clock });
   const organizations = createOrganizationsService({ organizations: organizationsStore, clock });
+  const membershipsStore = createKnexMembershipsStore(storeOptions);
+  const rolesStore = createKnexRolesStore(storeOptions);
   const memberships = createMembershipsService({
-    memberships: createKnexMembershipsStore(storeOptions),
+    memberships: membershipsStore,
     organizations: organizationsStore,
     users: usersStore,
     clock,
@@ -61,7 +67,14 @@ export function createAccountsFeature(ctx: FeatureContext): AccountsFeature {
     authUrl: settings.authUrl,
     clock,
   });
-  const roles = createRolesService({ roles: createKnexRolesStore(storeOptions), clock });
+  const roles = createRolesService({ roles: rolesStore, clock });
+  const operator = createOperatorService({
+    operator: createKnexOperatorStore(db),
+    memberships: membershipsStore,
+    users: usersStore,
+    roles: rolesStore,
+    clock,
+  });
 
   return {
     routes: [
@@ -82,6 +95,6 @@ export function createAccountsFeature(ctx: FeatureContext): AccountsFeature {
       }),
     ],
     jobs: [],
-    services: { users, organizations, memberships, invitations, roles },
+    services: { users, organizations, memberships, invitations, roles, operator },
   };
 }

@@ -86,10 +86,10 @@ describe.each(testDialects())('cache invalidation on %s', (dialect) => {
     }
   });
 
-  it.runIf(dialect === 'postgres')('reaches another instance on the same database', async () => {
+  it('reaches another process on the same database', async () => {
     const otherDb = createDatabase(database.url);
-    const mine = createCacheInvalidator({ db: database.db });
-    const theirs = createCacheInvalidator({ db: otherDb });
+    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 100 });
+    const theirs = createCacheInvalidator({ db: otherDb, pollIntervalMs: 100 });
     await mine.start();
     await theirs.start();
     const seen: string[] = [];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { dialectOf } from '../db/database.js';
 import { type Logger, silentLogger } from '../logger.js';
@@ -7,7 +8,9 @@ export const ALL_KEYS = '*';
 
 /**
  * Spreads cache invalidations to every instance sharing the database:
- * Postgres `LISTEN/NOTIFY` (delivered at commit), in-process on SQLite.
+ * Postgres `LISTEN/NOTIFY` (delivered at commit); on SQLite, in-process at
+ * once and to other processes on the same file (the `idt` CLI, a second
+ * server) through the `core_cache_invalidations` table, polled every second.
  */
 export interface CacheInvalidator {
   /**
@@ -17,7 +20,7 @@ export interface CacheInvalidator {
   invalidate(namespace: string, key: string, trx?: Knex.Transaction): Promise<void>;
   /** Calls `listener` for every eviction of `namespace`; returns an unsubscribe function. */
   subscribe(namespace: string, listener: (key: string) => void): () => void;
-  /** Starts listening (Postgres); resolves once the listener is ready. */
+  /** Starts listening (Postgres) or polling (SQLite); resolves once ready. */
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -28,7 +31,11 @@ const CHANNEL = 'idt_cache_invalidation';
 export interface CacheInvalidatorOptions {
   readonly db: Knex;
   readonly logger?: Logger;
+  /** How often SQLite instances look for other processes' evictions, in milliseconds (default 1000). */
+  readonly pollIntervalMs?: number;
 }
+
+const TABLE = 'core_cache_invalidations';
 
 interface PgClient {
   query(sql: string): Promise<unknown>;
@@ -52,6 +59,10 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   const logger = options.logger ?? silentLogger;
   const isPostgres = dialectOf(db) === 'postgres';
   const listeners = new Map<string, Set<(key: string) => void>>();
+  const origin = randomUUID();
+  let lastSeen = 0;
+  let poller: NodeJS.Timeout | undefined;
+  let polling = false;
   let client: PgClient | undefined;
   let closed = false;
   let reconnectTimer: NodeJS.Timeout | undefined;
@@ -96,11 +107,44 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
     client = raw;
   }
 
+  async function poll(): Promise<void> {
+    if (polling) return;
+    polling = true;
+    try {
+      const rows = (await db(TABLE)
+        .where('id', '>', lastSeen)
+        .orderBy('id')
+        .limit(1000)
+        .select('id', 'origin', 'namespace', 'key')) as Array<{
+        id: number;
+        origin: string;
+        namespace: string;
+        key: string;
+      }>;
+      for (const row of rows) {
+        lastSeen = Math.max(lastSeen, Number(row.id));
+        if (row.origin !== origin) emit(row.namespace, row.key);
+      }
+      if (Math.random() < 0.02) {
+        await db(TABLE)
+          .where('created_at', '<', new Date(Date.now() - 600_000).toISOString())
+          .delete();
+      }
+    } catch (error) {
+      logger.warn('polling cache invalidations failed', { error });
+    } finally {
+      polling = false;
+    }
+  }
+
   return {
     async invalidate(namespace, key, trx) {
       if (isPostgres) {
         // Delivered to every listening instance, this one included, when the transaction commits.
         await (trx ?? db).raw('select pg_notify(?, ?)', [CHANNEL, JSON.stringify({ ns: namespace, key })]);
+      } else {
+        // Other processes on the same SQLite file pick this row up when they poll.
+        await (trx ?? db)(TABLE).insert({ origin, namespace, key: key.slice(0, 400), created_at: new Date().toISOString() });
       }
       if (trx) {
         const execution = (trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise;
@@ -121,10 +165,21 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       return () => set.delete(listener);
     },
     async start() {
-      if (isPostgres && !client && !closed) await connect();
+      if (closed) return;
+      if (isPostgres) {
+        if (!client) await connect();
+        return;
+      }
+      if (poller) return;
+      const latest = (await db(TABLE).max({ id: 'id' }).first()) as { id: number | null } | undefined;
+      lastSeen = Number(latest?.id ?? 0);
+      poller = setInterval(() => void poll(), options.pollIntervalMs ?? 1000);
+      poller.unref();
     },
     async close() {
       closed = true;
+      if (poller) clearInterval(poller);
+      poller = undefined;
       if (reconnectTimer) clearTimeout(reconnectTimer);
       const current = client;
       client = undefined;

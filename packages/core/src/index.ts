@@ -33,10 +33,13 @@ export type {
   MailSettings,
   RateLimitSetting,
   RatePolicyName,
+  S3Settings,
+  StorageSettings,
 } from './config/config.js';
 export {
   ConfigError,
   DEFAULT_MAIL_FROM,
+  DEFAULT_MAX_UPLOAD_BYTES,
   defaultRateLimits,
   environments,
   loadConfig,

@@ -1,0 +1,136 @@
+import { z } from 'zod';
+import { sanitizePath } from './sanitize.js';
+
+/** The largest page size; larger requests are clamped to it. */
+export const MAX_PAGE_SIZE = 100;
+
+/** A bucket name: 1–63 letters, digits, `.`, `_` or `-`, starting with a letter or digit; case-sensitive. */
+export const BucketName = z
+  .string({ error: 'Enter a bucket name.' })
+  .trim()
+  .min(1, 'Enter a bucket name.')
+  .max(63, 'A bucket name has at most 63 characters.')
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "A bucket name is letters, digits, '.', '_' and '-', starting with a letter or digit.")
+  .meta({ example: 'documents' });
+
+/** A folder path inside a bucket, sanitized (see `sanitizePath`); `null` when empty. */
+export const FolderPath = z
+  .string({ error: 'A path is text.' })
+  .max(4096, 'A path has at most 4096 characters.')
+  .nullish()
+  .transform((value) => sanitizePath(value))
+  .meta({ description: 'A folder inside the bucket, e.g. `reports/2024`; `..` and empty segments are dropped.' });
+
+const BooleanField = z
+  .union([z.boolean(), z.string()], { error: 'Use true or false.' })
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || typeof value === 'boolean') return value ?? false;
+    const normalized = value.trim().toLowerCase();
+    if (['true', '1', 'on', 'yes'].includes(normalized)) return true;
+    if (['false', '0', 'off', 'no', ''].includes(normalized)) return false;
+    ctx.addIssue({ code: 'custom', message: 'Use true or false.' });
+    return z.NEVER;
+  });
+
+/** The form fields of an upload besides the file. */
+export const UploadFields = z.object({
+  bucket: BucketName,
+  path: FolderPath,
+  isPublic: BooleanField,
+});
+
+/** Validated upload fields. */
+export type UploadFields = z.output<typeof UploadFields>;
+
+/** The multipart body of `POST /v1/storage/upload`, for the API document (the route streams it itself). */
+export const UploadForm = z.object({
+  file: z.file().describe('The file; required and not empty.'),
+  bucket: z.string().describe('The bucket; created on first upload.'),
+  path: z.string().optional().describe('An optional folder inside the bucket.'),
+  isPublic: z.boolean().default(false).describe('Whether the file is meant to be public (metadata only).'),
+});
+
+/** `page` (from 1, default 1) and `pageSize` (default 20, clamped to 100). */
+const PageFields = {
+  page: z.coerce
+    .number({ error: 'Enter a page number.' })
+    .int('A page number is a whole number.')
+    .min(1, 'Pages start at 1.')
+    .max(1_000_000, 'The page number is too large.')
+    .default(1),
+  pageSize: z.coerce
+    .number({ error: 'Enter a page size.' })
+    .int('A page size is a whole number.')
+    .min(1, 'A page holds at least one item.')
+    .default(20)
+    .transform((value) => Math.min(value, MAX_PAGE_SIZE)),
+};
+
+/** The query of `GET /v1/storage/files`. */
+export const ListFilesQuery = z.object({
+  bucket: BucketName,
+  path: FolderPath,
+  ...PageFields,
+});
+
+/** A validated listing request. */
+export type ListFilesQuery = z.output<typeof ListFilesQuery>;
+
+const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601 UTC' });
+
+/** What `POST /v1/storage/upload` answers. */
+export const UploadResponse = z.object({
+  fileId: z.string().meta({ format: 'uuid' }),
+  fileName: z.string().describe('The sanitized file name.'),
+  sizeBytes: z.number().int(),
+  contentType: z.string().describe('Sniffed from the content, not taken from the client.'),
+  uploadedAt: timestamp,
+});
+
+/** An upload response. */
+export type UploadResponse = z.output<typeof UploadResponse>;
+
+/** The metadata of a stored file. */
+export const FileMetadata = z.object({
+  id: z.string().meta({ format: 'uuid' }),
+  bucket: z.string(),
+  fileName: z.string(),
+  contentType: z.string(),
+  sizeBytes: z.number().int(),
+  path: z.string().nullable(),
+  isPublic: z.boolean(),
+  uploadedBy: z.string().describe('The uploading user.'),
+  uploadedAt: timestamp,
+});
+
+/** File metadata. */
+export type FileMetadata = z.output<typeof FileMetadata>;
+
+/** A paged result (SPEC 2.6). */
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly totalCount: number;
+  readonly page: number;
+  readonly pageSize: number;
+  readonly totalPages: number;
+  readonly hasNextPage: boolean;
+  readonly hasPreviousPage: boolean;
+}
+
+/** The paged result of file metadata, for the API document. */
+export const FilePage = z.object({
+  items: z.array(FileMetadata),
+  totalCount: z.number().int(),
+  page: z.number().int(),
+  pageSize: z.number().int(),
+  totalPages: z.number().int(),
+  hasNextPage: z.boolean(),
+  hasPreviousPage: z.boolean(),
+});
+
+/** Adds the derived members of a paged result. */
+export function toPage<T>(items: readonly T[], totalCount: number, page: number, pageSize: number): Page<T> {
+  const totalPages = Math.ceil(totalCount / pageSize);
+  return { items, totalCount, page, pageSize, totalPages, hasNextPage: page < totalPages, hasPreviousPage: page > 1 };
+}

@@ -1,0 +1,161 @@
+import type { IdtServer } from '@idt/example-server';
+import { CLIENT_KINDS } from '@idt/oidc';
+import { ProblemError } from '@idt/problem';
+import { type Command, Option } from 'commander';
+import { type CommonOptions, commandConfig, OPERATOR, withServices } from '../context.js';
+import { assertEnvFileFree, type EnvFileSource, writeClientEnvFile } from '../env-file.js';
+import type { CliIo } from '../io.js';
+import { createOutput, type Output } from '../output.js';
+import {
+  collect,
+  type EnvFileOptions,
+  envFileOption,
+  examples,
+  splitList,
+  withCommonOptions,
+  withEnvFileOptions,
+} from './shared.js';
+
+interface RegisterClientOptions extends CommonOptions, EnvFileOptions {
+  readonly org: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly scope?: string[];
+  readonly redirectUri?: string[];
+  readonly postLogoutRedirectUri?: string[];
+  readonly backchannelLogoutUri?: string;
+  readonly refreshTokenLifetime?: string;
+}
+
+interface RotateSecretOptions extends CommonOptions, EnvFileOptions {
+  readonly org?: string;
+  readonly revokeActiveTokens?: boolean;
+}
+
+/**
+ * An organization by id, slug or name.
+ *
+ * @throws ProblemError `Clients.NotFound`, as the organization surface answers for one it cannot reach.
+ */
+async function organizationOf(server: IdtServer, reference: string) {
+  const organization = await server.services.identity.accounts.operator.findOrganization(reference);
+  if (!organization) throw new ProblemError('Clients.NotFound', `No organization "${reference}".`);
+  return organization;
+}
+
+/** Writes the env file when asked, then prints the secret once, or where it was written. */
+async function deliverSecret(
+  out: Output,
+  source: EnvFileSource,
+  envFile: string | undefined,
+  options: { command: string; force: boolean },
+): Promise<void> {
+  const written = envFile === undefined ? undefined : await writeClientEnvFile(envFile, source, options);
+  const { client } = source;
+  out.line(`  Client id:      ${client.clientId}`);
+  out.line(
+    envFile === undefined
+      ? `  Client secret:  ${source.clientSecret}   (shown only now; it cannot be fetched again)`
+      : `  Client secret:  written to ${envFile}`,
+  );
+  out.line(`  Scopes:         ${client.scopes.join(' ')}`);
+  out.line(`  Issuer:         ${source.issuer}`);
+  if (written !== undefined) out.line(`  Env file:       ${envFile} (mode 0600): ${written.join(', ')}`);
+  out.result({ ...source, ...(envFile !== undefined ? { envFile } : {}) });
+}
+
+/** `idt register-client` and `idt rotate-secret`: the organization clients surface (SPEC 4.1) from the command line. */
+export function registerClientCommands(program: Command, io: CliIo): void {
+  withEnvFileOptions(
+    withCommonOptions(
+      program
+        .command('register-client')
+        .summary('register an application or a service account for an organization')
+        .description(
+          'Registers an OAuth client for an organization with the rules and answers of POST /v1/identity/organizations/{orgId}/clients, acting as the platform operator (platform-only scopes allowed). The secret is shown once, or written with the other variables to --env-file.',
+        )
+        .requiredOption('--org <organization>', 'the organization: its id or slug (or name)')
+        .addOption(
+          new Option('--kind <kind>', 'application (sign-in, authorization code) or service-account (client credentials)')
+            .choices(CLIENT_KINDS)
+            .makeOptionMandatory(),
+        )
+        .requiredOption('--name <name>', 'the client’s name; its id is derived from it')
+        .option('--scope <scopes>', 'scopes to grant: repeat the option or separate them with spaces', collect)
+        .option('--redirect-uri <uri>', 'applications: a redirect URI (repeatable; at least one)', collect)
+        .option('--post-logout-redirect-uri <uri>', 'applications: a post-logout redirect URI (repeatable)', collect)
+        .option('--backchannel-logout-uri <uri>', 'applications: the back-channel logout URI')
+        .option('--refresh-token-lifetime <seconds>', 'applications: refresh-token lifetime, 60 to 31536000 seconds'),
+    ),
+    'the client’s OIDC_* / BFF_* variables to this file',
+  )
+    .addHelpText(
+      'after',
+      examples(
+        'idt register-client --org acme --kind service-account --name Reporting --scope users.read --env-file sa.env',
+        'idt register-client --org acme --kind application --name Dashboard --scope "openid profile email offline_access" --redirect-uri http://localhost:3000/auth/callback --post-logout-redirect-uri http://localhost:3000/ --env-file dashboard.env',
+        'npx idt register-client --org acme --kind service-account --name Billing --scope users.read --env-out billing.env --json',
+      ),
+    )
+    .action(async (options: RegisterClientOptions) => {
+      const out = createOutput(io, options.json === true);
+      const config = commandConfig(io, options);
+      const envFile = envFileOption(io, options);
+      if (envFile !== undefined) await assertEnvFileFree(envFile, options.force === true);
+      await withServices(io, out, config, async (server) => {
+        const organization = await organizationOf(server, options.org);
+        const registration = await server.services.oidc.clients.register(OPERATOR, organization.id, {
+          kind: options.kind,
+          name: options.name,
+          scopes: splitList(options.scope),
+          ...(options.redirectUri ? { redirectUris: options.redirectUri } : {}),
+          ...(options.postLogoutRedirectUri ? { postLogoutRedirectUris: options.postLogoutRedirectUri } : {}),
+          ...(options.backchannelLogoutUri !== undefined ? { backchannelLogoutUri: options.backchannelLogoutUri } : {}),
+          ...(options.refreshTokenLifetime !== undefined ? { refreshTokenLifetime: Number(options.refreshTokenLifetime) } : {}),
+        });
+        const kind = registration.client.kind === 'service-account' ? 'service account' : 'application';
+        out.line(`Registered ${kind} ${registration.client.clientId} for ${organization.name} (${organization.slug}).`);
+        await deliverSecret(out, registration, envFile, { command: 'idt register-client', force: options.force === true });
+      });
+    });
+
+  withEnvFileOptions(
+    withCommonOptions(
+      program
+        .command('rotate-secret')
+        .summary('issue a new client secret; the old one stops working at once')
+        .description(
+          'Issues a new secret for a client, as POST …/clients/{clientId}/rotate-secret does: the old secret stops working the moment the new one is issued. With --revoke-active-tokens every token the client holds ends too. The new secret is shown once, or written to --env-file.',
+        )
+        .argument('<clientId>', 'the client whose secret to rotate')
+        .option('--revoke-active-tokens', 'also end every access token the client holds')
+        .option('--org <organization>', 'answer "not found" unless the client belongs to this organization (id, slug or name)'),
+    ),
+    'the client’s OIDC_* / BFF_* variables with the new secret to this file',
+  )
+    .addHelpText(
+      'after',
+      examples(
+        'idt rotate-secret sa-acme-reporting',
+        'idt rotate-secret sa-acme-reporting --revoke-active-tokens --env-file sa.env --force',
+      ),
+    )
+    .action(async (clientId: string, options: RotateSecretOptions) => {
+      const out = createOutput(io, options.json === true);
+      const config = commandConfig(io, options);
+      const envFile = envFileOption(io, options);
+      if (envFile !== undefined) await assertEnvFileFree(envFile, options.force === true);
+      await withServices(io, out, config, async (server) => {
+        const organizationId = options.org === undefined ? undefined : (await organizationOf(server, options.org)).id;
+        const rotated = await server.services.oidc.clients.rotateSecret(OPERATOR, organizationId, clientId, {
+          revokeActiveTokens: options.revokeActiveTokens === true,
+        });
+        out.line(
+          `Rotated the secret of ${rotated.client.clientId}; the old secret no longer works${
+            options.revokeActiveTokens ? ' and its active tokens are revoked' : ''
+          }.`,
+        );
+        await deliverSecret(out, rotated, envFile, { command: 'idt rotate-secret', force: options.force === true });
+      });
+    });
+}

@@ -1,0 +1,70 @@
+import { basename, dirname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { type CommonOptions, commandConfig, withServices } from '../context.js';
+import type { CliIo } from '../io.js';
+import { createOutput, type Output } from '../output.js';
+import { applySeed, type SeedReport } from '../seed/apply.js';
+import { loadSeedFile } from '../seed/schema.js';
+import { type EnvFileOptions, envFileOption, examples, withCommonOptions, withEnvFileOptions } from './shared.js';
+
+interface SeedOptions extends CommonOptions, EnvFileOptions {
+  readonly file: string;
+}
+
+/** Prints a seed report: one line per entry, the new secrets once, and a summary. */
+export function printSeedReport(out: Output, report: SeedReport, source: string): void {
+  const typeWidth = Math.max(0, ...report.steps.map((step) => step.type.length));
+  for (const step of report.steps) {
+    const detail = step.detail ? `  (${step.detail})` : '';
+    out.line(`  ${step.outcome.padEnd(9)}  ${step.type.padEnd(typeWidth)}  ${step.name}${detail}`);
+  }
+  const shown = report.secrets.filter((secret) => secret.envFile === undefined);
+  if (shown.length > 0) {
+    out.line('Secrets of the new clients, shown only now (they cannot be fetched again):');
+    for (const secret of shown) out.line(`  ${secret.clientId}  ${secret.clientSecret}`);
+  }
+  for (const secret of report.secrets) {
+    if (secret.envFile !== undefined) out.line(`Wrote ${secret.envFile} (mode 0600) for ${secret.clientId}.`);
+  }
+  const count = (outcome: string) => report.steps.filter((step) => step.outcome === outcome).length;
+  out.line(
+    report.changed
+      ? `Seed applied: ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('skipped')} skipped.`
+      : `Nothing changed: everything in ${source} is already in place.`,
+  );
+}
+
+/** `idt seed --file seed.json|seed.yaml`: applies a seed file (docs/seed-file.md), idempotently. */
+export function registerSeed(program: Command, io: CliIo): void {
+  withEnvFileOptions(
+    withCommonOptions(
+      program
+        .command('seed')
+        .summary('apply a seed file: admin, organizations, users, scopes, clients')
+        .description(
+          'Applies a seed file (JSON or YAML, docs/seed-file.md): the first administrator, organizations, users and memberships, scope rows and first-party clients, through the same services as the HTTP API. Idempotent: what exists is left unchanged, and a second run says that nothing changed. Secrets of new clients are shown once or written to their env files.',
+        )
+        .requiredOption('--file <path>', 'the seed file: .json, or .yaml / .yml'),
+    ),
+    'the variables of the one new client that names no envFile',
+  )
+    .addHelpText('after', examples('idt seed --file seed.yaml', 'idt seed --file seed.json --json'))
+    .action(async (options: SeedOptions) => {
+      const out = createOutput(io, options.json === true);
+      const file = resolve(io.cwd, options.file);
+      const seed = await loadSeedFile(file, io.env);
+      const envFile = envFileOption(io, options);
+      const config = commandConfig(io, options);
+      await withServices(io, out, config, async (server) => {
+        const report = await applySeed(server, seed, {
+          baseDir: dirname(file),
+          ...(envFile !== undefined ? { envFile } : {}),
+          force: options.force === true,
+          command: 'idt seed',
+          progress: out.progress,
+        });
+        printSeedReport(out, report, basename(file));
+        out.result({ changed: report.changed, steps: report.steps, clients: report.secrets });
+      });
+    });
+}

@@ -1,0 +1,54 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { usageError } from '../errors.js';
+import type { CliIo } from '../io.js';
+
+/** Adds `--database` and `--json`, which every command takes. */
+export function withCommonOptions(command: Command): Command {
+  return command
+    .option('--database <url>', 'the database: sqlite:<file> or postgres://… (default: IDT_DATABASE_URL)')
+    .option('--json', 'print one JSON document on standard output, for scripts');
+}
+
+/** Adds `--env-file`, its alias `--env-out`, and `--force`. */
+export function withEnvFileOptions(command: Command, what: string): Command {
+  return command
+    .option('--env-file <path>', `write ${what} (mode 0600)`)
+    .option('--env-out <path>', 'the same as --env-file, for where node would take --env-file as its own option')
+    .option('--force', 'overwrite an existing env file');
+}
+
+/** The options `withEnvFileOptions` adds. */
+export interface EnvFileOptions {
+  readonly envFile?: string;
+  readonly envOut?: string;
+  readonly force?: boolean;
+}
+
+/**
+ * The env file a command writes, resolved against the working directory.
+ *
+ * @throws CliError (usage) when `--env-file` and `--env-out` name different files.
+ */
+export function envFileOption(io: CliIo, options: EnvFileOptions): string | undefined {
+  if (options.envFile !== undefined && options.envOut !== undefined && options.envFile !== options.envOut) {
+    throw usageError('--env-file and --env-out name different files; give one of them.');
+  }
+  const path = options.envFile ?? options.envOut;
+  return path === undefined ? undefined : resolve(io.cwd, path);
+}
+
+/** Splits repeated or space- and comma-separated option values (`--scope "a b" --scope c`). */
+export function splitList(values: readonly string[] | undefined): string[] {
+  return (values ?? []).flatMap((value) => value.split(/[\s,]+/)).filter(Boolean);
+}
+
+/** Collects a repeatable option's values. */
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** Formats examples for `--help`. */
+export function examples(...lines: string[]): string {
+  return `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
+}

@@ -1,0 +1,316 @@
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import type { IdtServer } from '@idt/example-server';
+import type { AccountsActor, OrganizationRecord } from '@idt/identity';
+import type { ClientRecord } from '@idt/oidc';
+import { ProblemError, toProblemError, ValidationProblem } from '@idt/problem';
+import { OPERATOR } from '../context.js';
+import { assertEnvFileFree, writeClientEnvFile } from '../env-file.js';
+import { CliError, usageError } from '../errors.js';
+import { type SeedClient, type SeedFile, seededClientKind } from './schema.js';
+
+/** What seeding did with one entry of the file. */
+export type SeedOutcome = 'created' | 'updated' | 'unchanged' | 'skipped';
+
+/** One entry of a seed report. */
+export interface SeedStep {
+  readonly type: 'admin' | 'scope' | 'organization' | 'user' | 'membership' | 'client';
+  /** What the entry is about: an e-mail address, a name, a client id. */
+  readonly name: string;
+  readonly outcome: SeedOutcome;
+  /** Why it was skipped or left unchanged, or what was created. */
+  readonly detail?: string;
+  /** The id of the user, organization or client. */
+  readonly id?: string;
+}
+
+/** The secret of a client the seed created: written to its env file, or to be shown once. */
+export interface SeededSecret {
+  readonly clientId: string;
+  readonly kind: ClientRecord['kind'];
+  readonly organizationId: string | null;
+  readonly clientSecret: string;
+  /** The env file the variables were written to. */
+  readonly envFile?: string;
+}
+
+/** What {@link applySeed} did. */
+export interface SeedReport {
+  readonly steps: readonly SeedStep[];
+  readonly secrets: readonly SeededSecret[];
+  /** Whether anything was created or updated. */
+  readonly changed: boolean;
+  /** The administrator the seed's admin block created, if it did. */
+  readonly admin?: { readonly userId: string; readonly organizationId: string; readonly email: string };
+}
+
+/** Options of {@link applySeed}. */
+export interface ApplySeedOptions {
+  /** Relative `envFile` paths of the file are resolved against it (the seed file's directory). */
+  readonly baseDir: string;
+  /** `--env-file`: the env file of the one client that names none. */
+  readonly envFile?: string;
+  /** Overwrite existing env files. */
+  readonly force?: boolean;
+  /** Which command writes the env files, for their header. */
+  readonly command?: string;
+  /** Reports progress of long steps (password hashing). */
+  readonly progress?: (message: string) => void;
+}
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof ProblemError && error.code === 'Clients.NotFound';
+}
+
+/**
+ * Runs the service call of one entry of the file; a refusal names the entry
+ * (`users[1].memberships[0].roles[0]: …`), as the file's own validation does.
+ */
+async function entryAt<T>(path: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const problem = toProblemError(error);
+    if (!(problem instanceof ProblemError) || problem.code === 'Server.Error' || problem.code === 'Http.ClientError') throw error;
+    if (problem.code === 'Validation.Failed') {
+      const errors = Object.entries(problem.errors ?? {}).map(([field, messages]) => [
+        field ? `${path}.${field}` : path,
+        messages,
+      ]);
+      throw new ValidationProblem(Object.fromEntries(errors), `The seed entry ${path} was refused.`);
+    }
+    throw new ProblemError(problem.code, `${path}: ${problem.detail}`, { cause: error });
+  }
+}
+
+/**
+ * Applies a validated seed file through the services of the reference server
+ * (the same ones the HTTP API uses). Idempotent: what exists is left as it
+ * is and reported `unchanged`; only new clients get a secret. Everything that
+ * can be checked before writing is checked first: references to
+ * organizations, and env files that would be overwritten.
+ *
+ * @throws ValidationProblem for a reference to an unknown organization; CliError
+ *   `Cli.EnvFileExists` (before any write) or `Cli.NoOwner`; the services' problems.
+ */
+export async function applySeed(server: IdtServer, seed: SeedFile, options: ApplySeedOptions): Promise<SeedReport> {
+  const { setup, identity, oidc } = server.services;
+  const { operator } = identity.accounts;
+  const clients = oidc.clients;
+  const steps: SeedStep[] = [];
+  const secrets: SeededSecret[] = [];
+  const seededOrganizations = new Map<string, OrganizationRecord>();
+  const progress = options.progress ?? (() => undefined);
+
+  const admin = seed.admin;
+  const adminActive =
+    admin !== undefined && [admin.email, admin.password, admin.organizationName].every((value) => value.trim() !== '');
+  const seedOrganizationNames = new Set(
+    [...(seed.organizations ?? []).map((entry) => entry.name), ...(adminActive ? [admin.organizationName.trim()] : [])].map(
+      (name) => name.toLowerCase(),
+    ),
+  );
+
+  const findOrganization = async (reference: string) =>
+    seededOrganizations.get(reference.toLowerCase()) ?? (await operator.findOrganization(reference));
+
+  async function existingClient(client: SeedClient): Promise<ClientRecord | undefined> {
+    if (client.clientId !== undefined) {
+      try {
+        return await clients.get(undefined, client.clientId);
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    }
+    const organization = client.tenantName === undefined ? null : await findOrganization(client.tenantName);
+    if (organization === undefined) return undefined;
+    const kind = seededClientKind(client);
+    return (await clients.list(organization?.id ?? null)).find((entry) => entry.name === client.name && entry.kind === kind);
+  }
+
+  // Checks before any write: organization references, then env files of the clients that will be new.
+  const unknown: Record<string, string[]> = {};
+  const checkReference = async (reference: string, field: string) => {
+    if (seedOrganizationNames.has(reference.toLowerCase()) || (await operator.findOrganization(reference))) return;
+    unknown[field] = [`No organization "${reference}" exists or is seeded in this file.`];
+  };
+  for (const [userIndex, user] of (seed.users ?? []).entries()) {
+    for (const [index, membership] of (user.memberships ?? []).entries()) {
+      await checkReference(membership.organization, `users[${userIndex}].memberships[${index}].organization`);
+    }
+  }
+  for (const [index, client] of (seed.clients ?? []).entries()) {
+    if (client.tenantName !== undefined) await checkReference(client.tenantName, `clients[${index}].tenantName`);
+  }
+  if (Object.keys(unknown).length > 0) throw new ValidationProblem(unknown, 'The seed names organizations that do not exist.');
+
+  const unnamed = (seed.clients ?? []).filter((client) => client.envFile === undefined);
+  if (options.envFile !== undefined && unnamed.length > 1) {
+    throw usageError(
+      `--env-file names one file, but ${unnamed.length} clients of the seed name no envFile; give each client its own envFile.`,
+    );
+  }
+  const envFiles = new Map<SeedClient, string>();
+  for (const client of seed.clients ?? []) {
+    const target = client.envFile !== undefined ? resolve(options.baseDir, client.envFile) : options.envFile;
+    if (target === undefined) continue;
+    if ([...envFiles.values()].includes(target))
+      throw usageError(`Two clients would write ${target}; give each its own env file.`);
+    envFiles.set(client, target);
+    if ((await existingClient(client)) === undefined) await assertEnvFileFree(target, options.force ?? false);
+  }
+
+  // The first administrator: the same bootstrap as `idt setup` (SPEC 3.1).
+  let createdAdmin: SeedReport['admin'];
+  if (admin !== undefined) {
+    const email = admin.email.trim().toLowerCase();
+    if (!adminActive) {
+      steps.push({
+        type: 'admin',
+        name: email || '(blank)',
+        outcome: 'skipped',
+        detail: 'email, password and organizationName are not all set',
+      });
+    } else if (!(await setup.isSetupRequired())) {
+      steps.push({ type: 'admin', name: email, outcome: 'unchanged', detail: 'setup is already complete' });
+    } else {
+      progress(`Creating the first administrator ${email} (hashing the password)…`);
+      const result = await entryAt('admin', () => setup.completeSetup(admin));
+      createdAdmin = { ...result, email };
+      steps.push({
+        type: 'admin',
+        name: email,
+        outcome: 'created',
+        detail: `owner of the platform organization ${admin.organizationName.trim()}`,
+        id: result.userId,
+      });
+    }
+  }
+
+  if (seed.scopes && seed.scopes.length > 0) {
+    const scopes = seed.scopes;
+    const upserted = await entryAt('scopes', () => clients.upsertScopes(scopes));
+    for (const outcome of ['created', 'updated', 'unchanged'] as const) {
+      for (const scope of upserted[outcome]) steps.push({ type: 'scope', name: scope, outcome });
+    }
+  }
+
+  let owner: string | undefined;
+  const ownerOfNewOrganizations = async (): Promise<AccountsActor> => {
+    owner ??=
+      createdAdmin?.userId ??
+      (adminActive ? (await operator.findUserByEmail(admin.email))?.id : undefined) ??
+      (await operator.platformOwner());
+    if (owner === undefined) {
+      throw new CliError(
+        'Cli.NoOwner',
+        'New organizations need an owner: add an admin block to the seed file, or run `idt setup` first.',
+      );
+    }
+    return { userId: owner, organizationId: null, permissions: new Set() };
+  };
+  for (const [index, entry] of (seed.organizations ?? []).entries()) {
+    const existing = await operator.findOrganization(entry.name);
+    if (existing) {
+      seededOrganizations.set(entry.name.toLowerCase(), existing);
+      steps.push({ type: 'organization', name: entry.name, outcome: 'unchanged', detail: existing.slug, id: existing.id });
+      continue;
+    }
+    const actor = await ownerOfNewOrganizations();
+    const created = await entryAt(`organizations[${index}]`, () => identity.accounts.organizations.create(actor, entry));
+    seededOrganizations.set(entry.name.toLowerCase(), created);
+    steps.push({ type: 'organization', name: entry.name, outcome: 'created', detail: created.slug, id: created.id });
+  }
+
+  let hashing = false;
+  for (const [userIndex, entry] of (seed.users ?? []).entries()) {
+    let userId = (await operator.findUserByEmail(entry.email))?.id;
+    if (userId !== undefined) {
+      steps.push({ type: 'user', name: entry.email, outcome: 'unchanged', id: userId });
+    } else {
+      if (!hashing) progress('Creating users (hashing passwords)…');
+      hashing = true;
+      // No password: one nobody knows, so the user signs in passwordless.
+      const password = entry.password ?? randomBytes(32).toString('base64url');
+      const { email, firstName, lastName } = entry;
+      ({ userId } = await entryAt(`users[${userIndex}]`, () =>
+        identity.accounts.users.register({ email, password, firstName, lastName }),
+      ));
+      steps.push({
+        type: 'user',
+        name: entry.email,
+        outcome: 'created',
+        id: userId,
+        ...(entry.password === undefined ? { detail: 'no password: signs in passwordless' } : {}),
+      });
+    }
+    for (const [index, membership] of (entry.memberships ?? []).entries()) {
+      const path = `users[${userIndex}].memberships[${index}]`;
+      const organization = await findOrganization(membership.organization);
+      if (!organization)
+        throw new ProblemError('Identity.OrganizationNotFound', `${path}: no organization "${membership.organization}".`);
+      const member = { organizationId: organization.id, userId, roles: membership.roles, status: membership.status ?? 'active' };
+      const added = await entryAt(path, () => operator.addMember(member));
+      steps.push({
+        type: 'membership',
+        name: `${entry.email} in ${organization.name}`,
+        outcome: added.created ? 'created' : 'unchanged',
+        detail: !added.created
+          ? `already ${added.status}`
+          : added.status === 'pending'
+            ? 'pending approval'
+            : `${added.status}: ${membership.roles.join(', ')}`,
+      });
+    }
+  }
+
+  for (const [index, entry] of (seed.clients ?? []).entries()) {
+    const existing = await existingClient(entry);
+    if (existing) {
+      steps.push({ type: 'client', name: existing.clientId, outcome: 'unchanged', id: existing.clientId });
+      continue;
+    }
+    const kind = seededClientKind(entry);
+    const organization = entry.tenantName === undefined ? null : await findOrganization(entry.tenantName);
+    if (organization === undefined) {
+      throw new ProblemError('Identity.OrganizationNotFound', `clients[${index}]: no organization "${entry.tenantName}".`);
+    }
+    const { clientId, envFile: _envFile, tenantName: _tenantName, kind: _kind, ...fields } = entry;
+    const registration = await entryAt(`clients[${index}]`, () =>
+      clients.register(
+        OPERATOR,
+        organization?.id ?? null,
+        { ...fields, kind },
+        { firstParty: kind === 'application', ...(clientId !== undefined ? { clientId } : {}) },
+      ),
+    );
+    const { client, clientSecret } = registration;
+    const where = organization ? `, ${organization.name}` : ', first-party, no organization';
+    steps.push({
+      type: 'client',
+      name: client.clientId,
+      outcome: 'created',
+      detail: `${kind === 'service-account' ? 'service account' : 'application'}${where}`,
+      id: client.clientId,
+    });
+    const target = envFiles.get(entry);
+    if (target !== undefined) {
+      await writeClientEnvFile(target, registration, { command: options.command ?? 'idt seed', force: options.force ?? false });
+    }
+    secrets.push({
+      clientId: client.clientId,
+      kind,
+      organizationId: client.organizationId,
+      clientSecret,
+      ...(target !== undefined ? { envFile: target } : {}),
+    });
+  }
+
+  return {
+    steps,
+    secrets,
+    changed: steps.some((step) => step.outcome === 'created' || step.outcome === 'updated'),
+    ...(createdAdmin ? { admin: createdAdmin } : {}),
+  };
+}

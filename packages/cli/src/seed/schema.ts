@@ -1,0 +1,278 @@
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import {
+  EmailSchema,
+  EnrollmentPolicySchema,
+  OrganizationNameSchema,
+  PasswordSchema,
+  PersonNameSchema,
+  RoleListSchema,
+} from '@idt/identity';
+import { RegisterClientInput, ScopeRowInput } from '@idt/oidc';
+import { memberPath, ValidationProblem } from '@idt/problem';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { CliError } from '../errors.js';
+
+const clientFields = RegisterClientInput.shape;
+
+/** A reference to an organization: its name, slug or id. */
+const OrganizationReference = z
+  .string({ error: 'Name an organization (its name, slug or id).' })
+  .trim()
+  .min(1, 'Name an organization (its name, slug or id).')
+  .max(200, 'An organization reference has at most 200 characters.');
+
+/** A string that may be blank: the admin block is skipped unless email, password and organizationName are all set (SPEC 3.1). */
+const MaybeBlank = z.string().default('');
+
+/** The first administrator, bootstrapped exactly as `idt setup` and `POST /v1/identity/setup/admin` do. */
+export const SeedAdmin = z
+  .strictObject({
+    email: MaybeBlank.describe('The administrator e-mail address. Blank skips the admin block.'),
+    password: MaybeBlank.describe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the seed file's placeholder syntax, documented.
+      '12 to 128 characters. Blank skips the admin block. Use ${VARIABLE} to read it from the environment.',
+    ),
+    firstName: MaybeBlank,
+    lastName: MaybeBlank,
+    organizationName: MaybeBlank.describe('The platform organization. Blank skips the admin block.'),
+  })
+  .describe('The first administrator and the platform organization; skipped once setup is complete.');
+
+/** An organization, owned by the seeded administrator (else the platform organization's first owner). */
+export const SeedOrganization = z
+  .strictObject({
+    name: OrganizationNameSchema.describe('Matched case-insensitively: an existing organization of this name is left unchanged.'),
+    enrollmentPolicy: EnrollmentPolicySchema.optional().describe('`invitation_only` when absent.'),
+  })
+  .describe('An organization owned by the seeded administrator.');
+
+/** A membership of a seeded user. */
+export const SeedMembership = z.strictObject({
+  organization: OrganizationReference.describe('The organization: a name from this file, or an existing name, slug or id.'),
+  roles: RoleListSchema.describe('Built-in roles (owner, admin, manager, user) or the organization’s custom roles.'),
+  status: z
+    .enum(['active', 'pending'])
+    .optional()
+    .describe('`active` (default), or `pending` waiting for approval (no roles until approved).'),
+});
+
+/** A user account with its memberships. */
+export const SeedUser = z.strictObject({
+  email: EmailSchema.describe('Matched case-insensitively: an existing user is left unchanged.'),
+  password: PasswordSchema.optional().describe(
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the seed file's placeholder syntax, documented.
+    'Without a password the user signs in passwordless (magic link or code). Use ${VARIABLE} to read it from the environment.',
+  ),
+  firstName: PersonNameSchema,
+  lastName: PersonNameSchema,
+  memberships: z.array(SeedMembership).max(100).optional(),
+});
+
+/** A scope row (SPEC 2.2): added, or updated when its description or flags differ. */
+export const SeedScope = ScopeRowInput.strict();
+
+/**
+ * A first-party client. A `clientId` starting with `sa-` makes a service
+ * account (client_credentials) bound to `tenantName`; other clients are
+ * first-party applications, bound to `tenantName` when given.
+ */
+export const SeedClient = z.strictObject({
+  clientId: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200, 'A client id has at most 200 characters.')
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._~-]*$/, 'A client id uses letters, digits, ".", "_", "~" and "-".')
+    .optional()
+    .describe(
+      'Derived from the names when absent (`sa-<organization>-<name>` for a service account). `sa-` makes a service account.',
+    ),
+  name: clientFields.name,
+  kind: clientFields.kind
+    .optional()
+    .describe('`service-account` when the client id starts with `sa-`, else `application` (default).'),
+  tenantName: OrganizationReference.optional().describe(
+    'The organization the client is bound to (its tokens carry its `org_id`). Required for a service account.',
+  ),
+  redirectUris: clientFields.redirectUris.describe('Applications: at least one. HTTPS, or http for localhost and 127.0.0.1.'),
+  postLogoutRedirectUris: clientFields.postLogoutRedirectUris,
+  frontchannelLogoutUri: clientFields.frontchannelLogoutUri,
+  backchannelLogoutUri: clientFields.backchannelLogoutUri,
+  backchannelLogoutSessionRequired: clientFields.backchannelLogoutSessionRequired,
+  scopes: clientFields.scopes.describe('Scope rows that exist (or are seeded in this file); platform-only scopes are allowed.'),
+  refreshTokenLifetime: clientFields.refreshTokenLifetime,
+  envFile: z
+    .string()
+    .trim()
+    .min(1)
+    .optional()
+    .describe('Where to write the new client’s OIDC_* / BFF_* variables (mode 0600), relative to the seed file.'),
+});
+
+/** The kind a seeded client gets: a `sa-` client id makes a service account. */
+export function seededClientKind(client: Pick<SeedClient, 'clientId' | 'kind'>): 'application' | 'service-account' {
+  return client.clientId?.startsWith('sa-') ? 'service-account' : (client.kind ?? 'application');
+}
+
+/** The seed file of `idt seed` (docs/seed-file.md). */
+export const SeedFileSchema = z
+  .strictObject({
+    $schema: z.string().optional().describe('The JSON Schema of this file, for editors.'),
+    admin: SeedAdmin.optional(),
+    organizations: z.array(SeedOrganization).max(1000).optional(),
+    users: z.array(SeedUser).max(10_000).optional(),
+    scopes: z.array(SeedScope).max(500).optional(),
+    clients: z.array(SeedClient).max(1000).optional(),
+  })
+  .superRefine((seed, ctx) => {
+    const envFiles = new Map<string, number>();
+    (seed.clients ?? []).forEach((client, index) => {
+      const kind = seededClientKind(client);
+      const path = ['clients', index];
+      if (client.clientId?.startsWith('sa-') && client.kind === 'application') {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'kind'],
+          message: 'A client id starting with "sa-" is a service account.',
+        });
+      }
+      if (client.kind === 'service-account' && client.clientId !== undefined && !client.clientId.startsWith('sa-')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'clientId'],
+          message: 'A service account’s client id starts with "sa-".',
+        });
+      }
+      if (kind === 'service-account' && client.tenantName === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'tenantName'],
+          message: 'A service account is bound to an organization: name it in tenantName.',
+        });
+      }
+      if (kind === 'application' && (client.redirectUris ?? []).length === 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'redirectUris'],
+          message: 'An application needs at least one redirect URI.',
+        });
+      }
+      if (client.envFile !== undefined) {
+        const first = envFiles.get(client.envFile);
+        if (first !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [...path, 'envFile'],
+            message: `clients[${first}] writes ${client.envFile} too; give each client its own env file.`,
+          });
+        } else envFiles.set(client.envFile, index);
+      }
+    });
+  })
+  .describe(
+    'An idt seed file: the first administrator, organizations, users and memberships, scope rows and first-party clients.',
+  );
+
+/** A seed file as written. */
+export type SeedFileInput = z.input<typeof SeedFileSchema>;
+/** A validated seed file. */
+export type SeedFile = z.output<typeof SeedFileSchema>;
+/** A validated seeded client. */
+export type SeedClient = z.output<typeof SeedClient>;
+
+const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** Replaces `${NAME}` in every string with the environment variable, collecting the unset ones by member path. */
+function interpolate(
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  path: Array<string | number>,
+  missing: Record<string, string[]>,
+): unknown {
+  if (typeof value === 'string') {
+    return value.replace(VARIABLE, (_match, name: string) => {
+      const replacement = env[name];
+      if (replacement === undefined) {
+        const key = memberPath(path);
+        missing[key] = [...(missing[key] ?? []), `The environment variable ${name} is not set.`];
+        return '';
+      }
+      return replacement;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, index) => interpolate(item, env, [...path, index], missing));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, env, [...path, key], missing)]));
+  }
+  return value;
+}
+
+/**
+ * Validates a parsed seed document: `${NAME}` placeholders in strings are
+ * replaced from `env` first.
+ *
+ * @throws ValidationProblem whose `errors` name every bad field (`clients[0].tenantName`).
+ */
+export function parseSeed(
+  document: unknown,
+  env: Readonly<Record<string, string | undefined>> = {},
+  name = 'The seed',
+): SeedFile {
+  const missing: Record<string, string[]> = {};
+  const interpolated = interpolate(document ?? {}, env, [], missing);
+  if (Object.keys(missing).length > 0) throw new ValidationProblem(missing, `${name} is invalid.`);
+  const parsed = SeedFileSchema.safeParse(interpolated);
+  if (!parsed.success) {
+    const errors: Record<string, string[]> = {};
+    for (const issue of parsed.error.issues) {
+      const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
+      for (const key of keys) {
+        const field = memberPath(key.map((segment) => (typeof segment === 'symbol' ? String(segment) : segment)));
+        const message = issue.code === 'unrecognized_keys' ? 'Unknown field.' : issue.message;
+        errors[field] = [...new Set([...(errors[field] ?? []), message])];
+      }
+    }
+    throw new ValidationProblem(errors, `${name} is invalid.`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Reads and validates a seed file: JSON for `.json`, YAML otherwise.
+ *
+ * @throws CliError `Cli.SeedFileUnreadable` when the file cannot be read or parsed;
+ *   ValidationProblem naming every bad field.
+ *
+ * @example
+ * const seed = await loadSeedFile('seed.yaml', process.env);
+ */
+export async function loadSeedFile(path: string, env: Readonly<Record<string, string | undefined>> = {}): Promise<SeedFile> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new CliError('Cli.SeedFileUnreadable', `Cannot read the seed file ${path}: ${(error as Error).message}`);
+  }
+  let document: unknown;
+  try {
+    document = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    const message = (error as Error).message.split('\n')[0];
+    throw new CliError(
+      'Cli.SeedFileUnreadable',
+      `${basename(path)} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${message}`,
+    );
+  }
+  return parseSeed(document, env, `The seed file ${basename(path)}`);
+}
+
+/** The JSON Schema (draft 2020-12) of seed files, as shipped in `schema/seed.schema.json`. */
+export function seedJsonSchema(): Record<string, unknown> {
+  const { $schema, ...schema } = z.toJSONSchema(SeedFileSchema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  return { $schema, title: 'idt seed file', ...schema };
+}

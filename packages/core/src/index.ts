@@ -67,6 +67,8 @@ export type { ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';
 export type { OpenApiDocument, OpenApiOptions } from './http/openapi.js';
 export { generateOpenApiDocument } from './http/openapi.js';
+export type { Page, PageRequest, PageSlice } from './http/paging.js';
+export { MAX_PAGE_SIZE, PageQuery, pageSchema, toPage } from './http/paging.js';
 export { html, json, noContent, text } from './http/responses.js';
 export type {
   HttpMethod,

@@ -44,8 +44,6 @@ export {
   UserReactivatedEvent,
   UserRegisteredEvent,
 } from './accounts/events.js';
-export type { Page, PageRequest, PageSlice } from './accounts/paging.js';
-export { MAX_PAGE_SIZE, PageQuery, pageSchema, toPage } from './accounts/paging.js';
 export { AccountsCodes } from './accounts/problems.js';
 export type { EnrollmentPolicy } from './accounts/records.js';
 export {

@@ -27,15 +27,12 @@ export {
   sanitizeFileName,
   sanitizePath,
 } from './files/sanitize.js';
-export type { Page } from './files/schemas.js';
 export {
   BucketName,
   FileMetadata,
   FilePage,
   FolderPath,
   ListFilesQuery,
-  MAX_PAGE_SIZE,
-  toPage,
   UploadFields,
   UploadForm,
   UploadResponse,

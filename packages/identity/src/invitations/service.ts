@@ -1,4 +1,4 @@
-import { type Clock, newId, systemClock } from '@idt/core';
+import { type Clock, newId, type Page, PageQuery, systemClock, toPage } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import { type AccountsActor, authorizeInOrganization, requireUserId } from '../accounts/actor.js';
@@ -9,7 +9,6 @@ import {
   MemberJoinedEvent,
   pendingEvent,
 } from '../accounts/events.js';
-import { type Page, PageQuery, toPage } from '../accounts/paging.js';
 import type { InvitationRecord, UserOrganization } from '../accounts/records.js';
 import {
   assertMayAssignRoles,

@@ -1,5 +1,5 @@
+import type { PageRequest, PageSlice } from '@idt/core';
 import type { MembershipStatus } from '../access/store.js';
-import type { PageRequest, PageSlice } from '../accounts/paging.js';
 import type { UserOrganization } from '../accounts/records.js';
 import type { ChangeEvent, MembershipSnapshot, OrganizationContext } from '../memberships/store.js';
 

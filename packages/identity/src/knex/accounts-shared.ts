@@ -1,10 +1,9 @@
-import type { EventOutbox } from '@idt/core';
+import type { EventOutbox, PageRequest } from '@idt/core';
 import { type CacheInvalidator, toIso } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import type { Knex } from 'knex';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import type { MembershipStatus } from '../access/store.js';
-import type { PageRequest } from '../accounts/paging.js';
 import type { EnrollmentPolicy, MemberRecord, OrganizationRecord, UserRecord } from '../accounts/records.js';
 import type { OrganizationContext } from '../memberships/store.js';
 

@@ -1,5 +1,5 @@
 import type { Migration } from '@idt/core/knex';
-import { timestampColumn } from './migrations.js';
+import { timestampColumn } from '@idt/core/knex';
 
 /**
  * - `identity_invitations`: invitations to join an organization. The link

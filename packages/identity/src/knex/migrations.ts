@@ -1,13 +1,8 @@
 import type { Migration, MigrationSet } from '@idt/core/knex';
-import type { Knex } from 'knex';
+import { timestampColumn } from '@idt/core/knex';
 import { accessMigration } from './migrations-0002-access.js';
 import { accountsMigration } from './migrations-0003-accounts.js';
 import { credentialsMigration } from './migrations-0004-credentials.js';
-
-/** A timestamp column: `timestamptz(3)` on Postgres; ISO 8601 text on SQLite. */
-export function timestampColumn(table: Knex.CreateTableBuilder, name: string) {
-  return table.timestamp(name, { useTz: true, precision: 3 });
-}
 
 const accounts: Migration = {
   name: '0001_accounts',

@@ -1,4 +1,4 @@
-import { type Clock, newId, systemClock } from '@idt/core';
+import { type Clock, newId, type Page, PageQuery, systemClock, toPage } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import type { MembershipStatus } from '../access/store.js';
@@ -14,7 +14,6 @@ import {
   MembershipSuspendedEvent,
   pendingEvent,
 } from '../accounts/events.js';
-import { type Page, PageQuery, toPage } from '../accounts/paging.js';
 import { type MemberRecord, MembershipStatusSchema, type OrganizationRecord } from '../accounts/records.js';
 import { assertMayAssignRoles, MEMBER_ROLE, OWNER_ROLE, RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
 import type { OrganizationsStore } from '../organizations/store.js';

@@ -3,8 +3,8 @@ import type { PendingEvent } from '@idt/core';
 /** An event written in the transaction of a change (payloads are typed by their definitions). */
 export type ChangeEvent = PendingEvent<Record<string, unknown>>;
 
+import type { PageRequest, PageSlice } from '@idt/core';
 import type { MembershipStatus } from '../access/store.js';
-import type { PageRequest, PageSlice } from '../accounts/paging.js';
 import type { MemberRecord, OrganizationRecord } from '../accounts/records.js';
 
 /** What membership policy sees of an organization inside a write transaction. */

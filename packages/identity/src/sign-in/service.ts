@@ -96,7 +96,7 @@ export function createSignInService(options: { store: SignInStore; hasher: Passw
       };
       if (!organizationId) return claims;
       const membership = await store.findMembership(userId, organizationId);
-      if (!membership || membership.status !== 'active' || membership.organizationStatus !== 'active') return claims;
+      if (membership?.status !== 'active' || membership.organizationStatus !== 'active') return claims;
       return {
         ...claims,
         org_id: organizationId,

@@ -1,8 +1,7 @@
-import { type Clock, newId, systemClock } from '@idt/core';
+import { type Clock, newId, type Page, PageQuery, systemClock, toPage } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import { type AccountsActor, requireUserId, tenantOf } from '../accounts/actor.js';
-import { type Page, PageQuery, toPage } from '../accounts/paging.js';
 import type { UserRecord } from '../accounts/records.js';
 import type { OrganizationsStore } from '../organizations/store.js';
 import type { PasswordHasher } from '../passwords.js';

@@ -1,4 +1,4 @@
-import type { PageRequest, PageSlice } from '../accounts/paging.js';
+import type { PageRequest, PageSlice } from '@idt/core';
 import type { UserRecord } from '../accounts/records.js';
 
 /** A user to register. */

@@ -1,14 +1,10 @@
 import type { Migration, MigrationSet } from '@idt/core/knex';
-import type { Knex } from 'knex';
+import { timestampColumn } from '@idt/core/knex';
 
 /** The inquiries of an organization. */
 export const INQUIRIES_TABLE = 'inquiries';
 /** The comments on inquiries. */
 export const INQUIRY_COMMENTS_TABLE = 'inquiries_comments';
-
-function timestampColumn(table: Knex.CreateTableBuilder, name: string) {
-  return table.timestamp(name, { useTz: true, precision: 3 });
-}
 
 /**
  * - `inquiries`: one row per inquiry, owned by an organization; the

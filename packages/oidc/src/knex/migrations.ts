@@ -1,10 +1,6 @@
 import type { Migration, MigrationSet } from '@idt/core/knex';
+import { timestampColumn } from '@idt/core/knex';
 import { SCOPE_CATALOG } from '@idt/identity';
-import type { Knex } from 'knex';
-
-function timestamp(table: Knex.CreateTableBuilder, name: string) {
-  return table.timestamp(name, { useTz: true, precision: 3 });
-}
 
 const provider: Migration = {
   name: '0001_provider',
@@ -14,7 +10,7 @@ const provider: Migration = {
       t.string('description', 500).notNullable();
       t.boolean('is_default').notNullable().defaultTo(false);
       t.boolean('platform_only').notNullable().defaultTo(false);
-      timestamp(t, 'created_at').notNullable();
+      timestampColumn(t, 'created_at').notNullable();
     });
     const now = new Date().toISOString();
     await db('oidc_scopes').insert(
@@ -43,10 +39,10 @@ const provider: Migration = {
       t.integer('refresh_token_lifetime');
       t.string('secret_hash', 128).notNullable();
       t.string('created_by_user_id', 36);
-      timestamp(t, 'created_at').notNullable();
-      timestamp(t, 'updated_at').notNullable();
-      timestamp(t, 'last_used_at');
-      timestamp(t, 'last_rotated_at');
+      timestampColumn(t, 'created_at').notNullable();
+      timestampColumn(t, 'updated_at').notNullable();
+      timestampColumn(t, 'last_used_at');
+      timestampColumn(t, 'last_rotated_at');
       t.string('last_rotated_by_user_id', 36);
       t.string('display_name', 200);
       t.string('tagline', 500);
@@ -66,8 +62,8 @@ const provider: Migration = {
       t.string('account_id', 200);
       t.string('client_id', 200);
       t.string('session_id', 64);
-      timestamp(t, 'expires_at');
-      timestamp(t, 'consumed_at');
+      timestampColumn(t, 'expires_at');
+      timestampColumn(t, 'consumed_at');
       t.primary(['model', 'id']);
       t.index(['grant_id']);
       t.index(['uid']);
@@ -81,8 +77,8 @@ const provider: Migration = {
       t.string('grant_id', 200).primary();
       t.string('organization_id', 36);
       t.integer('refresh_token_lifetime').notNullable();
-      timestamp(t, 'created_at').notNullable();
-      timestamp(t, 'expires_at').notNullable();
+      timestampColumn(t, 'created_at').notNullable();
+      timestampColumn(t, 'expires_at').notNullable();
       t.index(['expires_at']);
     });
 
@@ -90,16 +86,16 @@ const provider: Migration = {
       t.string('user_id', 36).notNullable().references('id').inTable('identity_users').onDelete('CASCADE');
       t.string('client_id', 200).notNullable().references('client_id').inTable('oidc_clients').onDelete('CASCADE');
       t.text('scopes').notNullable();
-      timestamp(t, 'created_at').notNullable();
-      timestamp(t, 'updated_at').notNullable();
+      timestampColumn(t, 'created_at').notNullable();
+      timestampColumn(t, 'updated_at').notNullable();
       t.primary(['user_id', 'client_id']);
     });
 
     await db.schema.createTable('oidc_client_auth_failures', (t) => {
       t.string('client_id', 200).primary();
       t.bigInteger('total').notNullable().defaultTo(0);
-      timestamp(t, 'last_failure_at').notNullable();
-      timestamp(t, 'locked_until');
+      timestampColumn(t, 'last_failure_at').notNullable();
+      timestampColumn(t, 'locked_until');
     });
   },
   async down(db) {

@@ -1,8 +1,6 @@
+import { PageQuery, pageSchema } from '@idt/core';
 import { z } from 'zod';
 import { sanitizePath } from './sanitize.js';
-
-/** The largest page size; larger requests are clamped to it. */
-export const MAX_PAGE_SIZE = 100;
 
 /** A bucket name: 1–63 letters, digits, `.`, `_` or `-`, starting with a letter or digit; case-sensitive. */
 export const BucketName = z
@@ -51,27 +49,11 @@ export const UploadForm = z.object({
   isPublic: z.boolean().default(false).describe('Whether the file is meant to be public (metadata only).'),
 });
 
-/** `page` (from 1, default 1) and `pageSize` (default 20, clamped to 100). */
-const PageFields = {
-  page: z.coerce
-    .number({ error: 'Enter a page number.' })
-    .int('A page number is a whole number.')
-    .min(1, 'Pages start at 1.')
-    .max(1_000_000, 'The page number is too large.')
-    .default(1),
-  pageSize: z.coerce
-    .number({ error: 'Enter a page size.' })
-    .int('A page size is a whole number.')
-    .min(1, 'A page holds at least one item.')
-    .default(20)
-    .transform((value) => Math.min(value, MAX_PAGE_SIZE)),
-};
-
 /** The query of `GET /v1/storage/files`. */
 export const ListFilesQuery = z.object({
   bucket: BucketName,
   path: FolderPath,
-  ...PageFields,
+  ...PageQuery.shape,
 });
 
 /** A validated listing request. */
@@ -107,30 +89,5 @@ export const FileMetadata = z.object({
 /** File metadata. */
 export type FileMetadata = z.output<typeof FileMetadata>;
 
-/** A paged result (SPEC 2.6). */
-export interface Page<T> {
-  readonly items: readonly T[];
-  readonly totalCount: number;
-  readonly page: number;
-  readonly pageSize: number;
-  readonly totalPages: number;
-  readonly hasNextPage: boolean;
-  readonly hasPreviousPage: boolean;
-}
-
 /** The paged result of file metadata, for the API document. */
-export const FilePage = z.object({
-  items: z.array(FileMetadata),
-  totalCount: z.number().int(),
-  page: z.number().int(),
-  pageSize: z.number().int(),
-  totalPages: z.number().int(),
-  hasNextPage: z.boolean(),
-  hasPreviousPage: z.boolean(),
-});
-
-/** Adds the derived members of a paged result. */
-export function toPage<T>(items: readonly T[], totalCount: number, page: number, pageSize: number): Page<T> {
-  const totalPages = Math.ceil(totalCount / pageSize);
-  return { items, totalCount, page, pageSize, totalPages, hasNextPage: page < totalPages, hasPreviousPage: page > 1 };
-}
+export const FilePage = pageSchema(FileMetadata);

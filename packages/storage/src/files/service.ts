@@ -1,10 +1,20 @@
 import { pipeline, type Readable, Transform, type TransformCallback } from 'node:stream';
-import { type Clock, DEFAULT_MAX_UPLOAD_BYTES, type Logger, newId, type Principal, silentLogger, systemClock } from '@idt/core';
+import {
+  type Clock,
+  DEFAULT_MAX_UPLOAD_BYTES,
+  type Logger,
+  newId,
+  type Page,
+  type Principal,
+  silentLogger,
+  systemClock,
+  toPage,
+} from '@idt/core';
 import { fieldErrorsFromIssues, ProblemError, type ProblemFieldErrors, UnauthorizedError, ValidationProblem } from '@idt/problem';
 import type { BlobStore, StagedBlob } from '../blob/store.js';
 import type { Scanner } from '../scan/scanner.js';
 import { sanitizeFileName } from './sanitize.js';
-import { type FileMetadata, ListFilesQuery, type Page, toPage, UploadFields, type UploadResponse } from './schemas.js';
+import { type FileMetadata, ListFilesQuery, UploadFields, type UploadResponse } from './schemas.js';
 import { SNIFF_BYTES, sniffContentType } from './sniff.js';
 import type { FilesStore, StoredFileRecord } from './store.js';
 
@@ -287,7 +297,7 @@ export function createStorageService(options: StorageServiceOptions): StorageSer
       const organizationId = tenantOf(actor, STORAGE_READ);
       const request = ListFilesQuery.parse(query);
       const slice = await store.list(organizationId, request);
-      return toPage(slice.items.map(toMetadata), slice.totalCount, request.page, request.pageSize);
+      return toPage({ items: slice.items.map(toMetadata), totalCount: slice.totalCount }, request);
     },
 
     async get(actor, id) {

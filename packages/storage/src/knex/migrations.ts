@@ -1,14 +1,10 @@
 import type { Migration, MigrationSet } from '@idt/core/knex';
-import type { Knex } from 'knex';
+import { timestampColumn } from '@idt/core/knex';
 
 /** The buckets of each organization. */
 export const BUCKETS_TABLE = 'storage_buckets';
 /** The metadata of stored files. */
 export const FILES_TABLE = 'storage_files';
-
-function timestampColumn(table: Knex.CreateTableBuilder, name: string) {
-  return table.timestamp(name, { useTz: true, precision: 3 });
-}
 
 /**
  * - `storage_buckets`: created on the first upload into a bucket, unique per organization.

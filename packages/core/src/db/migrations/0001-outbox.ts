@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { timestampColumn } from '../columns.js';
 import type { Migration } from '../migrations.js';
 
 /** The table of outbox events: one row per event, written in the transaction of the change that caused it. */
@@ -6,11 +6,6 @@ export const OUTBOX_EVENTS_TABLE = 'core_outbox_events';
 
 /** The table of outbox deliveries: one row per (event, handler subscribed when the event was written). */
 export const OUTBOX_DELIVERIES_TABLE = 'core_outbox_deliveries';
-
-/** A timestamp column: `timestamptz(3)` on Postgres; ISO 8601 text on SQLite. */
-function timestampColumn(table: Knex.CreateTableBuilder, name: string) {
-  return table.timestamp(name, { useTz: true, precision: 3 });
-}
 
 /**
  * Creates the durable event outbox: `core_outbox_events` (id, type, JSON

@@ -1,7 +1,6 @@
-import { defineRoute, json, noContent, type Route } from '@idt/core';
+import { defineRoute, json, noContent, PageQuery, pageSchema, type Route } from '@idt/core';
 import { z } from 'zod';
 import { actorOf } from '../../accounts/actor.js';
-import { PageQuery, pageSchema } from '../../accounts/paging.js';
 import { InvitationRecord, UserOrganization } from '../../accounts/records.js';
 import { AcceptInvitationInput, CreateInvitationInput, type InvitationsService } from '../../invitations/service.js';
 import { idParam, OrganizationParams, organizationNotFound } from './accounts-common.js';

@@ -1,6 +1,5 @@
-import { defineRoute, json, noContent, type Route } from '@idt/core';
+import { defineRoute, json, noContent, pageSchema, type Route } from '@idt/core';
 import { actorOf } from '../../accounts/actor.js';
-import { pageSchema } from '../../accounts/paging.js';
 import { MemberRecord } from '../../accounts/records.js';
 import { MemberListQuery, type MembershipsService, SetMemberRolesInput } from '../../memberships/service.js';
 import { MemberParams, OrganizationParams } from './accounts-common.js';

@@ -1,7 +1,6 @@
-import { defineRoute, json, type Route } from '@idt/core';
+import { defineRoute, json, PageQuery, pageSchema, type Route } from '@idt/core';
 import { z } from 'zod';
 import { actorOf } from '../../accounts/actor.js';
-import { PageQuery, pageSchema } from '../../accounts/paging.js';
 import { UserOrganization, UserRecord } from '../../accounts/records.js';
 import type { OrganizationsService } from '../../organizations/service.js';
 import { RegisterInput, UpdateProfileInput, type UsersService } from '../../users/service.js';

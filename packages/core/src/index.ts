@@ -62,6 +62,7 @@ export type { ApiDocsOptions } from './http/api-docs.js';
 export { createApiDocsRoutes, resolveScalarScript } from './http/api-docs.js';
 export type { GateRequest, HttpApp, HttpAppOptions, RequestGate, RequestInfo, RequestRateLimiter } from './http/app.js';
 export { createHttpApp, partitionKey, resolveRequestId } from './http/app.js';
+export type { BodySource } from './http/body.js';
 export { DEFAULT_MAX_BODY_BYTES, readBodyText, readFormBody, readJsonBody, searchParamsToObject } from './http/body.js';
 export type { ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';
@@ -69,6 +70,8 @@ export type { OpenApiDocument, OpenApiOptions } from './http/openapi.js';
 export { generateOpenApiDocument } from './http/openapi.js';
 export type { Page, PageRequest, PageSlice } from './http/paging.js';
 export { MAX_PAGE_SIZE, PageQuery, pageSchema, toPage } from './http/paging.js';
+export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from './http/light.js';
+export { incomingFromRequest, LightHeaders, LightResponse, toFetchResponse } from './http/light.js';
 export { html, json, noContent, text } from './http/responses.js';
 export type {
   HttpMethod,

@@ -33,6 +33,6 @@ export { createEventBus, EventPayloadError } from './events/bus.js';
 export type { PublicJwk, SigningAlgorithm, SigningKey, SigningKeyStore, SigningKeyStoreOptions } from './keys/store.js';
 export { createKnexSigningKeyStore, jwkThumbprint, publicJwks, SIGNING_ALGORITHMS } from './keys/store.js';
 export type { RateLimiter, RateLimiterOptions } from './rate-limit/rate-limiter.js';
-export { createRateLimiter } from './rate-limit/rate-limiter.js';
+export { batchSize, createRateLimiter } from './rate-limit/rate-limiter.js';
 export type { WindowCounter, WindowCounterOptions } from './rate-limit/window-counter.js';
 export { createWindowCounter } from './rate-limit/window-counter.js';

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { HttpApp } from './http/app.js';
+import { type HandlerResponse, type HeaderReader, type IncomingRequest, LightResponse } from './http/light.js';
 
 /** A node-level handler that may take a request before the Fetch app; returns `true` when it did. */
 export type NodePreHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
@@ -20,14 +21,11 @@ export interface NodeHandlerOptions {
 
 /**
  * Turns a Node request into a Fetch `Request`. The body is streamed, not
- * buffered; the request's signal aborts when the client disconnects.
+ * buffered. The request carries no signal: undici keeps request signals
+ * reachable from a finalization registry, which under load grows memory and
+ * slows every request; {@link clientSignal} gives the disconnect signal instead.
  */
-export function toFetchRequest(req: IncomingMessage, res: ServerResponse, trustProxy = false): Request {
-  const forwardedProto = trustProxy ? headerValue(req.headers['x-forwarded-proto'])?.split(',')[0]?.trim() : undefined;
-  const forwardedHost = trustProxy ? headerValue(req.headers['x-forwarded-host'])?.split(',')[0]?.trim() : undefined;
-  const protocol = forwardedProto ?? ((req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
-  const host = sanitizeHost(forwardedHost ?? req.headers.host);
-  const url = `${protocol}://${host}${req.url?.startsWith('/') ? req.url : '/'}`;
+export function toFetchRequest(req: IncomingMessage, trustProxy = false, url = requestUrl(req, trustProxy)): Request {
   const headers = new Headers();
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
@@ -35,22 +33,63 @@ export function toFetchRequest(req: IncomingMessage, res: ServerResponse, trustP
     if (name.charCodeAt(0) === 58 /* ':' pseudo-headers of HTTP/2 */) continue;
     headers.append(name, raw[i + 1] as string);
   }
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
   return new Request(url, {
     method,
     headers,
-    signal: controller.signal,
     ...(hasBody ? { body: Readable.toWeb(req) as unknown as ReadableStream, duplex: 'half' } : {}),
   } as RequestInit);
 }
 
-/** Writes a Fetch `Response` to a Node response, streaming its body. */
-export async function writeFetchResponse(res: ServerResponse, response: Response): Promise<void> {
+/** The absolute URL of a Node request (forwarded protocol and host honoured behind a trusted proxy). */
+export function requestUrl(req: IncomingMessage, trustProxy = false): string {
+  const forwardedProto = trustProxy ? headerValue(req.headers['x-forwarded-proto'])?.split(',')[0]?.trim() : undefined;
+  const forwardedHost = trustProxy ? headerValue(req.headers['x-forwarded-host'])?.split(',')[0]?.trim() : undefined;
+  const protocol = forwardedProto ?? ((req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
+  const host = sanitizeHost(forwardedHost ?? req.headers.host);
+  return `${protocol}://${host}${req.url?.startsWith('/') ? req.url : '/'}`;
+}
+
+/**
+ * A Node request as the pipeline's {@link IncomingRequest}: headers read
+ * straight from `req.headers`, the body is `req` itself, and the Fetch
+ * `Request` is only built when a handler asks for it.
+ */
+export function toIncomingRequest(req: IncomingMessage, trustProxy = false): IncomingRequest {
+  const method = req.method ?? 'GET';
+  const url = requestUrl(req, trustProxy);
+  const headers: HeaderReader = {
+    get(name) {
+      const value = req.headers[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+  };
+  let request: Request | undefined;
+  return {
+    method,
+    url,
+    headers,
+    body: () => (method === 'GET' || method === 'HEAD' ? null : req),
+    toRequest: () => {
+      request ??= toFetchRequest(req, trustProxy, url);
+      return request;
+    },
+  };
+}
+
+/** A signal that aborts when the client disconnects before the response is finished. */
+export function clientSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** Writes a handler's response (a Fetch `Response` or a {@link LightResponse}) to a Node response, streaming a Fetch body. */
+export async function writeFetchResponse(res: ServerResponse, response: HandlerResponse): Promise<void> {
   if (response.status === 499) {
     res.destroy();
     return;
@@ -61,6 +100,16 @@ export async function writeFetchResponse(res: ServerResponse, response: Response
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
+  if (response instanceof LightResponse) {
+    // Built by a response helper: one write with a Content-Length.
+    const body = response.text;
+    if (body !== null && response.status !== 204 && response.status !== 304) {
+      headers['content-length'] = String(Buffer.byteLength(body));
+    }
+    res.writeHead(response.status, headers);
+    res.end(body === null || res.req.method === 'HEAD' ? undefined : body);
+    return;
+  }
   res.writeHead(response.status, headers);
   if (!response.body || res.req.method === 'HEAD') {
     res.end();
@@ -99,8 +148,8 @@ export function createNodeHandler(app: HttpApp, options: NodeHandlerOptions = {}
       for (const handler of before) {
         if (await handler(req, res)) return;
       }
-      const request = toFetchRequest(req, res, trustProxy);
-      const response = await app.fetch(request, { remoteAddress: req.socket.remoteAddress ?? 'unknown' });
+      const request = toIncomingRequest(req, trustProxy);
+      const response = await app.handle(request, { remoteAddress: req.socket.remoteAddress ?? 'unknown', signal: clientSignal(res) });
       await writeFetchResponse(res, response);
     } catch (error) {
       if (!res.headersSent) {

@@ -1,7 +1,7 @@
 import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock, defaultRateLimits } from '../src/index.js';
-import { coreMigrations, createDatabase, createRateLimiter, createWindowCounter } from '../src/knex.js';
+import { batchSize, coreMigrations, createDatabase, createRateLimiter, createWindowCounter } from '../src/knex.js';
 
 const MINUTE = 60_000;
 
@@ -164,5 +164,45 @@ describe.each(testDialects())('rate limiting on %s', (dialect) => {
       await database.db('core_rate_limit_counters').where('key', 'like', 'auth:%').orWhere('key', 'like', 'upload:%'),
     ).toEqual([]);
     expect(await database.db('core_rate_limit_counters').where('key', 'global:ip:10.0.0.1').first()).toBeDefined();
+  });
+});
+
+describe.each(testDialects())('batched permits on %s', (dialect) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect, [coreMigrations]);
+  });
+  afterAll(async () => {
+    await database.destroy();
+  });
+
+  it('reserves large limits in batches without ever admitting more than the limit across instances', async () => {
+    expect(batchSize(30)).toBe(1);
+    expect(batchSize(1000)).toBe(25);
+    expect(batchSize(1_000_000)).toBe(100);
+    const settings = {
+      auth: { permitLimit: 30, windowSeconds: 60 },
+      upload: { permitLimit: 10, windowSeconds: 60 },
+      registration: { permitLimit: 5, windowSeconds: 60 },
+      global: { permitLimit: 400, windowSeconds: 60 },
+    };
+    const other = createDatabase(database.url);
+    try {
+      const a = createRateLimiter({ db: database.db, settings });
+      const b = createRateLimiter({ db: dialect === 'postgres' ? other : database.db, settings });
+      const decisions = await Promise.all(
+        Array.from({ length: 500 }, (_, index) => (index % 2 === 0 ? a : b).hit('global', 'org:batched')),
+      );
+      const allowed = decisions.filter((decision) => decision.allowed).length;
+      expect(allowed).toBeLessThanOrEqual(400);
+      expect(allowed).toBeGreaterThanOrEqual(400 - 2 * batchSize(400));
+      const row = await database.db('core_rate_limit_counters').where('key', 'global:org:batched').first();
+      // One statement per batch, not per request.
+      expect(Number(row.count)).toBeGreaterThanOrEqual(400);
+      const refused = decisions.find((decision) => !decision.allowed);
+      expect(refused?.retryAfterSeconds).toBeGreaterThan(0);
+    } finally {
+      await other.destroy();
+    }
   });
 });

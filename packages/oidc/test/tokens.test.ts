@@ -207,6 +207,17 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
     expect(claims.scope).toBe('users.read');
     const allowed = await server.fetch('/v1/identity/users', { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect(allowed.status).toBe(200);
+    const whoami = await server.fetch('/v1/identity/auth/whoami', { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(await whoami.json()).toEqual({
+      kind: 'service',
+      subject: service.clientId,
+      userId: null,
+      clientId: service.clientId,
+      organizationId: admin.organizationId,
+      sessionId: null,
+      permissions: ['UsersRead'],
+      scopes: ['users.read'],
+    });
     const refused = await server.fetch(`/v1/identity/organizations/${admin.organizationId}/clients`, {
       headers: { authorization: `Bearer ${tokens.access_token}` },
     });

@@ -1,6 +1,7 @@
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { isUuid } from '../ids.js';
 import { type JwtClaims, JwtError, type JwtVerifier } from './jwt.js';
+import type { RequestHead } from '../http/light.js';
 import type { AuthenticationInfo, Authenticator, Principal } from './principal.js';
 
 /**
@@ -74,7 +75,7 @@ export function readCookie(header: string | null, name: string): string | undefi
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
   const { verifier, resolver } = options;
 
-  function requestedTenant(request: Request): string | null {
+  function requestedTenant(request: RequestHead): string | null {
     const header = request.headers.get('x-tenant-id');
     if (header === null || header.trim() === '') return null;
     if (!isUuid(header.trim())) {
@@ -102,7 +103,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   }
 
   return {
-    async authenticate(request: Request, _info: AuthenticationInfo) {
+    async authenticate(request: RequestHead, _info: AuthenticationInfo) {
       const tenantHeader = requestedTenant(request);
       const apiKey = request.headers.get('x-api-key');
       if (apiKey !== null && apiKey !== '') {

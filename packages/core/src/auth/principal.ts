@@ -1,3 +1,5 @@
+import type { RequestHead } from '../http/light.js';
+
 /** How a caller authenticated. */
 export type PrincipalKind = 'user' | 'service' | 'apiKey';
 
@@ -44,7 +46,7 @@ export interface AuthenticationInfo {
  * `ProblemError` (e.g. 403 for an `X-Tenant-Id` the caller may not use).
  */
 export interface Authenticator {
-  authenticate(request: Request, info: AuthenticationInfo): Promise<AuthenticationResult | null>;
+  authenticate(request: RequestHead, info: AuthenticationInfo): Promise<AuthenticationResult | null>;
 }
 
 /** The outcome of counting one request against a rate-limit policy. */

@@ -1,9 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { ClientClosedError, ProblemError, renderProblem, resolveTraceId, toProblemError, UnauthorizedError } from '@idt/problem';
 import type { z } from 'zod';
 import type { Authenticator, Principal, RateLimitDecision } from '../auth/principal.js';
 import type { Environment, RatePolicyName } from '../config/config.js';
 import { type Logger, silentLogger } from '../logger.js';
 import { DEFAULT_MAX_BODY_BYTES, readFormBody, readJsonBody, searchParamsToObject } from './body.js';
+import {
+  type HandlerResponse,
+  type IncomingRequest,
+  incomingFromRequest,
+  LightResponse,
+  type RequestHead,
+  toFetchResponse,
+} from './light.js';
+import { json } from './responses.js';
 import type { Route, RouteContext } from './route.js';
 import { Router } from './router.js';
 
@@ -11,6 +21,11 @@ import { Router } from './router.js';
 export interface RequestInfo {
   /** The peer address of the connection. */
   readonly remoteAddress?: string;
+  /**
+   * Aborts when the client goes away. Hosts pass it here rather than on the
+   * `Request` (undici keeps request signals alive in a finalization registry).
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** A check run before routing, e.g. the setup gate; throws a `ProblemError` to refuse. */
@@ -21,7 +36,8 @@ export interface GateRequest {
   readonly method: string;
   /** The path without the deployment prefix. */
   readonly path: string;
-  readonly request: Request;
+  /** The request's method, absolute URL and headers. */
+  readonly request: RequestHead;
 }
 
 /** Counts requests against fixed windows (see `createRateLimiter`). */
@@ -49,6 +65,12 @@ export interface HttpAppOptions {
 /** A Fetch-standard application: hand it a `Request`, get a `Response`. */
 export interface HttpApp {
   fetch(request: Request, info?: RequestInfo): Promise<Response>;
+  /**
+   * The pipeline on a light request; answers a Fetch `Response` or a
+   * {@link LightResponse}. Host adapters use it to skip building Fetch
+   * objects (see `createNodeHandler`); `fetch` wraps it.
+   */
+  handle(request: IncomingRequest, info?: RequestInfo): Promise<HandlerResponse>;
   readonly router: Router;
   readonly options: HttpAppOptions;
 }
@@ -57,7 +79,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 /** The request id to echo: the caller's when it is sane, else a new UUID. */
 export function resolveRequestId(header: string | null): string {
-  return header && REQUEST_ID.test(header) ? header : crypto.randomUUID();
+  return header && REQUEST_ID.test(header) ? header : randomUUID();
 }
 
 /**
@@ -76,12 +98,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const gates = options.gates ?? [];
 
   async function run(
-    request: Request,
+    request: IncomingRequest,
     url: URL,
     info: RequestInfo,
+    signal: AbortSignal,
     ids: { requestId: string; traceId: string },
     matched: { route?: Route },
-  ) {
+  ): Promise<HandlerResponse> {
     const clientIp = resolveClientIp(request, info, options.trustProxy ?? false);
     let path = url.pathname;
     if (prefix) {
@@ -150,11 +173,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     let body: unknown;
     if (schemas.body && (schemas.bodyKind ?? 'json') !== 'raw') {
       const maxBytes = schemas.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-      const raw = schemas.bodyKind === 'form' ? await readFormBody(request, maxBytes) : await readJsonBody(request, maxBytes);
+      const source = { headers: request.headers, body: request.body() };
+      const raw = schemas.bodyKind === 'form' ? await readFormBody(source, maxBytes) : await readJsonBody(source, maxBytes);
       body = await validate(schemas.body, raw, 'body');
     }
     const ctx: RouteContext = {
-      request,
+      get request() {
+        return request.toRequest();
+      },
+      method: request.method,
+      headers: request.headers,
       url,
       routePath: route.path,
       params: params as Record<string, string>,
@@ -165,23 +193,24 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       requestId: ids.requestId,
       traceId: ids.traceId,
       clientIp,
-      signal: request.signal,
+      signal,
       baseUrl: options.publicBaseUrl,
     };
     return route.handler(ctx);
   }
 
-  async function fetch(request: Request, info: RequestInfo = {}): Promise<Response> {
+  async function handle(request: IncomingRequest, info: RequestInfo = {}): Promise<HandlerResponse> {
     const requestId = resolveRequestId(request.headers.get('x-request-id'));
     const traceId = resolveTraceId(request.headers.get('traceparent'));
-    let response: Response;
+    const signal = info.signal ?? NEVER_ABORTED;
+    let response: HandlerResponse;
     const matched: { route?: Route } = {};
     try {
       const url = new URL(request.url);
-      response = await run(request, url, info, { requestId, traceId }, matched);
-      if (request.signal.aborted) throw new ClientClosedError();
+      response = await run(request, url, info, signal, { requestId, traceId }, matched);
+      if (signal.aborted) throw new ClientClosedError();
     } catch (caught) {
-      const error = request.signal.aborted ? new ClientClosedError() : caught;
+      const error = signal.aborted ? new ClientClosedError() : caught;
       const own = renderOwnError(matched.route, error);
       if (own) {
         own.headers.set('x-request-id', requestId);
@@ -191,20 +220,27 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       if (rendered.status >= 500) {
         logger.error('request failed', { requestId, traceId, method: request.method, url: request.url, error: caught });
       }
-      response = new Response(rendered.body === null ? null : JSON.stringify(rendered.body), {
-        status: rendered.status === 499 ? 499 : rendered.status,
-        headers: rendered.headers,
-      });
+      response =
+        rendered.body === null
+          ? new LightResponse(null, { status: rendered.status, headers: rendered.headers })
+          : json(rendered.body, { status: rendered.status, headers: rendered.headers });
     }
     response.headers.set('x-request-id', requestId);
     if (!response.headers.has('x-content-type-options')) response.headers.set('x-content-type-options', 'nosniff');
     return response;
   }
 
-  return { fetch, router, options };
+  async function fetch(request: Request, info: RequestInfo = {}): Promise<Response> {
+    return toFetchResponse(await handle(incomingFromRequest(request), { ...info, signal: info.signal ?? request.signal }));
+  }
+
+  return { fetch, handle, router, options };
 }
 
-function renderOwnError(route: Route | undefined, error: unknown): Response | undefined {
+/** The signal of requests whose host reports no disconnects. */
+const NEVER_ABORTED = new AbortController().signal;
+
+function renderOwnError(route: Route | undefined, error: unknown): HandlerResponse | undefined {
   if (!route?.renderError || error instanceof ClientClosedError) return undefined;
   const problem = toProblemError(error);
   if (problem instanceof ClientClosedError || problem.status >= 500) return undefined;
@@ -233,7 +269,7 @@ export function partitionKey(policy: RatePolicyName, principal: Principal | null
   return `ip:${clientIp}`;
 }
 
-function resolveClientIp(request: Request, info: RequestInfo, trustProxy: boolean): string {
+function resolveClientIp(request: RequestHead, info: RequestInfo, trustProxy: boolean): string {
   if (trustProxy) {
     const forwarded = request.headers.get('x-forwarded-for');
     const first = forwarded?.split(',')[0]?.trim();

@@ -1,4 +1,12 @@
 import { ProblemError } from '@idt/problem';
+import type { HeaderReader } from './light.js';
+
+/** Where a body comes from: the request's headers and its bytes (a Fetch `Request` fits). */
+export interface BodySource {
+  readonly headers: HeaderReader;
+  /** The bytes, or `null`; a web `ReadableStream` and a Node stream both qualify. */
+  readonly body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array> | null;
+}
 
 /** The default largest JSON or form body: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
@@ -7,21 +15,20 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
  * Reads a request body up to `maxBytes`, refusing more with 413 without
  * reading the rest.
  */
-export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+export async function readBodyText(request: BodySource, maxBytes: number): Promise<string> {
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   if (!request.body) return '';
-  const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
+  // Not a for-await loop: leaving one early destroys the stream, and with it
+  // a Node request's socket, before the 413 goes out. The host drains the rest.
+  const iterator = (request.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await iterator.next();
     if (done) break;
     size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge(maxBytes);
-    }
+    if (size > maxBytes) throw tooLarge(maxBytes);
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -31,7 +38,7 @@ function tooLarge(maxBytes: number): ProblemError {
   return new ProblemError('Http.ClientError', `The request body exceeds ${maxBytes} bytes.`, { status: 413 });
 }
 
-function mediaType(request: Request): string {
+function mediaType(request: BodySource): string {
   return (request.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
 }
 
@@ -41,7 +48,7 @@ function mediaType(request: Request): string {
  *
  * @throws ProblemError 415 for another media type, 400 for malformed JSON, 413 when too large.
  */
-export async function readJsonBody(request: Request, maxBytes = DEFAULT_MAX_BODY_BYTES): Promise<unknown> {
+export async function readJsonBody(request: BodySource, maxBytes = DEFAULT_MAX_BODY_BYTES): Promise<unknown> {
   const text = await readBodyText(request, maxBytes);
   if (text.trim() === '') return undefined;
   const type = mediaType(request);
@@ -60,7 +67,7 @@ export async function readJsonBody(request: Request, maxBytes = DEFAULT_MAX_BODY
  * repeated field becomes an array.
  */
 export async function readFormBody(
-  request: Request,
+  request: BodySource,
   maxBytes = DEFAULT_MAX_BODY_BYTES,
 ): Promise<Record<string, string | string[]>> {
   const text = await readBodyText(request, maxBytes);

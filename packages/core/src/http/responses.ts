@@ -1,3 +1,5 @@
+import { LightResponse } from './light.js';
+
 /**
  * A JSON response.
  *
@@ -5,21 +7,21 @@
  * return json({ setupRequired: true });
  * return json(record, { status: 201, headers: { location: `/v1/things/${record.id}` } });
  */
-export function json(body: unknown, init: { status?: number; headers?: Record<string, string> } = {}): Response {
-  return new Response(JSON.stringify(body), {
+export function json(body: unknown, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
+  return new LightResponse(JSON.stringify(body), {
     status: init.status ?? 200,
     headers: { 'content-type': 'application/json; charset=utf-8', ...init.headers },
   });
 }
 
 /** A 204 response. */
-export function noContent(headers: Record<string, string> = {}): Response {
-  return new Response(null, { status: 204, headers });
+export function noContent(headers: Record<string, string> = {}): LightResponse {
+  return new LightResponse(null, { status: 204, headers });
 }
 
 /** An HTML response that no cache keeps and no other origin frames. */
-export function html(body: string, init: { status?: number; headers?: Record<string, string> } = {}): Response {
-  return new Response(body, {
+export function html(body: string, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
+  return new LightResponse(body, {
     status: init.status ?? 200,
     headers: {
       'content-type': 'text/html; charset=utf-8',
@@ -31,8 +33,8 @@ export function html(body: string, init: { status?: number; headers?: Record<str
 }
 
 /** A plain-text response. */
-export function text(body: string, init: { status?: number; headers?: Record<string, string> } = {}): Response {
-  return new Response(body, {
+export function text(body: string, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
+  return new LightResponse(body, {
     status: init.status ?? 200,
     headers: { 'content-type': 'text/plain; charset=utf-8', ...init.headers },
   });

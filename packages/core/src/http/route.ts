@@ -2,6 +2,7 @@ import type { ProblemError } from '@idt/problem';
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { RatePolicyName } from '../config/config.js';
+import type { HandlerResponse, HeaderReader } from './light.js';
 
 /** The HTTP methods routes may declare. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -38,8 +39,15 @@ export type RouteBodyKind = 'json' | 'form' | 'raw';
 
 /** What the pipeline hands a route handler. */
 export interface RouteContext<TParams = Record<string, string>, TQuery = Record<string, unknown>, TBody = unknown> {
-  /** The request, with the deployment prefix still in its URL. */
+  /**
+   * The Fetch `Request`, with the deployment prefix still in its URL. Built
+   * on first use: prefer `headers` and `method` when they are all you need.
+   */
   readonly request: Request;
+  /** The request method. */
+  readonly method: string;
+  /** The request headers. */
+  readonly headers: HeaderReader;
   /** The parsed request URL. */
   readonly url: URL;
   /** The route path the request matched, without the prefix (`/v1/users/{id}`). */
@@ -105,8 +113,8 @@ export interface Route {
    * the e-mail change endpoints); return `undefined` for the problem document.
    * Runs for errors raised once the route matched, authentication included.
    */
-  readonly renderError?: (problem: ProblemError) => Response | undefined;
-  readonly handler: (ctx: RouteContext<any, any, any>) => Promise<Response> | Response;
+  readonly renderError?: (problem: ProblemError) => HandlerResponse | undefined;
+  readonly handler: (ctx: RouteContext<any, any, any>) => Promise<HandlerResponse> | HandlerResponse;
 }
 
 type Output<T> = T extends z.ZodType ? z.output<T> : undefined;
@@ -128,7 +136,7 @@ export interface RouteDefinition<
       Q extends z.ZodType ? z.output<Q> : Record<string, unknown>,
       Output<B>
     >,
-  ) => Promise<Response> | Response;
+  ) => Promise<HandlerResponse> | HandlerResponse;
 }
 
 /**

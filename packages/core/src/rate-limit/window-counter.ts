@@ -27,6 +27,13 @@ export interface WindowCounter {
    * @throws RangeError when `limit` is not a whole number ≥ 0 or `windowMs` is not > 0.
    */
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
+  /**
+   * Adds `count` attempts to the window of `key` in one statement (a new
+   * window starts with them) and returns the window's total afterwards and
+   * its end (epoch milliseconds). The request rate limiter reserves permits
+   * in batches with it.
+   */
+  add(key: string, count: number, windowMs: number): Promise<{ total: number; expiresAt: number }>;
   /** Forgets the window of `key`, e.g. after a successful sign-in. */
   reset(key: string): Promise<void>;
   /** Deletes every expired counter; returns how many were deleted. */
@@ -45,10 +52,10 @@ function storedKey(key: string): string {
 // it was before the update, so an expired window restarts at this attempt.
 const HIT_SQL = `
 insert into ${RATE_LIMIT_COUNTERS_TABLE} ("key", "count", "window_started_at", "expires_at")
-values (?, 1, ?, ?)
+values (?, ?, ?, ?)
 on conflict ("key") do update set
   "count" = case when ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" <= excluded."window_started_at"
-    then 1 else ${RATE_LIMIT_COUNTERS_TABLE}."count" + 1 end,
+    then excluded."count" else ${RATE_LIMIT_COUNTERS_TABLE}."count" + excluded."count" end,
   "window_started_at" = case when ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" <= excluded."window_started_at"
     then excluded."window_started_at" else ${RATE_LIMIT_COUNTERS_TABLE}."window_started_at" end,
   "expires_at" = case when ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" <= excluded."window_started_at"
@@ -69,19 +76,26 @@ returning "count", "expires_at"`;
 export function createWindowCounter(options: WindowCounterOptions): WindowCounter {
   const { db } = options;
   const clock = options.clock ?? systemClock;
+  async function add(key: string, increment: number, windowMs: number, now: number) {
+    const result = (await db.raw(HIT_SQL, [storedKey(key), increment, now, now + Math.ceil(windowMs)])) as
+      | Array<{ count: unknown; expires_at: unknown }>
+      | { rows: Array<{ count: unknown; expires_at: unknown }> };
+    const row = Array.isArray(result) ? result[0] : result.rows[0];
+    if (!row) throw new Error('The rate-limit upsert returned no row');
+    // pg returns bigint columns as strings.
+    return { total: Number(row.count), expiresAt: Number(row.expires_at) };
+  }
   return {
+    async add(key, count, windowMs) {
+      if (!Number.isInteger(count) || count < 1) throw new RangeError(`count must be a whole number ≥ 1, got ${count}`);
+      if (!Number.isFinite(windowMs) || windowMs <= 0) throw new RangeError(`windowMs must be > 0, got ${windowMs}`);
+      return add(key, count, windowMs, clock.now().getTime());
+    },
     async hit(key, limit, windowMs) {
       if (!Number.isInteger(limit) || limit < 0) throw new RangeError(`limit must be a whole number ≥ 0, got ${limit}`);
       if (!Number.isFinite(windowMs) || windowMs <= 0) throw new RangeError(`windowMs must be > 0, got ${windowMs}`);
       const now = clock.now().getTime();
-      const result = (await db.raw(HIT_SQL, [storedKey(key), now, now + Math.ceil(windowMs)])) as
-        | Array<{ count: unknown; expires_at: unknown }>
-        | { rows: Array<{ count: unknown; expires_at: unknown }> };
-      const row = Array.isArray(result) ? result[0] : result.rows[0];
-      if (!row) throw new Error('The rate-limit upsert returned no row');
-      // pg returns bigint columns as strings.
-      const count = Number(row.count);
-      const expiresAt = Number(row.expires_at);
+      const { total: count, expiresAt } = await add(key, 1, windowMs, now);
       return {
         allowed: count <= limit,
         limit,

@@ -1,4 +1,4 @@
-import { html } from '@idt/core';
+import { type HeaderReader, html, type LightResponse } from '@idt/core';
 
 function qualityOf(accept: string, matches: (type: string) => boolean): number {
   let best = 0;
@@ -17,7 +17,7 @@ function qualityOf(accept: string, matches: (type: string) => boolean): number {
  * (or `text/*`) is named explicitly with a quality at least that of JSON.
  * A bare `*` wildcard (what `fetch` and curl send) keeps JSON.
  */
-export function prefersHtml(request: Request): boolean {
+export function prefersHtml(request: { readonly headers: HeaderReader }): boolean {
   const accept = request.headers.get('accept');
   if (!accept) return false;
   const htmlQuality = qualityOf(accept, (type) => type === 'text/html' || type === 'text/*');
@@ -37,7 +37,7 @@ export function escapeHtml(value: string): string {
  * A minimal, accessible result page (one heading, one message, no script),
  * served with a CSP that loads nothing.
  */
-export function resultPage(options: { status: number; title: string; message: string }): Response {
+export function resultPage(options: { status: number; title: string; message: string }): LightResponse {
   const body = `<!doctype html>
 <html lang="en">
 <head>

@@ -108,12 +108,12 @@ export function createStorageRoutes(storage: StorageService): Route[] {
         },
         404: notFound,
       },
-      handler: async ({ principal, params, signal, request }) => {
+      handler: async ({ principal, params, signal, method }) => {
         const download = await storage.download(caller(principal), params.id);
         // HEAD (routed to GET) sends no body: close the blob stream rather than leave it open.
-        if (request.method === 'HEAD') download.body.destroy();
+        if (method === 'HEAD') download.body.destroy();
         else signal.addEventListener('abort', () => download.body.destroy(), { once: true });
-        const body = request.method === 'HEAD' ? null : (Readable.toWeb(download.body) as ReadableStream<Uint8Array>);
+        const body = method === 'HEAD' ? null : (Readable.toWeb(download.body) as ReadableStream<Uint8Array>);
         return new Response(body, {
           status: 200,
           headers: {

@@ -52,8 +52,8 @@ export function createApiKeyRoutes(apiKeys: ApiKeyService): Route[] {
         },
         422: { description: 'You already have 10 live keys (`ApiKeys.LimitReached`)' },
       },
-      handler: async ({ principal, body, request }) => {
-        if (principal?.kind !== 'user' || !principal.userId || !request.headers.get('authorization')) {
+      handler: async ({ principal, body, headers }) => {
+        if (principal?.kind !== 'user' || !principal.userId || !headers.get('authorization')) {
           throw new ProblemError('Auth.Forbidden', 'Creating an API key needs a user’s bearer access token.');
         }
         const created = await apiKeys.create(

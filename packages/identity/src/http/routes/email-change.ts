@@ -1,4 +1,4 @@
-import { defineRoute, json, type Route } from '@idt/core';
+import { defineRoute, json, type LightResponse, type Route } from '@idt/core';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
 import { ChangeEmailInput, ConfirmEmailChangeInput, type EmailChangeService } from '../../email-change/service.js';
@@ -15,7 +15,7 @@ export const EmailChangeResult = z.object({
 
 type ShortError = 'same_email' | 'rate_limited' | 'unauthorized' | 'token_expired' | 'invalid_token';
 
-function shortBody(status: number, error?: ShortError): Response {
+function shortBody(status: number, error?: ShortError): LightResponse {
   return json(error ? { succeeded: false, error } : { succeeded: true }, { status, headers: { 'cache-control': 'no-store' } });
 }
 
@@ -97,8 +97,8 @@ export function createEmailChangeRoutes(emailChange: EmailChangeService): Route[
       },
       renderError: (problem: ProblemError) =>
         problem.code === 'Validation.Failed' ? shortBody(400, 'invalid_token') : undefined,
-      handler: async ({ query, request }) => {
-        const asPage = prefersHtml(request);
+      handler: async ({ query, headers }) => {
+        const asPage = prefersHtml({ headers });
         try {
           await emailChange.confirm(query);
         } catch (error) {

@@ -1,4 +1,4 @@
-import { defineRoute, json, type Route, type RouteContext } from '@idt/core';
+import { defineRoute, json, type LightResponse, type Route, type RouteContext } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import {
@@ -18,12 +18,12 @@ const MagicLinkQuery = z.object({ token: z.string().min(1).max(512).meta({ descr
 const REQUEST_NOTE =
   'Always answers 202 for a well-formed address, whether or not an account uses it; only active users get mail. Magic-link and code requests share one limit of 3 per address per 15 minutes (429 `RateLimit.Exceeded` with `Retry-After`).';
 
-function accepted(): Response {
+function accepted(): LightResponse {
   return json({ succeeded: true }, { status: 202, headers: { 'cache-control': 'no-store' } });
 }
 
 function sessionContext(ctx: RouteContext<unknown, unknown, unknown>) {
-  const userAgent = ctx.request.headers.get('user-agent');
+  const userAgent = ctx.headers.get('user-agent');
   return { ip: ctx.clientIp, ...(userAgent ? { userAgent } : {}) };
 }
 
@@ -78,7 +78,7 @@ export function createPasswordlessRoutes(passwordless: PasswordlessService, sess
         400: { description: 'The link is invalid, expired or used (`Passwordless.InvalidToken`)' },
       },
       handler: async (ctx) => {
-        const asPage = prefersHtml(ctx.request);
+        const asPage = prefersHtml(ctx);
         let result: PasswordlessSignIn;
         try {
           result = await passwordless.verifyMagicLink(ctx.query.token, sessionContext(ctx));

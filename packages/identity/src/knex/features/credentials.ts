@@ -7,6 +7,7 @@ import { createApiKeyRoutes } from '../../http/routes/api-keys.js';
 import { createEmailChangeRoutes } from '../../http/routes/email-change.js';
 import { createPasswordlessRoutes } from '../../http/routes/passwordless.js';
 import { createSessionRoutes } from '../../http/routes/sessions.js';
+import { createWhoamiRoutes } from '../../http/routes/whoami.js';
 import { createPasswordlessService, type PasswordlessService } from '../../passwordless/service.js';
 import { UserSessionEvictedEvent, UserSessionRevokedEvent } from '../../sessions/events.js';
 import { createSessionService, type SessionService } from '../../sessions/service.js';
@@ -76,6 +77,7 @@ export function createCredentialsFeature(ctx: FeatureContext): CredentialsFeatur
   return {
     routes: [
       ...createSessionRoutes(sessions),
+      ...createWhoamiRoutes(),
       ...createApiKeyRoutes(apiKeys),
       ...createEmailChangeRoutes(emailChange),
       ...createPasswordlessRoutes(passwordless, sessions),

@@ -1,8 +1,8 @@
-import { type CredentialResolver, defineRoute, type JwtVerifier, json, type Route } from '@idt/core';
+import { type CredentialResolver, defineRoute, type HeaderReader, type JwtVerifier, json, type LightResponse, type Route } from '@idt/core';
 import type { AccountDirectory } from '../../interactions/directory.js';
 import { LOGIN_SCOPE_CLAIMS, USERINFO_PATH } from '../../provider/create-provider.js';
 
-function bearerError(status: 401 | 403, error: 'invalid_token' | 'insufficient_scope', description: string): Response {
+function bearerError(status: 401 | 403, error: 'invalid_token' | 'insufficient_scope', description: string): LightResponse {
   return json(
     { error, error_description: description },
     {
@@ -19,8 +19,8 @@ function bearerError(status: 401 | 403, error: 'invalid_token' | 'insufficient_s
  * checked for revocation; claims follow the token's organization.
  */
 export function createUserinfoRoutes(verifier: JwtVerifier, resolver: CredentialResolver, directory: AccountDirectory): Route[] {
-  const handler = async ({ request }: { request: Request }) => {
-    const header = request.headers.get('authorization') ?? '';
+  const handler = async ({ headers }: { headers: HeaderReader }) => {
+    const header = headers.get('authorization') ?? '';
     const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(header);
     if (!match?.[1]) return bearerError(401, 'invalid_token', 'Send the access token as Authorization: Bearer');
     let claims: Awaited<ReturnType<JwtVerifier['verify']>>;

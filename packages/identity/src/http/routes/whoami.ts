@@ -1,0 +1,47 @@
+import { defineRoute, json, type Route } from '@idt/core';
+import { z } from 'zod';
+
+const Whoami = z.object({
+  kind: z.enum(['user', 'service', 'apiKey']),
+  subject: z.string(),
+  userId: z.string().nullable(),
+  clientId: z.string().nullable(),
+  organizationId: z.string().nullable(),
+  sessionId: z.string().nullable(),
+  permissions: z.array(z.string()),
+  scopes: z.array(z.string()),
+});
+
+/**
+ * `GET /v1/identity/auth/whoami`: the caller as the API sees it (kind,
+ * subject, organization, permissions and scopes), for front ends deciding
+ * what to show and for operators checking a credential. Reads nothing beyond
+ * the credential.
+ */
+export function createWhoamiRoutes(): Route[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/v1/identity/auth/whoami',
+      operationId: 'whoami',
+      summary: 'The authenticated caller: organization, permissions and scopes',
+      tags: ['Sessions'],
+      tenant: 'optional',
+      responses: { 200: { description: 'The caller', schema: Whoami } },
+      handler: ({ principal }) =>
+        json(
+          {
+            kind: principal?.kind,
+            subject: principal?.subject,
+            userId: principal?.userId ?? null,
+            clientId: principal?.clientId ?? null,
+            organizationId: principal?.organizationId ?? null,
+            sessionId: principal?.sessionId ?? null,
+            permissions: [...(principal?.permissions ?? [])].sort(),
+            scopes: [...(principal?.scopes ?? [])].sort(),
+          },
+          { headers: { 'cache-control': 'no-store' } },
+        ),
+    }),
+  ];
+}

@@ -66,12 +66,12 @@ export type { BodySource } from './http/body.js';
 export { DEFAULT_MAX_BODY_BYTES, readBodyText, readFormBody, readJsonBody, searchParamsToObject } from './http/body.js';
 export type { ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';
+export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from './http/light.js';
+export { incomingFromRequest, LightHeaders, LightResponse, toFetchResponse } from './http/light.js';
 export type { OpenApiDocument, OpenApiOptions } from './http/openapi.js';
 export { generateOpenApiDocument } from './http/openapi.js';
 export type { Page, PageRequest, PageSlice } from './http/paging.js';
 export { MAX_PAGE_SIZE, PageQuery, pageSchema, toPage } from './http/paging.js';
-export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from './http/light.js';
-export { incomingFromRequest, LightHeaders, LightResponse, toFetchResponse } from './http/light.js';
 export { html, json, noContent, text } from './http/responses.js';
 export type {
   HttpMethod,

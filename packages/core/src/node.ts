@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { HttpApp } from './http/app.js';
+import type { HttpApp, RequestInfo } from './http/app.js';
 import { type HandlerResponse, type HeaderReader, type IncomingRequest, LightResponse } from './http/light.js';
 
 /** A node-level handler that may take a request before the Fetch app; returns `true` when it did. */
@@ -79,12 +79,14 @@ export function toIncomingRequest(req: IncomingMessage, trustProxy = false): Inc
   };
 }
 
-/** A signal that aborts when the client disconnects before the response is finished. */
+/** A signal that aborts when the client disconnects before the response is finished (at once if it already did). */
 export function clientSignal(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
+  if (res.destroyed && !res.writableFinished) controller.abort();
+  else
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
   return controller.signal;
 }
 
@@ -146,10 +148,11 @@ export function createNodeHandler(app: HttpApp, options: NodeHandlerOptions = {}
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       for (const handler of before) {
-        if (await handler(req, res)) return;
+        const taken = handler(req, res);
+        if (taken === true || (taken !== false && (await taken))) return;
       }
       const request = toIncomingRequest(req, trustProxy);
-      const response = await app.handle(request, { remoteAddress: req.socket.remoteAddress ?? 'unknown', signal: clientSignal(res) });
+      const response = await app.handle(request, new NodeRequestInfo(req, res));
       await writeFetchResponse(res, response);
     } catch (error) {
       if (!res.headersSent) {
@@ -160,6 +163,31 @@ export function createNodeHandler(app: HttpApp, options: NodeHandlerOptions = {}
       }
     }
   };
+}
+
+/**
+ * What the pipeline learns from a Node request beyond its head: the peer
+ * address, and the disconnect signal, built only when a handler asks for it
+ * (most requests never do). A class so that every request shares one shape.
+ */
+class NodeRequestInfo implements RequestInfo {
+  readonly remoteAddress: string;
+  readonly #res: ServerResponse;
+  #signal: AbortSignal | undefined;
+
+  constructor(req: IncomingMessage, res: ServerResponse) {
+    this.remoteAddress = req.socket.remoteAddress ?? 'unknown';
+    this.#res = res;
+  }
+
+  get signal(): AbortSignal {
+    this.#signal ??= clientSignal(this.#res);
+    return this.#signal;
+  }
+
+  clientClosed(): boolean {
+    return this.#res.destroyed && !this.#res.writableFinished;
+  }
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

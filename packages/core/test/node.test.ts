@@ -33,7 +33,8 @@ const app = createHttpApp({
       auth: 'anonymous',
       request: { bodyKind: 'raw' },
       responses: { 200: { description: 'ok' } },
-      handler: async ({ request }) => json({ length: (await request.arrayBuffer()).byteLength, type: request.headers.get('content-type') }),
+      handler: async ({ request }) =>
+        json({ length: (await request.arrayBuffer()).byteLength, type: request.headers.get('content-type') }),
     }),
     defineRoute({
       method: 'GET',
@@ -106,14 +107,18 @@ describe('node:http adapter', () => {
     const agent = new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 1 });
     const send = (body: string) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = httpRequest(`${base}/echo`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => {
-            text += chunk;
-          });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-        });
+        const req = httpRequest(
+          `${base}/echo`,
+          { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => {
+              text += chunk;
+            });
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
         req.on('error', reject);
         // Chunked, so the size is only known while reading.
         req.write(body.slice(0, 10));
@@ -128,7 +133,11 @@ describe('node:http adapter', () => {
   });
 
   it('builds the Fetch request only for handlers that ask for it, body included', async () => {
-    const response = await fetch(`${base}/raw`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(3000) });
+    const response = await fetch(`${base}/raw`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(3000),
+    });
     expect(await response.json()).toEqual({ length: 3000, type: 'application/octet-stream' });
   });
 

@@ -207,7 +207,9 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
     expect(claims.scope).toBe('users.read');
     const allowed = await server.fetch('/v1/identity/users', { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect(allowed.status).toBe(200);
-    const whoami = await server.fetch('/v1/identity/auth/whoami', { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    const whoami = await server.fetch('/v1/identity/auth/whoami', {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
     expect(await whoami.json()).toEqual({
       kind: 'service',
       subject: service.clientId,
@@ -267,6 +269,12 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
     expect(audit.locked_until).toBeTruthy();
     const unknownAudit = await server.database.db('oidc_client_auth_failures').where({ client_id: 'nobody' }).first();
     expect(Number(unknownAudit.total)).toBe(1);
+  });
+
+  it('answers a Basic credential that is not form-encoded with an OAuth error, not a crash', async () => {
+    const garbled = await tokenRequest(server, { grant_type: 'client_credentials' }, ['%zz', 'secret']);
+    expect(garbled.status).toBe(400);
+    expect(await garbled.json()).toMatchObject({ error: 'invalid_request' });
   });
 
   it('signs with rotated keys while tokens of the old keys keep verifying', async () => {

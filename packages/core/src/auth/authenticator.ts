@@ -1,7 +1,7 @@
 import { ProblemError, UnauthorizedError } from '@idt/problem';
+import type { RequestHead } from '../http/light.js';
 import { isUuid } from '../ids.js';
 import { type JwtClaims, JwtError, type JwtVerifier } from './jwt.js';
-import type { RequestHead } from '../http/light.js';
 import type { AuthenticationInfo, Authenticator, Principal } from './principal.js';
 
 /**
@@ -36,6 +36,11 @@ export interface AuthenticatorOptions {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** The `Bearer` scheme and the spaces after it (RFC 6750 2.1). */
+const BEARER_SCHEME = /^Bearer +/i;
+/** RFC 6750's b64token: checked on tokens not verified before. */
+const TOKEN68 = /^[A-Za-z0-9._~+/-]+=*$/;
+const BEARER_USAGE = 'Send the access token as Authorization: Bearer <token>';
 
 function invalidToken(description: string): UnauthorizedError {
   return new UnauthorizedError('The access token is invalid or expired.', {
@@ -87,7 +92,10 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   async function fromBearer(token: string, tenantHeader: string | null): Promise<Principal> {
     let claims: JwtClaims;
     try {
-      claims = await verifier.verify(token);
+      // A token verified before needs no promise of its own.
+      const cached = verifier.cached(token);
+      if (!cached && !TOKEN68.test(token)) throw invalidToken(BEARER_USAGE);
+      claims = cached ?? (await verifier.verify(token));
     } catch (error) {
       if (error instanceof JwtError) throw invalidToken(error.message);
       throw error;
@@ -113,9 +121,10 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       }
       const authorization = request.headers.get('authorization');
       if (authorization !== null) {
-        const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(authorization);
-        if (!match?.[1]) throw invalidToken('Send the access token as Authorization: Bearer <token>');
-        return { principal: await fromBearer(match[1], tenantHeader) };
+        const scheme = BEARER_SCHEME.exec(authorization);
+        const token = scheme ? authorization.slice(scheme[0].length).trimEnd() : '';
+        if (token === '') throw invalidToken(BEARER_USAGE);
+        return { principal: await fromBearer(token, tenantHeader) };
       }
       if (options.sessionCookie && resolver.resolveSession) {
         const value = readCookie(request.headers.get('cookie'), options.sessionCookie.name);

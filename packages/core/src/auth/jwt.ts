@@ -65,6 +65,13 @@ export interface JwtVerifierOptions {
 export interface JwtVerifier {
   /** @throws JwtError */
   verify(token: string): Promise<JwtClaims>;
+  /**
+   * The claims of a token this verifier already verified, checked against
+   * the clock again, without waiting; `undefined` when it is not cached.
+   *
+   * @throws JwtError when the cached token has expired
+   */
+  cached(token: string): JwtClaims | undefined;
   /** Forgets loaded keys and cached tokens (after a key rotation). */
   reset(): void;
 }
@@ -176,6 +183,11 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   }
 
   return {
+    cached(token) {
+      const cached = cache.get(token);
+      if (cached) checkTimes(cached);
+      return cached;
+    },
     async verify(token) {
       const cached = cache.get(token);
       if (cached) {

@@ -79,6 +79,23 @@ const routes: Route[] = [
     handler: () => json({ succeeded: true }),
   }),
   defineRoute({
+    method: 'POST',
+    path: '/v1/names',
+    operationId: 'reserveName',
+    summary: 'a body schema with an async refinement',
+    auth: 'anonymous',
+    request: {
+      body: z.object({
+        name: z.string().refine(async (name) => {
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          return name !== 'taken';
+        }, 'That name is taken.'),
+      }),
+    },
+    responses: {},
+    handler: ({ body }) => json(body),
+  }),
+  defineRoute({
     method: 'GET',
     path: '/v1/boom',
     operationId: 'boom',
@@ -191,6 +208,23 @@ describe('HTTP pipeline', () => {
     const response = await app().fetch(new Request('http://api.test/v1/things', { method: 'POST' }));
     expect(response.status).toBe(400);
     expect(await problem(response)).toMatchObject({ code: 'Validation.Failed' });
+  });
+
+  it('runs async refinements of a schema', async () => {
+    const post = (name: string) =>
+      app().fetch(
+        new Request('http://api.test/v1/names', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name }),
+        }),
+      );
+    const taken = await post('taken');
+    expect(taken.status).toBe(400);
+    expect((await problem(taken)).errors).toEqual({ name: ['That name is taken.'] });
+    const free = await post('free');
+    expect(free.status).toBe(200);
+    expect(await free.json()).toEqual({ name: 'free' });
   });
 
   it('validates path and query parameters', async () => {

@@ -1,12 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { ClientClosedError, ProblemError, renderProblem, resolveTraceId, toProblemError, UnauthorizedError } from '@idt/problem';
+import {
+  ClientClosedError,
+  newTraceId,
+  ProblemError,
+  renderProblem,
+  toProblemError,
+  traceIdFromTraceparent,
+  UnauthorizedError,
+} from '@idt/problem';
 import type { z } from 'zod';
+import { $ZodAsyncError } from 'zod/v4/core';
 import type { Authenticator, Principal, RateLimitDecision } from '../auth/principal.js';
 import type { Environment, RatePolicyName } from '../config/config.js';
 import { type Logger, silentLogger } from '../logger.js';
 import { DEFAULT_MAX_BODY_BYTES, readFormBody, readJsonBody, searchParamsToObject } from './body.js';
 import {
   type HandlerResponse,
+  type HeaderReader,
   type IncomingRequest,
   incomingFromRequest,
   LightResponse,
@@ -24,11 +34,17 @@ export interface RequestInfo {
   /**
    * Aborts when the client goes away. Hosts pass it here rather than on the
    * `Request` (undici keeps request signals alive in a finalization registry).
+   * It may be a getter that creates the signal on first use.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Whether the client went away; the pipeline asks this rather than
+   * `signal.aborted`, so a host can leave the signal unbuilt.
+   */
+  readonly clientClosed?: () => boolean;
 }
 
-/** A check run before routing, e.g. the setup gate; throws a `ProblemError` to refuse. */
+/** A check run before routing, e.g. the setup gate; throws (or rejects with) a `ProblemError` to refuse. */
 export type RequestGate = (request: GateRequest) => Promise<void> | void;
 
 /** What a gate sees. */
@@ -42,7 +58,8 @@ export interface GateRequest {
 
 /** Counts requests against fixed windows (see `createRateLimiter`). */
 export interface RequestRateLimiter {
-  hit(policy: RatePolicyName, partitionKey: string): Promise<RateLimitDecision>;
+  /** The decision; a limiter may answer synchronously when it needs no I/O. */
+  hit(policy: RatePolicyName, partitionKey: string): Promise<RateLimitDecision> | RateLimitDecision;
 }
 
 /** Options of {@link createHttpApp}. */
@@ -83,6 +100,24 @@ export function resolveRequestId(header: string | null): string {
 }
 
 /**
+ * The request id and trace id of a request. When both are new, one random
+ * UUID serves both (the trace id is its 32 hex digits): one draw instead of two.
+ */
+function requestIds(requestIdHeader: string | null, traceparent: string | null): { requestId: string; traceId: string } {
+  const requested = requestIdHeader && REQUEST_ID.test(requestIdHeader) ? requestIdHeader : undefined;
+  const traced = traceIdFromTraceparent(traceparent);
+  if (requested === undefined && traced === undefined) {
+    const uuid = randomUUID();
+    return { requestId: uuid, traceId: hexOfUuid(uuid) };
+  }
+  return { requestId: requested ?? randomUUID(), traceId: traced ?? newTraceId() };
+}
+
+function hexOfUuid(uuid: string): string {
+  return uuid.slice(0, 8) + uuid.slice(9, 13) + uuid.slice(14, 18) + uuid.slice(19, 23) + uuid.slice(24);
+}
+
+/**
  * Builds the request pipeline: request id and trace id, prefix, gates,
  * routing (404/405), authentication, rate limiting, tenant and permission
  * checks, validation, the handler, and problem rendering of every error.
@@ -101,7 +136,6 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     request: IncomingRequest,
     url: URL,
     info: RequestInfo,
-    signal: AbortSignal,
     ids: { requestId: string; traceId: string },
     matched: { route?: Route },
   ): Promise<HandlerResponse> {
@@ -114,7 +148,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       path = path.slice(prefix.length) || '/';
     }
     if (path.length > 1 && path.endsWith('/')) path = path.replace(/\/+$/, '');
-    for (const gate of gates) await gate({ method: request.method, path, request });
+    for (const gate of gates) {
+      const pending = gate({ method: request.method, path, request });
+      if (pending) await pending;
+    }
 
     const lookup = router.lookup(request.method, path);
     if (lookup.kind === 'not-found') throw new ProblemError('Http.NotFound');
@@ -141,7 +178,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const policy = route.ratePolicy === undefined ? 'global' : route.ratePolicy;
     if (policy && options.rateLimiter) {
       const key = partitionKey(policy, principal, clientIp);
-      const decision = await options.rateLimiter.hit(policy, key);
+      const hit = options.rateLimiter.hit(policy, key);
+      const decision = 'then' in hit ? await hit : hit;
       if (!decision.allowed) {
         throw new ProblemError('RateLimit.Exceeded', `Too many requests; retry in ${decision.retryAfterSeconds} seconds.`, {
           headers: { 'retry-after': String(decision.retryAfterSeconds) },
@@ -168,49 +206,47 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
 
     const schemas = route.request ?? {};
-    const params = await validate(schemas.params, rawParams, 'params');
-    const query = await validate(schemas.query, searchParamsToObject(url.searchParams), 'query');
+    // Awaited only when a schema's refinements are async: most requests need no extra promise.
+    let params = validate(schemas.params, rawParams);
+    if (params instanceof Promise) params = await params;
+    let query = validate(schemas.query, url.search === '' ? {} : searchParamsToObject(url.searchParams));
+    if (query instanceof Promise) query = await query;
     let body: unknown;
     if (schemas.body && (schemas.bodyKind ?? 'json') !== 'raw') {
       const maxBytes = schemas.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
       const source = { headers: request.headers, body: request.body() };
       const raw = schemas.bodyKind === 'form' ? await readFormBody(source, maxBytes) : await readJsonBody(source, maxBytes);
-      body = await validate(schemas.body, raw, 'body');
+      body = validate(schemas.body, raw);
+      if (body instanceof Promise) body = await body;
     }
-    const ctx: RouteContext = {
-      get request() {
-        return request.toRequest();
-      },
-      method: request.method,
-      headers: request.headers,
+    const ctx = new PipelineContext(
+      request,
+      info,
       url,
-      routePath: route.path,
-      params: params as Record<string, string>,
-      query: query as Record<string, unknown>,
+      route.path,
+      params as Record<string, string>,
+      query as Record<string, unknown>,
       body,
       principal,
       tenantId,
-      requestId: ids.requestId,
-      traceId: ids.traceId,
+      ids,
       clientIp,
-      signal,
-      baseUrl: options.publicBaseUrl,
-    };
+      options.publicBaseUrl,
+    );
     return route.handler(ctx);
   }
 
   async function handle(request: IncomingRequest, info: RequestInfo = {}): Promise<HandlerResponse> {
-    const requestId = resolveRequestId(request.headers.get('x-request-id'));
-    const traceId = resolveTraceId(request.headers.get('traceparent'));
-    const signal = info.signal ?? NEVER_ABORTED;
+    const { requestId, traceId } = requestIds(request.headers.get('x-request-id'), request.headers.get('traceparent'));
+    const closed = () => (info.clientClosed ? info.clientClosed() : (info.signal?.aborted ?? false));
     let response: HandlerResponse;
     const matched: { route?: Route } = {};
     try {
       const url = new URL(request.url);
-      response = await run(request, url, info, signal, { requestId, traceId }, matched);
-      if (signal.aborted) throw new ClientClosedError();
+      response = await run(request, url, info, { requestId, traceId }, matched);
+      if (closed()) throw new ClientClosedError();
     } catch (caught) {
-      const error = signal.aborted ? new ClientClosedError() : caught;
+      const error = closed() ? new ClientClosedError() : caught;
       const own = renderOwnError(matched.route, error);
       if (own) {
         own.headers.set('x-request-id', requestId);
@@ -237,6 +273,50 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   return { fetch, handle, router, options };
 }
 
+/**
+ * The context handed to handlers. A class, not an object literal: literals
+ * with getters get a fresh hidden class each, which V8 keeps in old space and
+ * which made every request's garbage survive until a full collection.
+ */
+class PipelineContext implements RouteContext {
+  readonly requestId: string;
+  readonly traceId: string;
+  readonly method: string;
+  readonly headers: HeaderReader;
+  readonly #incoming: IncomingRequest;
+  readonly #info: RequestInfo;
+
+  constructor(
+    incoming: IncomingRequest,
+    info: RequestInfo,
+    readonly url: URL,
+    readonly routePath: string,
+    readonly params: Record<string, string>,
+    readonly query: Record<string, unknown>,
+    readonly body: unknown,
+    readonly principal: Principal | null,
+    readonly tenantId: string | null,
+    ids: { requestId: string; traceId: string },
+    readonly clientIp: string,
+    readonly baseUrl: string,
+  ) {
+    this.#incoming = incoming;
+    this.#info = info;
+    this.method = incoming.method;
+    this.headers = incoming.headers;
+    this.requestId = ids.requestId;
+    this.traceId = ids.traceId;
+  }
+
+  get request(): Request {
+    return this.#incoming.toRequest();
+  }
+
+  get signal(): AbortSignal {
+    return this.#info.signal ?? NEVER_ABORTED;
+  }
+}
+
 /** The signal of requests whose host reports no disconnects. */
 const NEVER_ABORTED = new AbortController().signal;
 
@@ -249,9 +329,22 @@ function renderOwnError(route: Route | undefined, error: unknown): HandlerRespon
   return response;
 }
 
-async function validate(schema: z.ZodType | undefined, value: unknown, _where: string): Promise<unknown> {
+/**
+ * Parses a value with a schema: synchronously, unless the schema has async
+ * refinements (zod then refuses the synchronous parse and the async one runs).
+ */
+function validate(schema: z.ZodType | undefined, value: unknown): unknown {
   if (!schema) return value;
-  const result = await schema.safeParseAsync(value);
+  let result: z.ZodSafeParseResult<unknown>;
+  try {
+    result = schema.safeParse(value);
+  } catch (error) {
+    if (!(error instanceof $ZodAsyncError)) throw error;
+    return schema.safeParseAsync(value).then((asyncResult) => {
+      if (!asyncResult.success) throw asyncResult.error;
+      return asyncResult.data;
+    });
+  }
   if (!result.success) throw result.error;
   return result.data;
 }

@@ -63,8 +63,12 @@ export class Router {
 
   /** Looks a method and a prefix-free path up. `HEAD` falls back to `GET`. */
   lookup(method: string, path: string): RouteLookup {
-    const candidates: Array<{ compiled: CompiledPath; params: Record<string, string> }> = [];
+    const wanted = (method === 'HEAD' ? 'GET' : method) as HttpMethod;
     const exact = this.#static.get(path);
+    const direct = exact?.methods.get(wanted);
+    // A static path that has the method wins outright: no pattern needs trying.
+    if (direct) return { kind: 'match', match: { route: direct, params: {} } };
+    const candidates: Array<{ compiled: CompiledPath; params: Record<string, string> }> = [];
     if (exact) candidates.push({ compiled: exact, params: {} });
     for (const compiled of this.#dynamic) {
       const match = compiled.pattern?.exec(path);
@@ -81,7 +85,6 @@ export class Router {
       if (valid) candidates.push({ compiled, params });
     }
     if (candidates.length === 0) return { kind: 'not-found' };
-    const wanted = (method === 'HEAD' ? 'GET' : method) as HttpMethod;
     for (const candidate of candidates) {
       const route = candidate.compiled.methods.get(wanted);
       if (route) return { kind: 'match', match: { route, params: candidate.params } };

@@ -22,6 +22,11 @@ export interface SetupGateOptions {
   isSetupRequired(): Promise<boolean>;
   /** Paths that stay reachable; {@link SETUP_ALLOWLIST} by default. */
   allowlist?: readonly string[];
+  /**
+   * How long an answer of "set up" is trusted without asking again, in
+   * milliseconds (default 1000); requests in that time pass without waiting.
+   */
+  cacheMs?: number;
 }
 
 /**
@@ -30,10 +35,27 @@ export interface SetupGateOptions {
  */
 export function createSetupGate(options: SetupGateOptions): RequestGate {
   const allowlist = options.allowlist ?? SETUP_ALLOWLIST;
-  return async ({ path }) => {
-    if (allowlist.some((base) => isPathUnder(path, base))) return;
+  const cacheMs = options.cacheMs ?? 1000;
+  let setUpUntil = 0;
+  let checking: Promise<void> | undefined;
+  const check = async () => {
     if (await options.isSetupRequired()) {
       throw new ProblemError('Setup.Required', 'The service needs its first administrator: POST /v1/identity/setup/admin.');
     }
+    setUpUntil = Date.now() + cacheMs;
+  };
+  return ({ path }) => {
+    if (setUpUntil > Date.now()) return;
+    if (allowlist.some((base) => isPathUnder(path, base))) return;
+    // Concurrent requests share one check.
+    if (!checking) {
+      const pending = check();
+      checking = pending;
+      const done = () => {
+        if (checking === pending) checking = undefined;
+      };
+      pending.then(done, done);
+    }
+    return checking;
   };
 }

@@ -17,8 +17,12 @@ export interface RateLimiterOptions {
 
 /** The request rate limiter of the HTTP pipeline, with maintenance operations. */
 export interface RateLimiter extends RequestRateLimiter {
-  /** Counts one request of `partitionKey` under `policy` (key `${policy}:${partitionKey}`). */
-  hit(policy: RatePolicyName, partitionKey: string): Promise<RateLimitDecision>;
+  /**
+   * Counts one request of `partitionKey` under `policy` (key `${policy}:${partitionKey}`).
+   * Answers synchronously while this instance holds reserved permits, else
+   * with a promise (one database statement reserves the next batch).
+   */
+  hit(policy: RatePolicyName, partitionKey: string): Promise<RateLimitDecision> | RateLimitDecision;
   /** Forgets the current window of one partition under one policy. */
   reset(policy: RatePolicyName, partitionKey: string): Promise<void>;
   /** Deletes expired counters (of every key, not only request policies); returns how many. */
@@ -69,24 +73,30 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return undefined;
   }
 
+  async function hitSlowly(key: string, setting: RateLimitSetting): Promise<RateLimitDecision> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = clock.now().getTime();
+      const lease = leases.get(key);
+      const decision = lease ? take(lease, setting.permitLimit, now) : undefined;
+      if (decision) return decision;
+      let pending = reserving.get(key);
+      if (!pending) {
+        pending = reserve(key, setting).finally(() => reserving.delete(key));
+        reserving.set(key, pending);
+      }
+      await pending;
+    }
+    // Every reservation was taken by concurrent requests: count this one on its own.
+    return counter.hit(key, setting.permitLimit, setting.windowSeconds * 1000);
+  }
+
   return {
-    async hit(policy, partitionKey) {
+    hit(policy, partitionKey) {
       const setting = settingOf(policy);
       const key = `${policy}:${partitionKey}`;
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const now = clock.now().getTime();
-        const lease = leases.get(key);
-        const decision = lease ? take(lease, setting.permitLimit, now) : undefined;
-        if (decision) return decision;
-        let pending = reserving.get(key);
-        if (!pending) {
-          pending = reserve(key, setting).finally(() => reserving.delete(key));
-          reserving.set(key, pending);
-        }
-        await pending;
-      }
-      // Every reservation was taken by concurrent requests: count this one on its own.
-      return counter.hit(key, setting.permitLimit, setting.windowSeconds * 1000);
+      const lease = leases.get(key);
+      const decision = lease ? take(lease, setting.permitLimit, clock.now().getTime()) : undefined;
+      return decision ?? hitSlowly(key, setting);
     },
     async reset(policy, partitionKey) {
       leases.delete(`${policy}:${partitionKey}`);
@@ -112,11 +122,11 @@ const MAX_LEASES = 50_000;
 
 /**
  * How many permits an instance reserves at once: one (exact counting) for
- * limits under 40, else 1/40 of the limit up to 100. A reservation is one
+ * limits under 40, else 1/40 of the limit up to 1,000. A reservation is one
  * database statement, so a busy partition costs one write per batch; the
  * total admitted never exceeds the limit, and at most a batch per instance
- * can be left unused when a window ends.
+ * (2.5% of the limit) can be left unused when a window ends.
  */
 export function batchSize(limit: number): number {
-  return Math.max(1, Math.min(100, Math.floor(limit / 40)));
+  return Math.max(1, Math.min(1000, Math.floor(limit / 40)));
 }

@@ -30,6 +30,7 @@ export interface CredentialResolverOptions {
 }
 
 const ALL = '*';
+const NO_PERMISSIONS: ReadonlySet<string> = new Set();
 const MISSING = Symbol('missing');
 type Cached<T> = T | typeof MISSING;
 
@@ -90,14 +91,53 @@ export function createCredentialResolver(options: CredentialResolverOptions): Cr
         orMissing(await store.findMembership(userId, organizationId)),
       ),
     );
-  const watermark = (subject: RevocationSubject, id: string) =>
-    revocations.getOrLoad(`${subject}:${id}`, async () => (await store.findRevocation(subject, id)) ?? 0);
-
-  async function assertNotRevoked(iat: number, subjects: Array<[RevocationSubject, string | null | undefined]>) {
-    for (const [subject, id] of subjects) {
-      if (!id) continue;
-      if (iat < (await watermark(subject, id))) throw tokenInvalid(`The token was revoked (${subject}).`);
+  /** A token's scope set and what it grants a service account, shared by every token with the same `scope` claim. */
+  const scopeSets = new Map<string, { scopes: ReadonlySet<string>; permissions: ReadonlySet<string> }>();
+  function scopesOf(scope: unknown) {
+    const key = typeof scope === 'string' ? scope : '';
+    let entry = scopeSets.get(key);
+    if (!entry) {
+      const scopes = parseScopes(key);
+      entry = { scopes, permissions: permissionsForScopes(scopes) };
+      if (scopeSets.size >= 1000) scopeSets.clear();
+      scopeSets.set(key, entry);
     }
+    return entry;
+  }
+
+  /** The revocation watermark of a subject: the cached number, else a promise of it. */
+  const watermark = (subject: RevocationSubject, id: string): number | Promise<number> => {
+    const key = `${subject}:${id}`;
+    return revocations.get(key) ?? revocations.getOrLoad(key, async () => (await store.findRevocation(subject, id)) ?? 0);
+  };
+
+  /**
+   * Throws when a watermark is after `iat`. Answers synchronously when every
+   * watermark is cached (the hot path), else with a promise.
+   */
+  function assertNotRevoked(
+    iat: number,
+    subjects: Array<[RevocationSubject, string | null | undefined]>,
+  ): undefined | Promise<undefined> {
+    for (let index = 0; index < subjects.length; index++) {
+      const [subject, id] = subjects[index] as [RevocationSubject, string | null | undefined];
+      if (!id) continue;
+      const mark = watermark(subject, id);
+      if (typeof mark !== 'number') return assertNotRevokedFrom(iat, subjects, index);
+      if (iat < mark) throw tokenInvalid(`The token was revoked (${subject}).`);
+    }
+    return undefined;
+  }
+
+  async function assertNotRevokedFrom(
+    iat: number,
+    subjects: Array<[RevocationSubject, string | null | undefined]>,
+    start: number,
+  ): Promise<undefined> {
+    for (const [subject, id] of subjects.slice(start)) {
+      if (id && iat < (await watermark(subject, id))) throw tokenInvalid(`The token was revoked (${subject}).`);
+    }
+    return undefined;
   }
 
   async function activeUser(userId: string, onMissing: () => Error): Promise<UserAccess> {
@@ -121,17 +161,21 @@ export function createCredentialResolver(options: CredentialResolverOptions): Cr
   async function resolveToken(claims: JwtClaims, tenantId: string | null): Promise<Principal> {
     const clientId =
       (typeof claims.client_id === 'string' ? claims.client_id : undefined) ?? (claims.azp as string | undefined) ?? null;
-    const scopes = parseScopes(claims.scope);
+    const { scopes, permissions: scopePermissions } = scopesOf(claims.scope);
     const iat = typeof claims.iat === 'number' ? claims.iat : 0;
     const sessionId = typeof claims.sid === 'string' ? claims.sid : null;
     const isService = clientId !== null && claims.sub === clientId;
-    await assertNotRevoked(iat, [
+    const revocationCheck = assertNotRevoked(iat, [
       ['client', clientId],
       ['user', isService ? null : claims.sub],
       ['session', sessionId],
     ]);
+    if (revocationCheck) await revocationCheck;
     if (clientId && options.clients) {
-      const client = found(await clients.getOrLoad(clientId, async () => orMissing(await options.clients?.findClient(clientId))));
+      const client = found(
+        clients.get(clientId) ??
+          (await clients.getOrLoad(clientId, async () => orMissing(await options.clients?.findClient(clientId)))),
+      );
       if (client?.status !== 'active') throw tokenInvalid('The client of this token is suspended or deleted.');
     }
     if (isService) {
@@ -141,7 +185,7 @@ export function createCredentialResolver(options: CredentialResolverOptions): Cr
         userId: null,
         clientId,
         organizationId: tenantId,
-        permissions: tenantId ? permissionsForScopes(scopes) : new Set(),
+        permissions: tenantId ? scopePermissions : NO_PERMISSIONS,
         scopes,
         sessionId: null,
         name: clientId,

@@ -98,7 +98,7 @@ export interface KnexOidc {
   /** Client lookups for the identity module's credential resolver. */
   readonly clientLookup: ClientLookup;
   /** Node handler for `/connect/*`, `/.well-known/*` and the sign-in pages; returns `true` when it answered. */
-  readonly nodeHandler: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+  readonly nodeHandler: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
   readonly routes: readonly Route[];
   readonly events: readonly EventDefinition<any>[];
   readonly handlers: readonly EventHandlerDefinition<any>[];
@@ -122,8 +122,20 @@ const PROVIDER_PATHS = [
   '/.well-known/openid-configuration',
 ];
 
+/** The client id of an HTTP Basic credential (form-encoded, RFC 6749 2.3.1); `undefined` when malformed. */
+function basicClientId(credential: string): string | undefined {
+  try {
+    return decodeURIComponent(Buffer.from(credential, 'base64').toString('utf8').split(':')[0] ?? '');
+  } catch {
+    return undefined;
+  }
+}
+
+const PROVIDER_PATH_SET = new Set(PROVIDER_PATHS);
+const PROVIDER_PATH_PREFIXES = PROVIDER_PATHS.map((route) => `${route}/`);
+
 function isProviderPath(path: string): boolean {
-  return PROVIDER_PATHS.some((route) => path === route || path.startsWith(`${route}/`));
+  return PROVIDER_PATH_SET.has(path) || PROVIDER_PATH_PREFIXES.some((prefix) => path.startsWith(prefix));
 }
 
 /**
@@ -391,7 +403,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     if (!options.rateLimiter || !(path.startsWith(OIDC_ROUTES.token) || path.startsWith(OIDC_ROUTES.authorization))) return false;
     const header = req.headers.authorization ?? '';
     const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header)?.[1];
-    const clientId = basic ? decodeURIComponent(Buffer.from(basic, 'base64').toString('utf8').split(':')[0] ?? '') : undefined;
+    const clientId = basic ? basicClientId(basic) : undefined;
     const organizationId = clientId ? await organizationOf(clientId).catch(() => null) : null;
     const ip =
       (settings.trustProxy
@@ -417,13 +429,19 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     return true;
   }
 
-  async function nodeHandler(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  /** Takes the provider's requests; answers `false` synchronously for every other path. */
+  function nodeHandler(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
     const rawUrl = req.url ?? '/';
-    const pathname = rawUrl.split('?')[0] ?? '/';
+    const query = rawUrl.indexOf('?');
+    const pathname = query === -1 ? rawUrl : rawUrl.slice(0, query);
     if (settings.pathPrefix && pathname !== settings.pathPrefix && !pathname.startsWith(`${settings.pathPrefix}/`)) return false;
     const path = pathname.slice(settings.pathPrefix.length) || '/';
     if (path.startsWith('/connect/interaction/') || path.startsWith(`${ASSETS_BASE}/`)) return interactions(req, res);
     if (!isProviderPath(path)) return false;
+    return serveProvider(req, res, rawUrl, path);
+  }
+
+  async function serveProvider(req: IncomingMessage, res: ServerResponse, rawUrl: string, path: string): Promise<boolean> {
     if (await rateLimited(req, res, path)) return true;
     const mounted = req as IncomingMessage & { originalUrl?: string };
     mounted.originalUrl = rawUrl;

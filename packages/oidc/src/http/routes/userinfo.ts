@@ -1,4 +1,12 @@
-import { type CredentialResolver, defineRoute, type HeaderReader, type JwtVerifier, json, type LightResponse, type Route } from '@idt/core';
+import {
+  type CredentialResolver,
+  defineRoute,
+  type HeaderReader,
+  type JwtVerifier,
+  json,
+  type LightResponse,
+  type Route,
+} from '@idt/core';
 import type { AccountDirectory } from '../../interactions/directory.js';
 import { LOGIN_SCOPE_CLAIMS, USERINFO_PATH } from '../../provider/create-provider.js';
 

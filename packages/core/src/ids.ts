@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 let lastMs = 0;
 let sequence = 0;
@@ -42,7 +42,7 @@ export function randomToken(bytes = 32): string {
 
 /** The SHA-256 digest of a string, hex-encoded: how high-entropy secrets are stored. */
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   type JwtVerifier,
   type Logger,
   type Principal,
+  type RateLimitDecision,
   type RequestRateLimiter,
   type Route,
   silentLogger,
@@ -38,6 +39,7 @@ import type { AccountDirectory } from '../interactions/directory.js';
 import { ASSETS_BASE, createInteractionHandler } from '../interactions/handler.js';
 import { escapeHtml, pageCsp, renderPage, setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
+import { basicClientId } from '../provider/basic-auth.js';
 import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';
 import { loadOidcProvider } from '../provider/load.js';
 import { installProviderMiddleware } from '../provider/middleware.js';
@@ -121,15 +123,6 @@ const PROVIDER_PATHS = [
   OIDC_ROUTES.jwks,
   '/.well-known/openid-configuration',
 ];
-
-/** The client id of an HTTP Basic credential (form-encoded, RFC 6749 2.3.1); `undefined` when malformed. */
-function basicClientId(credential: string): string | undefined {
-  try {
-    return decodeURIComponent(Buffer.from(credential, 'base64').toString('utf8').split(':')[0] ?? '');
-  } catch {
-    return undefined;
-  }
-}
 
 const PROVIDER_PATH_SET = new Set(PROVIDER_PATHS);
 const PROVIDER_PATH_PREFIXES = PROVIDER_PATHS.map((route) => `${route}/`);
@@ -399,21 +392,40 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     logger,
   });
 
-  async function rateLimited(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+  /**
+   * Counts a token or authorization request against the `auth` policy of its
+   * client's organization (else of its IP); answers 429 itself when refused.
+   * Synchronous while the organization is cached and a rate-limit lease holds.
+   */
+  function rateLimited(req: IncomingMessage, res: ServerResponse, path: string): boolean | Promise<boolean> {
     if (!options.rateLimiter || !(path.startsWith(OIDC_ROUTES.token) || path.startsWith(OIDC_ROUTES.authorization))) return false;
-    const header = req.headers.authorization ?? '';
-    const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header)?.[1];
-    const clientId = basic ? basicClientId(basic) : undefined;
-    const organizationId = clientId ? await organizationOf(clientId).catch(() => null) : null;
-    const ip =
-      (settings.trustProxy
+    const clientId = basicClientId(req.headers.authorization);
+    if (clientId === undefined) return count(req, res, null);
+    const cached = clientOrganizations.get(clientId);
+    if (cached !== undefined) return count(req, res, cached);
+    return organizationOf(clientId).then(
+      (organizationId) => count(req, res, organizationId),
+      () => count(req, res, null),
+    );
+  }
+
+  function count(req: IncomingMessage, res: ServerResponse, organizationId: string | null): boolean | Promise<boolean> {
+    let partition: string;
+    if (organizationId) partition = `org:${organizationId}`;
+    else {
+      const forwarded = settings.trustProxy
         ? String(req.headers['x-forwarded-for'] ?? '')
             .split(',')[0]
             ?.trim()
-        : '') ||
-      req.socket.remoteAddress ||
-      'unknown';
-    const decision = await options.rateLimiter.hit('auth', organizationId ? `org:${organizationId}` : `ip:${ip}`);
+        : '';
+      partition = `ip:${forwarded || req.socket.remoteAddress || 'unknown'}`;
+    }
+    const decision = (options.rateLimiter as RequestRateLimiter).hit('auth', partition);
+    return 'then' in decision ? decision.then((settled) => refuse(res, settled)) : refuse(res, decision);
+  }
+
+  /** Answers 429 when the decision refuses; `true` when it did. */
+  function refuse(res: ServerResponse, decision: RateLimitDecision): boolean {
     if (decision.allowed) return false;
     res.writeHead(429, {
       'content-type': 'application/json; charset=utf-8',
@@ -441,8 +453,15 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     return serveProvider(req, res, rawUrl, path);
   }
 
-  async function serveProvider(req: IncomingMessage, res: ServerResponse, rawUrl: string, path: string): Promise<boolean> {
-    if (await rateLimited(req, res, path)) return true;
+  function serveProvider(req: IncomingMessage, res: ServerResponse, rawUrl: string, path: string): boolean | Promise<boolean> {
+    const limited = rateLimited(req, res, path);
+    if (limited === true) return true;
+    if (limited === false) return mount(req, res, rawUrl);
+    return limited.then((refused) => refused || mount(req, res, rawUrl));
+  }
+
+  /** Hands a request to oidc-provider, its URL relative to the mount point. */
+  async function mount(req: IncomingMessage, res: ServerResponse, rawUrl: string): Promise<boolean> {
     const mounted = req as IncomingMessage & { originalUrl?: string };
     mounted.originalUrl = rawUrl;
     mounted.url = rawUrl.slice(settings.pathPrefix.length) || '/';

@@ -3,6 +3,7 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { escapeHtml, pageCsp, renderPage } from '../interactions/pages.js';
 import { type FrontchannelTarget, renderFrontchannelPage } from '../logout/frontchannel.js';
+import { basicClientId } from './basic-auth.js';
 import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';
 
 /** Counts invalid-client answers and locks client ids out (SPEC 8.2). */
@@ -36,20 +37,6 @@ export interface ProviderMiddlewareOptions {
 }
 
 const CLIENT_AUTH_ROUTES = new Set(['token', 'revocation', 'introspection', 'pushed_authorization_request']);
-
-function basicClientId(ctx: KoaContextWithOIDC): string | undefined {
-  const header = ctx.get('authorization');
-  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (!match?.[1]) return undefined;
-  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
-  const index = decoded.indexOf(':');
-  if (index <= 0) return undefined;
-  try {
-    return decodeURIComponent(decoded.slice(0, index).replace(/\+/g, ' '));
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Pre- and post-middleware around oidc-provider's routes: the discovery
@@ -99,7 +86,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
       const clientId =
         (oidc.oidc.entities as { Client?: { clientId: string } }).Client?.clientId ??
         (oidc.oidc.params?.client_id as string | undefined) ??
-        basicClientId(oidc);
+        basicClientId(oidc.get('authorization'));
       if (ctx.status === 401 && body?.error === 'invalid_client') {
         if (clientId) {
           await lockout

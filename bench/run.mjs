@@ -12,11 +12,12 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDistStale } from '../scripts/dist-stale.mjs';
 import { formatProfileSummary, summarizeProfile } from './profile-summary.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -401,27 +402,6 @@ async function measure(name, request, serverPid) {
 }
 
 // ---------------------------------------------------------------- the idt server
-
-function isDistStale() {
-  const newest = (dir) => {
-    let latest = 0;
-    if (!existsSync(dir)) return latest;
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-    }
-    return latest;
-  };
-  for (const group of ['packages', 'examples']) {
-    for (const name of readdirSync(group)) {
-      const root = join(group, name);
-      if (!existsSync(join(root, 'package.json')) || !existsSync(join(root, 'src'))) continue;
-      const built = join(root, 'dist', 'index.js');
-      if (!existsSync(built) || newest(join(root, 'src')) > statSync(built).mtimeMs) return true;
-    }
-  }
-  return false;
-}
 
 let bundlePath;
 

@@ -1,0 +1,27 @@
+// Whether any workspace package's dist/ is older than its src/ (or missing):
+// shared by `npm start` (scripts/start.mjs) and the benchmarks (bench/run.mjs).
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function newestMtime(dir) {
+  let newest = 0;
+  if (!existsSync(dir)) return newest;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** True when a package under `packages/` or `examples/` (relative to `root`) needs `npm run build`. */
+export function isDistStale(root = process.cwd()) {
+  for (const group of ['packages', 'examples']) {
+    for (const name of readdirSync(join(root, group))) {
+      const pkg = join(root, group, name);
+      if (!existsSync(join(pkg, 'package.json')) || !existsSync(join(pkg, 'src'))) continue;
+      const built = join(pkg, 'dist', 'index.js');
+      if (!existsSync(built) || newestMtime(join(pkg, 'src')) > statSync(built).mtimeMs) return true;
+    }
+  }
+  return false;
+}

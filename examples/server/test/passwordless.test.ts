@@ -24,6 +24,16 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
   }
   const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
   const sessionCookie = (response: Response) => (response.headers.get('set-cookie') ?? '').split(';')[0] as string;
+  /** Posts a mailed link's token as its confirmation page does (same-origin form post). */
+  const postLink = (link: string, headers: Record<string, string> = {}, token = new URL(link).searchParams.get('token') ?? '') =>
+    fetch(`${new URL(link).origin}${new URL(link).pathname}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: new URL(link).origin, ...headers },
+      body: new URLSearchParams({ token }).toString(),
+      redirect: 'manual',
+    });
+  const consumedAt = async (userId: string) =>
+    (await server.database.db('identity_passwordless_requests').where({ user_id: userId, kind: 'link' }).first()).consumed_at;
 
   beforeAll(async () => {
     server = await startTestServer({ dialect });
@@ -43,7 +53,23 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     expect(row).toMatchObject({ kind: 'link', code_hash: null, attempts: 0, consumed_at: null });
     expect(new Date(row.expires_at).getTime() - new Date(row.created_at).getTime()).toBe(15 * 60_000);
 
-    const response = await fetch(link);
+    // Opening the link (a browser, a mail scanner, a link preview) shows a page and consumes nothing.
+    const opened = await fetch(link, { headers: { accept: 'text/html' } });
+    expect(opened.status).toBe(200);
+    expect(opened.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(opened.headers.get('content-security-policy')).toContain("form-action 'self'");
+    expect(opened.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(opened.headers.get('cache-control')).toBe('no-store');
+    expect(opened.headers.get('set-cookie')).toBeNull();
+    const page = await opened.text();
+    expect(page).toContain('<form method="post" action="/v1/identity/auth/passwordless/magic-link/verify">');
+    expect(page).toContain(`<input type="hidden" name="token" value="${new URL(link).searchParams.get('token')}">`);
+    expect(page).not.toContain('<script');
+    expect((await fetch(link)).status).toBe(200);
+    expect(await consumedAt(user.id)).toBeNull();
+    expect(await countRows(server, 'identity_sessions', { user_id: user.id })).toBe(0);
+
+    const response = await postLink(link);
     expect(response.status).toBe(200);
     const body = (await response.json()) as { succeeded: boolean; userId: string; sessionId: string };
     expect(body).toEqual({ succeeded: true, userId: user.id, sessionId: expect.any(String) });
@@ -61,27 +87,29 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     const amr = (await server.database.db('identity_sessions').where({ id: body.sessionId }).first()).amr;
     expect(JSON.parse(amr)).toEqual(['email']);
 
-    await expectProblem(await fetch(link), 400, 'Passwordless.InvalidToken');
+    await expectProblem(await postLink(link), 400, 'Passwordless.InvalidToken');
   });
 
   it('redirects to returnTo, renders a page for browsers, and refuses other return targets', async () => {
     const user = await seedUser(server.database.db);
     await expectAccepted(await requestLink({ email: user.email, returnTo: '/account?tab=security' }));
-    const redirected = await fetch(linkIn(await waitForMail(server, user.email, LINK)), { redirect: 'manual' });
+    const redirected = await postLink(linkIn(await waitForMail(server, user.email, LINK)));
     expect(redirected.status).toBe(303);
     expect(redirected.headers.get('location')).toBe('/account?tab=security');
     expect(redirected.headers.get('set-cookie')).toMatch(/^idt_session=/);
 
     await expectAccepted(await requestLink({ email: user.email }));
-    const page = await fetch(linkIn(await waitForMail(server, user.email, LINK, 1)), { headers: { accept: 'text/html' } });
+    const page = await postLink(linkIn(await waitForMail(server, user.email, LINK, 1)), { accept: 'text/html' });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(page.headers.get('set-cookie')).toMatch(/^idt_session=/);
     expect(await page.text()).toContain('<h1>You are signed in</h1>');
 
-    const forged = await server.fetch('/v1/identity/auth/passwordless/magic-link/verify?token=abc.def', {
-      headers: { accept: 'text/html' },
-    });
+    const forged = await postLink(
+      `${server.url}/v1/identity/auth/passwordless/magic-link/verify`,
+      { accept: 'text/html' },
+      'abc.def',
+    );
     expect(forged.status).toBe(400);
     expect(await forged.text()).toContain('does not work');
 
@@ -89,6 +117,38 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
       const problem = await expectProblem(await requestLink({ email: user.email, returnTo }), 400, 'Validation.Failed');
       expect(Object.keys(problem.errors as object)).toEqual(['returnTo']);
     }
+  });
+
+  it('refuses a link posted from another site, a malformed body, and consumes nothing then', async () => {
+    const user = await seedUser(server.database.db);
+    await expectAccepted(await requestLink({ email: user.email }));
+    const link = linkIn(await waitForMail(server, user.email, LINK));
+    // Login CSRF: another site posting the attacker's link must not sign the visitor in.
+    await expectProblem(await postLink(link, { origin: 'https://evil.example' }), 403, 'Auth.Forbidden');
+    await expectProblem(await postLink(link, { origin: 'null' }), 403, 'Auth.Forbidden');
+    const crossSite = await fetch(`${server.url}/v1/identity/auth/passwordless/magic-link/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'cross-site' },
+      body: new URLSearchParams({ token: new URL(link).searchParams.get('token') ?? '' }).toString(),
+    });
+    await expectProblem(crossSite, 403, 'Auth.Forbidden');
+    const asPage = await postLink(link, { origin: 'https://evil.example', accept: 'text/html' });
+    expect(asPage.status).toBe(403);
+    expect(asPage.headers.get('set-cookie')).toBeNull();
+    expect(await asPage.text()).toContain('does not work here');
+    // A body that is not the form, or has no token.
+    const asJson = await fetch(`${server.url}/v1/identity/auth/passwordless/magic-link/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: server.url },
+      body: JSON.stringify({ token: new URL(link).searchParams.get('token') }),
+    });
+    await expectProblem(asJson, 415, 'Http.ClientError');
+    const empty = await expectProblem(await postLink(link, {}, ''), 400, 'Validation.Failed');
+    expect(Object.keys(empty.errors as object)).toEqual(['token']);
+    expect(await consumedAt(user.id)).toBeNull();
+    expect(await countRows(server, 'identity_sessions', { user_id: user.id })).toBe(0);
+    // The link still works from its own page.
+    expect((await postLink(link)).status).toBe(200);
   });
 
   it('signs in with a mailed code, stored only as an HMAC', async () => {
@@ -148,7 +208,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     await expectAccepted(await requestLink({ email: user.email }));
     const link = linkIn(await waitForMail(server, user.email, LINK));
     await server.database.db('identity_users').where({ id: user.id }).update({ status: 'deactivated' });
-    await expectProblem(await fetch(link), 400, 'Passwordless.InvalidToken');
+    await expectProblem(await postLink(link), 400, 'Passwordless.InvalidToken');
     expect(await countRows(server, 'identity_sessions', { user_id: user.id })).toBe(0);
     expect(Boolean((await server.database.db('identity_users').where({ id: user.id }).first()).email_verified)).toBe(false);
   });
@@ -174,7 +234,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     const user = await seedUser(server.database.db);
     await expectAccepted(await requestLink({ email: user.email }));
     const link = linkIn(await waitForMail(server, user.email, LINK));
-    const linkResults = await Promise.all(Array.from({ length: 5 }, () => fetch(link)));
+    const linkResults = await Promise.all(Array.from({ length: 5 }, () => postLink(link)));
     expect(linkResults.map((response) => response.status).sort()).toEqual([200, 400, 400, 400, 400]);
 
     await expectAccepted(await requestCode({ email: user.email }));

@@ -284,6 +284,7 @@ describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
         'GET /v1/identity/auth/confirm-email-change',
         'POST /v1/identity/auth/passwordless/magic-link',
         'GET /v1/identity/auth/passwordless/magic-link/verify',
+        'POST /v1/identity/auth/passwordless/magic-link/verify',
         'POST /v1/identity/auth/passwordless/code',
         'POST /v1/identity/auth/passwordless/code/verify',
       ]),

@@ -145,7 +145,11 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     const mail = await latestMail(server, admin.email, 'magic-link');
     const link = /(https?:\/\/\S+magic-link\/verify\S+)/.exec(mail?.text ?? '')?.[1] ?? '';
     expect(link).toContain('/v1/identity/auth/passwordless/magic-link/verify');
-    const done = await browser.navigate(link, new URL(server.url).origin);
+    // The link opens a confirmation page (nothing consumed yet); its button signs in.
+    const confirm = await browser.navigate(link, new URL(server.url).origin);
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toContain('<button type="submit">Sign in</button>');
+    const done = await browser.submit({ form: '/magic-link/verify' });
     expect(done.status).toBeGreaterThanOrEqual(300);
     const tokens = await exchange(new URL(done.url), verifier);
     expect(tokens.claims()?.sub).toBe(admin.userId);

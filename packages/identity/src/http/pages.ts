@@ -33,29 +33,51 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
 }
 
+/** A form a {@link resultPage} offers: one button posting hidden fields. */
+export interface PageForm {
+  /** Where the form posts (relative to the page, or a path on this site). */
+  readonly action: string;
+  readonly fields: Readonly<Record<string, string>>;
+  readonly button: string;
+}
+
 /**
- * A minimal, accessible result page (one heading, one message, no script),
- * served with a CSP that loads nothing.
+ * A minimal, accessible result page (one heading, one message, optionally
+ * one form with a single button; no script), served with a CSP that loads
+ * nothing and lets forms post to this site only.
  */
-export function resultPage(options: { status: number; title: string; message: string }): LightResponse {
+export function resultPage(options: { status: number; title: string; message: string; form?: PageForm }): LightResponse {
+  const { form } = options;
+  const formHtml = form
+    ? `<form method="post" action="${escapeHtml(form.action)}">
+${Object.entries(form.fields)
+  .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
+  .join('\n')}
+<button type="submit">${escapeHtml(form.button)}</button>
+</form>
+`
+    : '';
   const body = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(options.title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5}</style>
+<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem}</style>
 </head>
 <body>
 <main>
 <h1>${escapeHtml(options.title)}</h1>
 <p role="status">${escapeHtml(options.message)}</p>
-</main>
+${formHtml}</main>
 </body>
 </html>
 `;
   return html(body, {
     status: options.status,
-    headers: { 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'" },
+    headers: {
+      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+      'referrer-policy': 'no-referrer',
+    },
   });
 }

@@ -13,7 +13,21 @@ import { prefersHtml, resultPage } from '../pages.js';
 
 const Accepted = z.object({ succeeded: z.literal(true) });
 const SignedIn = z.object({ succeeded: z.literal(true), userId: z.uuid(), sessionId: z.uuid() });
-const MagicLinkQuery = z.object({ token: z.string().min(1).max(512).meta({ description: 'The token of the mailed link.' }) });
+const MagicLinkToken = z.object({ token: z.string().min(1).max(512).meta({ description: 'The token of the mailed link.' }) });
+
+/**
+ * Whether a form post comes from this site: a browser names the page's origin
+ * in `Origin` (or says `Sec-Fetch-Site: same-origin`). Without either header
+ * the caller is not a browser, which another site cannot make post. Refusing
+ * cross-site posts keeps another site from signing a visitor in to the
+ * attacker's account with the attacker's link (login CSRF).
+ */
+function postedFromThisSite(ctx: RouteContext<unknown, unknown, unknown>): boolean {
+  const origin = ctx.headers.get('origin');
+  if (origin !== null) return origin === ctx.url.origin || origin === new URL(ctx.baseUrl).origin;
+  const site = ctx.headers.get('sec-fetch-site');
+  return site === null || site === 'same-origin' || site === 'none';
+}
 
 const REQUEST_NOTE =
   'Always answers 202 for a well-formed address, whether or not an account uses it; only active users get mail. Magic-link and code requests share one limit of 3 per address per 15 minutes (429 `RateLimit.Exceeded` with `Retry-After`).';
@@ -29,7 +43,8 @@ function sessionContext(ctx: RouteContext<unknown, unknown, unknown>) {
 
 /**
  * Passwordless sign-in: `POST /v1/identity/auth/passwordless/magic-link`,
- * `GET .../magic-link/verify`, `POST /v1/identity/auth/passwordless/code`
+ * `GET .../magic-link/verify` (the page the mailed link opens: it consumes
+ * nothing), `POST .../magic-link/verify`, `POST /v1/identity/auth/passwordless/code`
  * and `POST .../code/verify`. A verification starts a session and sets the
  * session cookie.
  */
@@ -59,15 +74,38 @@ export function createPasswordlessRoutes(passwordless: PasswordlessService, sess
     defineRoute({
       method: 'GET',
       path: '/v1/identity/auth/passwordless/magic-link/verify',
-      operationId: 'verifyMagicLink',
-      summary: 'Sign in with a mailed link',
+      operationId: 'confirmMagicLink',
+      summary: 'The page a mailed sign-in link opens',
       description:
-        'Consumes the link (exactly one use wins), marks the address verified, starts a session and sets the session cookie. With a `returnTo` the answer is a 303 redirect there; a browser (`Accept: text/html`) gets a small page; otherwise JSON.',
+        'A page with one button that posts the token to `POST .../magic-link/verify`. Opening the link signs nobody in and consumes nothing, so mail scanners and link previews that fetch it cannot use it up.',
       tags: ['Passwordless'],
       auth: 'anonymous',
       ratePolicy: 'auth',
-      request: { query: MagicLinkQuery },
-      problemCodes: ['Passwordless.InvalidToken'],
+      request: { query: MagicLinkToken },
+      responses: { 200: { description: 'The confirmation page (text/html)' } },
+      handler: (ctx) => {
+        const page = resultPage({
+          status: 200,
+          title: 'Sign in',
+          message: 'Continue to sign in with the link from your e-mail.',
+          form: { action: ctx.url.pathname.replace(/\/+$/, ''), fields: { token: ctx.query.token }, button: 'Sign in' },
+        });
+        page.headers.set('cache-control', 'no-store');
+        return page;
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/v1/identity/auth/passwordless/magic-link/verify',
+      operationId: 'verifyMagicLink',
+      summary: 'Sign in with a mailed link',
+      description:
+        'Consumes the link (exactly one use wins), marks the address verified, starts a session and sets the session cookie. The body is the form of the confirmation page (`token`); a form posted from another site is refused (403 `Auth.Forbidden`). With a `returnTo` the answer is a 303 redirect there; a browser (`Accept: text/html`) gets a small page; otherwise JSON.',
+      tags: ['Passwordless'],
+      auth: 'anonymous',
+      ratePolicy: 'auth',
+      request: { body: MagicLinkToken, bodyKind: 'form' },
+      problemCodes: ['Passwordless.InvalidToken', 'Auth.Forbidden'],
       responses: {
         200: {
           description: 'Signed in',
@@ -76,12 +114,23 @@ export function createPasswordlessRoutes(passwordless: PasswordlessService, sess
         },
         303: { description: 'Signed in; redirected to the link’s `returnTo`', headers: { Location: 'The return path' } },
         400: { description: 'The link is invalid, expired or used (`Passwordless.InvalidToken`)' },
+        403: { description: 'The form was posted from another site (`Auth.Forbidden`)' },
       },
       handler: async (ctx) => {
         const asPage = prefersHtml(ctx);
+        if (!postedFromThisSite(ctx)) {
+          if (asPage) {
+            return resultPage({
+              status: 403,
+              title: 'This sign-in link does not work here',
+              message: 'Open the link from your e-mail and confirm on the page it shows.',
+            });
+          }
+          throw new ProblemError('Auth.Forbidden', 'Sign-in links are confirmed from this site only.');
+        }
         let result: PasswordlessSignIn;
         try {
-          result = await passwordless.verifyMagicLink(ctx.query.token, sessionContext(ctx));
+          result = await passwordless.verifyMagicLink(ctx.body.token, sessionContext(ctx));
         } catch (error) {
           if (asPage && error instanceof ProblemError && error.code === 'Passwordless.InvalidToken') {
             return resultPage({

@@ -120,20 +120,20 @@ export async function organizationContext(
 ): Promise<OrganizationContext> {
   if (!(await lockOrganization(trx, organizationId))) throw new ProblemError('Identity.OrganizationNotFound');
   const organization = organizationFromRow(await trx('identity_organizations').where({ id: organizationId }).first());
-  const [customRoles, owners, actorRoles] = await Promise.all([
-    customRolesOf(trx, organizationId),
-    trx('identity_memberships as m')
-      .join('identity_membership_roles as r', 'r.membership_id', 'm.id')
-      .join('identity_users as u', 'u.id', 'm.user_id')
-      .where({ 'm.organization_id': organizationId, 'm.status': 'active', 'u.status': 'active', 'r.role': 'owner' })
-      .pluck('m.user_id') as Promise<string[]>,
+  // One after another: a transaction is one connection, which runs one query at a time.
+  const customRoles = await customRolesOf(trx, organizationId);
+  const owners = (await trx('identity_memberships as m')
+    .join('identity_membership_roles as r', 'r.membership_id', 'm.id')
+    .join('identity_users as u', 'u.id', 'm.user_id')
+    .where({ 'm.organization_id': organizationId, 'm.status': 'active', 'u.status': 'active', 'r.role': 'owner' })
+    .pluck('m.user_id')) as string[];
+  const actorRoles =
     actorUserId === null
-      ? Promise.resolve([] as string[])
-      : (trx('identity_memberships as m')
+      ? []
+      : ((await trx('identity_memberships as m')
           .join('identity_membership_roles as r', 'r.membership_id', 'm.id')
           .where({ 'm.organization_id': organizationId, 'm.user_id': actorUserId, 'm.status': 'active' })
-          .pluck('r.role') as Promise<string[]>),
-  ]);
+          .pluck('r.role')) as string[]);
   return { organization, customRoles, activeOwnerIds: owners, actorRoles };
 }
 

@@ -47,16 +47,15 @@ export function createKnexInvitationsStore(options: KnexAccountsStoreOptions): I
     create: (request, decide) =>
       db.transaction(async (trx) => {
         const context = await organizationContext(trx, request.organizationId, request.actorUserId);
-        const [member, pending] = await Promise.all([
-          trx('identity_memberships as m')
-            .join('identity_users as u', 'u.id', 'm.user_id')
-            .where({ 'm.organization_id': request.organizationId, 'u.email': request.email })
-            .first('m.status'),
-          trx('identity_invitations')
-            .where({ organization_id: request.organizationId, email: request.email, status: 'pending' })
-            .andWhere('expires_at', '>', request.at)
-            .first('id'),
-        ]);
+        // One after another: a transaction is one connection, which runs one query at a time.
+        const member = await trx('identity_memberships as m')
+          .join('identity_users as u', 'u.id', 'm.user_id')
+          .where({ 'm.organization_id': request.organizationId, 'u.email': request.email })
+          .first('m.status');
+        const pending = await trx('identity_invitations')
+          .where({ organization_id: request.organizationId, email: request.email, status: 'pending' })
+          .andWhere('expires_at', '>', request.at)
+          .first('id');
         const { invitation, events } = decide({
           ...context,
           memberStatus: member ? (member.status as MembershipStatus) : undefined,

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { isMissing, sweepFolder } from './local-files.js';
 import { assertBlobKey, type BlobStore, type StagedBlob } from './store.js';
 
 /** Options of {@link createFileSystemBlobStore}. */
@@ -16,10 +17,6 @@ export interface FileSystemBlobStoreOptions {
 export const STAGING_FOLDER = '.staging';
 /** The folder committed blobs live in, relative to its directory. */
 export const OBJECTS_FOLDER = 'objects';
-
-function isMissing(error: unknown): boolean {
-  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
-}
 
 /**
  * A {@link BlobStore} on the local file system (the default, under
@@ -86,28 +83,8 @@ export function createFileSystemBlobStore(options: FileSystemBlobStoreOptions): 
       await rm(pathOf(key), { force: true });
     },
 
-    async sweep(olderThanMs) {
-      let names: string[];
-      try {
-        names = await readdir(staging);
-      } catch (error) {
-        if (isMissing(error)) return 0;
-        throw error;
-      }
-      const cutoff = Date.now() - olderThanMs;
-      let removed = 0;
-      for (const name of names) {
-        const path = join(staging, name);
-        try {
-          if ((await stat(path)).mtimeMs < cutoff) {
-            await rm(path, { force: true });
-            removed++;
-          }
-        } catch (error) {
-          if (!isMissing(error)) throw error;
-        }
-      }
-      return removed;
+    sweep(olderThanMs) {
+      return sweepFolder(staging, olderThanMs);
     },
   };
 }

@@ -1,12 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { sweepFolder } from './local-files.js';
 import { EMPTY_PAYLOAD_SHA256, encodeS3Key, signRequest } from './sigv4.js';
 import { assertBlobKey, type BlobStore, type StagedBlob } from './store.js';
 
@@ -40,10 +41,6 @@ export class S3Error extends Error {
     this.name = 'S3Error';
     this.status = status;
   }
-}
-
-function isMissing(error: unknown): boolean {
-  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 }
 
 async function drain(response: IncomingMessage): Promise<string> {
@@ -186,28 +183,8 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       await expectOk(await send('DELETE', urlOf(key)), 'DeleteObject', [200, 204, 404]);
     },
 
-    async sweep(olderThanMs) {
-      let names: string[];
-      try {
-        names = await readdir(spool);
-      } catch (error) {
-        if (isMissing(error)) return 0;
-        throw error;
-      }
-      const cutoff = Date.now() - olderThanMs;
-      let removed = 0;
-      for (const name of names) {
-        const path = join(spool, name);
-        try {
-          if ((await stat(path)).mtimeMs < cutoff) {
-            await rm(path, { force: true });
-            removed++;
-          }
-        } catch (error) {
-          if (!isMissing(error)) throw error;
-        }
-      }
-      return removed;
+    sweep(olderThanMs) {
+      return sweepFolder(spool, olderThanMs);
     },
   };
 }

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { newId } from '../ids.js';
 import type { Logger } from '../logger.js';
-import { assertMailMessage, type Mailer } from './mailer.js';
+import type { Mailer } from './mailer.js';
+import { nodemailerMessage } from './nodemailer-message.js';
 
 /** Options of {@link createFileMailer}. */
 export interface FileMailerOptions {
@@ -29,16 +30,7 @@ export function createFileMailer(options: FileMailerOptions): Mailer {
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true });
   return {
     async send(message) {
-      assertMailMessage(message);
-      const info = await transport.sendMail({
-        from: message.from ?? options.from,
-        to: message.to,
-        subject: message.subject,
-        text: message.text,
-        ...(message.html === undefined ? {} : { html: message.html }),
-        ...(message.headers === undefined ? {} : { headers: { ...message.headers } }),
-        newline: 'windows',
-      });
+      const info = await transport.sendMail({ ...nodemailerMessage(message, options.from), newline: 'windows' });
       await mkdir(options.directory, { recursive: true });
       // ISO time for people, a UUIDv7 (time-ordered, monotonic per process) for order and uniqueness.
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${newId()}.eml`;

@@ -1,5 +1,6 @@
 import nodemailer from 'nodemailer';
-import { assertMailMessage, type Mailer } from './mailer.js';
+import type { Mailer } from './mailer.js';
+import { nodemailerMessage } from './nodemailer-message.js';
 
 /** Options of {@link createSmtpMailer}. */
 export interface SmtpMailerOptions {
@@ -32,15 +33,7 @@ export function createSmtpMailer(options: SmtpMailerOptions): SmtpMailer {
   const transport = nodemailer.createTransport(options.url);
   return {
     async send(message) {
-      assertMailMessage(message);
-      await transport.sendMail({
-        from: message.from ?? options.from,
-        to: message.to,
-        subject: message.subject,
-        text: message.text,
-        ...(message.html === undefined ? {} : { html: message.html }),
-        ...(message.headers === undefined ? {} : { headers: { ...message.headers } }),
-      });
+      await transport.sendMail(nodemailerMessage(message, options.from));
     },
     close() {
       transport.close();

@@ -45,17 +45,17 @@ export function createKnexOrganizationsStore(options: KnexAccountsStoreOptions):
         .update({ updated_at: trx.ref('updated_at') });
       const slug = await freeSlug(trx, organization.slug);
       const at = organization.createdAt;
-      await trx('identity_organizations').insert({
+      const row = {
         id: organization.id,
         name: organization.name,
         slug,
         enrollment_policy: organization.enrollmentPolicy,
         status: 'active',
         is_platform: false,
-        created_by_user_id: organization.ownerUserId,
         created_at: at,
         updated_at: at,
-      });
+      };
+      await trx('identity_organizations').insert({ ...row, created_by_user_id: organization.ownerUserId });
       await trx('identity_memberships').insert({
         id: organization.membershipId,
         organization_id: organization.id,
@@ -71,16 +71,7 @@ export function createKnexOrganizationsStore(options: KnexAccountsStoreOptions):
           payload: { organizationId: organization.id, name: organization.name, slug, createdByUserId: organization.ownerUserId },
         },
       ]);
-      return organizationFromRow({
-        id: organization.id,
-        name: organization.name,
-        slug,
-        enrollment_policy: organization.enrollmentPolicy,
-        status: 'active',
-        is_platform: false,
-        created_at: at,
-        updated_at: at,
-      });
+      return organizationFromRow(row);
     });
   }
 

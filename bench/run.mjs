@@ -802,10 +802,20 @@ function evaluate(rows) {
     if (!row.result || !base) return { ...row, pass: row.diagnostic ? undefined : false };
     const ratio = row.result.requestsPerSecond / base.requestsPerSecond;
     const errorsOk = row.result.failedRatio <= MAX_FAILED_RATIO;
+    // Each round over the baseline measured just before it in the same round: the machine's
+    // drift between rounds cancels out. Reported beside the ratio of medians, which decides.
+    const baseRounds = baselines[row.group]?.rounds;
+    const roundRatios =
+      row.rounds && baseRounds?.length === row.rounds.length
+        ? row.rounds.map((value, index) => value / baseRounds[index])
+        : undefined;
     return {
       ...row,
       baselineRequestsPerSecond: base.requestsPerSecond,
       ratio,
+      ...(roundRatios
+        ? { roundRatios, medianRoundRatio: [...roundRatios].sort((a, b) => a - b)[Math.floor((roundRatios.length - 1) / 2)] }
+        : {}),
       ...(row.diagnostic ? {} : { target: TARGETS[row.group] }),
       pass: row.diagnostic ? undefined : errorsOk && ratio >= TARGETS[row.group],
       ...(errorsOk ? {} : { note: `${(row.result.failedRatio * 100).toFixed(2)}% failed requests (max 1%)` }),
@@ -996,7 +1006,13 @@ async function main() {
     if (options.repeat > 1) {
       out.push('Requests/s of every round (the table shows the median round):');
       for (const row of ordered(rows).filter((candidate) => candidate.rounds))
-        out.push(`  ${row.scenario}: ${row.rounds.map((value) => value.toLocaleString('en-US')).join(', ')}`);
+        out.push(
+          `  ${row.scenario}: ${row.rounds.map((value) => value.toLocaleString('en-US')).join(', ')}${
+            row.roundRatios
+              ? ` (over the same round's baseline: ${row.roundRatios.map((value) => value.toFixed(2)).join(', ')}; median ${row.medianRoundRatio.toFixed(2)}×)`
+              : ''
+          }`,
+        );
     }
     for (const row of rows.filter((candidate) => candidate.error || candidate.note)) {
       out.push(`${row.scenario}: ${row.note ?? row.error}`);

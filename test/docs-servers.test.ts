@@ -84,7 +84,7 @@ describe.each([
     expect(await (await fetch(`${base}/v1/identity/setup/status`)).json()).toEqual({ setupRequired: true });
     const gated = await fetch(`${base}/v1/anything`);
     expect(gated.status).toBe(503);
-    expect((await gated.json()).code).toBe('Setup.Required');
+    expect(((await gated.json()) as { code: string }).code).toBe('Setup.Required');
     const created = await fetch(`${base}/v1/identity/setup/admin`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

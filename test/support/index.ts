@@ -8,5 +8,5 @@ export type { SignInOptions, SignInResult, TestAdmin, TestClient } from './oidc.
 export { bootstrapAdmin, discover, oidcClient, registerClient, registerUser, signIn } from './oidc.js';
 export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
-export type { MintOptions, TestTokenClaims } from './tokens.js';
-export { mintAccessToken, mintServiceToken, TEST_CLIENT_ID } from './tokens.js';
+export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';
+export { mintAccessToken, mintServiceToken, TEST_CLIENT_ID, tenantWithTokens } from './tokens.js';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { signJwt } from '@idt/core';
+import { seedTenant } from './identity.js';
 import type { TestServer } from './server.js';
 
 /** Claims of a test access token; `sub` is required, the rest are optional. */
@@ -114,4 +115,20 @@ export async function mintServiceToken(
     },
     options,
   );
+}
+
+/** A role of the members {@link seedTenant} creates. */
+type TenantRole = 'owner' | 'admin' | 'manager' | 'user';
+
+/** A tenant of {@link seedTenant} with an access token per member, bound to the tenant. */
+export type TenantWithTokens = Awaited<ReturnType<typeof seedTenant>> & { readonly tokens: Record<TenantRole, string> };
+
+/** Seeds a tenant ({@link seedTenant}) and mints an access token per member, bound to its organization. */
+export async function tenantWithTokens(server: TestServer, name?: string): Promise<TenantWithTokens> {
+  const tenant = await seedTenant(server.database.db, name);
+  const tokens = {} as Record<TenantRole, string>;
+  for (const role of ['owner', 'admin', 'manager', 'user'] as const) {
+    tokens[role] = await mintAccessToken(server, { sub: tenant[role].id, org_id: tenant.organization.id });
+  }
+  return { ...tenant, tokens };
 }

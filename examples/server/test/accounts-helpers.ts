@@ -1,4 +1,4 @@
-import { mintAccessToken, seedMembership, seedOrganization, seedTenant, seedUser, type TestServer } from '@idt/testing';
+import { mintAccessToken, seedMembership, seedOrganization, seedUser, type TestServer, tenantWithTokens } from '@idt/testing';
 import type { Knex } from 'knex';
 import { expect } from 'vitest';
 
@@ -38,22 +38,6 @@ export async function expectJson(response: Response, status = 200): Promise<any>
   return JSON.parse(text);
 }
 
-type Tenant = Awaited<ReturnType<typeof seedTenant>>;
-type Role = 'owner' | 'admin' | 'manager' | 'user';
-
-/** A seeded tenant with a token per member, bound to the tenant. */
-export interface TenantWithTokens extends Tenant {
-  readonly tokens: Record<Role, string>;
-}
-
-async function withTokens(server: TestServer, tenant: Tenant): Promise<TenantWithTokens> {
-  const tokens = {} as Record<Role, string>;
-  for (const role of ['owner', 'admin', 'manager', 'user'] as const) {
-    tokens[role] = await mintAccessToken(server, { sub: tenant[role].id, org_id: tenant.organization.id });
-  }
-  return { ...tenant, tokens };
-}
-
 /**
  * Two tenants (A and B, each with an owner, admin, manager and user), the
  * platform organization with its owner, and an outsider with no membership.
@@ -64,8 +48,8 @@ export async function seedWorld(server: TestServer) {
   const platform = await seedOrganization(db, { name: 'Platform', isPlatform: true });
   const platformAdmin = await seedUser(db, { firstName: 'Pat', lastName: 'Platform' });
   await seedMembership(db, { userId: platformAdmin.id, organizationId: platform.id, roles: ['owner'] });
-  const a = await withTokens(server, await seedTenant(db, 'Alpha'));
-  const b = await withTokens(server, await seedTenant(db, 'Beta'));
+  const a = await tenantWithTokens(server, 'Alpha');
+  const b = await tenantWithTokens(server, 'Beta');
   const outsider = await seedUser(db, { firstName: 'Otto', lastName: 'Outsider' });
   return {
     platform,

@@ -1,15 +1,14 @@
-import { Browser, oidcClient, startTestServer, type TestServer, testDialects } from '@idt/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  caller,
-  configFor,
-  expectJson,
-  expectProblem,
-  REDIRECT_URI,
-  register,
+  Browser,
+  oidcClient,
+  startTestServer,
+  type TenantWithTokens,
+  type TestServer,
   tenantWithTokens,
-  unique,
-} from './clients-support.js';
+  testDialects,
+} from '@idt/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { caller, configFor, expectJson, expectProblem, REDIRECT_URI, register, unique } from './clients-support.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -25,7 +24,7 @@ type Config = Awaited<ReturnType<typeof configFor>>;
 describe.each(testDialects())('GET /v1/identity/auth/authorize-context on %s', (dialect) => {
   let server: TestServer;
   let call: ReturnType<typeof caller>;
-  let tenant: Awaited<ReturnType<typeof tenantWithTokens>>;
+  let tenant: TenantWithTokens;
   let branded: Awaited<ReturnType<typeof register>>;
   let brandedConfig: Config;
 

@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
-import { Browser, oidcClient, signIn, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import {
+  Browser,
+  oidcClient,
+  signIn,
+  startTestServer,
+  type TenantWithTokens,
+  type TestServer,
+  tenantWithTokens,
+  testDialects,
+} from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   caller,
@@ -14,7 +23,6 @@ import {
   REDIRECT_URI,
   register,
   serviceToken,
-  tenantWithTokens,
   unique,
 } from './clients-support.js';
 
@@ -23,7 +31,7 @@ const sha256 = (value: string) => `sha256:${createHash('sha256').update(value).d
 describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, delete on %s', (dialect) => {
   let server: TestServer;
   let call: ReturnType<typeof caller>;
-  let tenant: Awaited<ReturnType<typeof tenantWithTokens>>;
+  let tenant: TenantWithTokens;
   const path = (clientId: string, rest = '') => `/v1/identity/organizations/${tenant.organization.id}/clients/${clientId}${rest}`;
 
   /** A bearer call a users.read service token may make. */
@@ -288,7 +296,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
 describe.each(testDialects())('the registration rate policy on the clients surface on %s', (dialect) => {
   let server: TestServer;
   let call: ReturnType<typeof caller>;
-  let tenant: Awaited<ReturnType<typeof tenantWithTokens>>;
+  let tenant: TenantWithTokens;
   const base = () => `/v1/identity/organizations/${tenant.organization.id}/clients`;
 
   beforeAll(async () => {

@@ -11,10 +11,10 @@ import {
   registerUser,
   seedMembership,
   seedOrganization,
-  seedTenant,
   seedUser,
   type TestClient,
   type TestServer,
+  tenantWithTokens,
 } from '@idt/testing';
 import { expect } from 'vitest';
 
@@ -60,18 +60,6 @@ export async function expectJson(response: Response, status = 200): Promise<any>
 /** The payload of a JWT, unverified. */
 export function jwtPayload(token: string): Record<string, any> {
   return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, any>;
-}
-
-type Role = 'owner' | 'admin' | 'manager' | 'user';
-
-/** A seeded tenant with a token per member, bound to the tenant. */
-export async function tenantWithTokens(server: TestServer, name?: string) {
-  const tenant = await seedTenant(server.database.db, name);
-  const tokens = {} as Record<Role, string>;
-  for (const role of ['owner', 'admin', 'manager', 'user'] as const) {
-    tokens[role] = await mintAccessToken(server, { sub: tenant[role].id, org_id: tenant.organization.id });
-  }
-  return { ...tenant, tokens };
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   signIn,
   startTestServer,
   type TestServer,
+  tenantWithTokens,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +21,6 @@ import {
   REDIRECT_URI,
   register,
   sawConsent,
-  tenantWithTokens,
   unique,
 } from './clients-support.js';
 

@@ -5,7 +5,16 @@ export { connectTestDatabase, createTestDatabase, testDialects } from './databas
 export type { SeededUser } from './identity.js';
 export { bearer, seedMembership, seedOrganization, seedTenant, seedUser } from './identity.js';
 export type { SignInOptions, SignInResult, TestAdmin, TestClient } from './oidc.js';
-export { bootstrapAdmin, discover, oidcClient, registerClient, registerUser, signIn } from './oidc.js';
+export {
+  bootstrapAdmin,
+  discover,
+  oidcClient,
+  redeemCode,
+  refreshTokenRequest,
+  registerClient,
+  registerUser,
+  signIn,
+} from './oidc.js';
 export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
 export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';

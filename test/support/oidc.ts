@@ -151,4 +151,26 @@ export async function signIn(config: oidcClient.Configuration, options: SignInOp
   throw new Error('The sign-in did not finish');
 }
 
+/** Redeems the code of a finished {@link signIn} (with its PKCE verifier and state) through `openid-client`. */
+export function redeemCode(config: oidcClient.Configuration, result: SignInResult) {
+  return oidcClient.authorizationCodeGrant(config, result.callback, {
+    pkceCodeVerifier: result.codeVerifier,
+    expectedState: result.state,
+  });
+}
+
+/** A raw `refresh_token` grant request with the client's credentials in the body (the answer is not checked). */
+export function refreshTokenRequest(server: TestServer, client: TestClient, refreshToken: string): Promise<Response> {
+  return server.fetch('/connect/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }).toString(),
+  });
+}
+
 export { oidcClient };

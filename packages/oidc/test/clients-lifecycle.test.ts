@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   Browser,
   oidcClient,
+  redeemCode,
   signIn,
   startTestServer,
   type TenantWithTokens,
@@ -203,10 +204,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
         email: user.email,
         password: user.password,
       });
-      const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-        pkceCodeVerifier: result.codeVerifier,
-        expectedState: result.state,
-      });
+      const tokens = await redeemCode(config, result);
       expect(tokens.refresh_token).toBeTruthy();
       await expectJson(await call('GET', '/v1/identity/users/me', { token: tokens.access_token }));
 
@@ -234,10 +232,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
         password: user.password,
         browser: new Browser(),
       });
-      const fresh = await oidcClient.authorizationCodeGrant(config, again.callback, {
-        pkceCodeVerifier: again.codeVerifier,
-        expectedState: again.state,
-      });
+      const fresh = await redeemCode(config, again);
       await expectJson(await call('GET', '/v1/identity/users/me', { token: fresh.access_token }));
     });
 

@@ -1,4 +1,13 @@
-import { bootstrapAdmin, discover, oidcClient, registerClient, signIn, startTestServer, type TestServer } from '@idt/testing';
+import {
+  bootstrapAdmin,
+  discover,
+  oidcClient,
+  redeemCode,
+  registerClient,
+  signIn,
+  startTestServer,
+  type TestServer,
+} from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 describe('authorization code flow (smoke)', () => {
@@ -28,10 +37,7 @@ describe('authorization code flow (smoke)', () => {
       password: admin.password,
     });
     expect(result.callback.searchParams.get('code')).toBeTruthy();
-    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-      pkceCodeVerifier: result.codeVerifier,
-      expectedState: result.state,
-    });
+    const tokens = await redeemCode(config, result);
     const idClaims = tokens.claims();
     expect(idClaims?.sid).toBeTruthy();
     expect(tokens.refresh_token).toBeTruthy();

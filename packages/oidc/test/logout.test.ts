@@ -6,6 +6,8 @@ import {
   bootstrapAdmin,
   discover,
   oidcClient,
+  redeemCode,
+  refreshTokenRequest,
   registerClient,
   registerUser,
   seedMembership,
@@ -121,10 +123,7 @@ describe.each(testDialects())('logout on %s', (dialect) => {
       password,
       ...(browser ? { browser } : {}),
     });
-    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-      pkceCodeVerifier: result.codeVerifier,
-      expectedState: result.state,
-    });
+    const tokens = await redeemCode(config, result);
     return { config, tokens, browser: result.browser };
   }
 
@@ -171,16 +170,7 @@ describe.each(testDialects())('logout on %s', (dialect) => {
       true,
     );
 
-    const refreshed = await server.fetch('/connect/token', {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'refresh_token',
-        refresh_token: tokens.refresh_token ?? '',
-        client_id: client.clientId,
-        client_secret: client.clientSecret,
-      }).toString(),
-    });
+    const refreshed = await refreshTokenRequest(server, client, tokens.refresh_token ?? '');
     expect(refreshed.status).toBe(400);
     expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' });
     const api = await server.fetch('/v1/identity/users/me', { headers: { authorization: `Bearer ${tokens.access_token}` } });
@@ -303,16 +293,7 @@ describe.each(testDialects())('logout on %s', (dialect) => {
     expect(
       (await server.fetch('/v1/identity/users/me', { headers: { authorization: `Bearer ${tokens.access_token}` } })).status,
     ).toBe(401);
-    const refreshed = await server.fetch('/connect/token', {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'refresh_token',
-        refresh_token: tokens.refresh_token ?? '',
-        client_id: client.clientId,
-        client_secret: client.clientSecret,
-      }).toString(),
-    });
+    const refreshed = await refreshTokenRequest(server, client, tokens.refresh_token ?? '');
     expect(refreshed.status).toBe(400);
     expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' });
   });
@@ -342,10 +323,7 @@ describe('back-channel logout to private hosts is refused unless allowed', () =>
     });
     const config = await discover(server, client);
     const result = await signIn(config, { redirectUri: REDIRECT, scope: 'openid', email: admin.email, password: admin.password });
-    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-      pkceCodeVerifier: result.codeVerifier,
-      expectedState: result.state,
-    });
+    const tokens = await redeemCode(config, result);
     await result.browser.navigate(oidcClient.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '' }).href);
     await result.browser.submit({ form: 'logout', fields: { logout: 'yes' } });
     await server.idt.services.events.dispatchPending();

@@ -1,6 +1,7 @@
 import {
   Browser,
   oidcClient,
+  redeemCode,
   type SignInResult,
   seedMembership,
   seedOrganization,
@@ -81,10 +82,7 @@ describe.each(testDialects())('organizations at authorize time on %s', (dialect)
   /** Exchanges the code of a finished sign-in. */
   async function exchange(config: Config, result: SignInResult) {
     expect(result.callback.searchParams.get('error'), result.callback.href).toBeNull();
-    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-      pkceCodeVerifier: result.codeVerifier,
-      expectedState: result.state,
-    });
+    const tokens = await redeemCode(config, result);
     return { tokens, access: jwtPayload(tokens.access_token), id: (tokens.claims() ?? {}) as Record<string, unknown> };
   }
 

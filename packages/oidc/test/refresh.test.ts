@@ -2,31 +2,18 @@ import { sha256Hex } from '@idt/core';
 import {
   bootstrapAdmin,
   discover,
-  oidcClient,
+  redeemCode,
+  refreshTokenRequest,
   registerClient,
   signIn,
   startTestServer,
   type TestAdmin,
-  type TestClient,
   type TestServer,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
-
-async function refresh(server: TestServer, client: TestClient, refreshToken: string) {
-  return server.fetch('/connect/token', {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: 'refresh_token',
-      refresh_token: refreshToken,
-      client_id: client.clientId,
-      client_secret: client.clientSecret,
-    }).toString(),
-  });
-}
 
 async function refreshRow(server: TestServer, token: string) {
   return server.database
@@ -63,10 +50,7 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
       email: admin.email,
       password: admin.password,
     });
-    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-      pkceCodeVerifier: result.codeVerifier,
-      expectedState: result.state,
-    });
+    const tokens = await redeemCode(config, result);
     return { client, config, tokens, refreshToken: tokens.refresh_token ?? '' };
   }
 
@@ -79,28 +63,28 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
 
   it('rotates on every redemption and tolerates a replay within the leeway', async () => {
     const { client, refreshToken } = await login();
-    const first = await refresh(server, client, refreshToken);
+    const first = await refreshTokenRequest(server, client, refreshToken);
     expect(first.status).toBe(200);
     const rotated = (await first.json()) as { refresh_token: string; access_token: string };
     expect(rotated.refresh_token).not.toBe(refreshToken);
-    const replay = await refresh(server, client, refreshToken);
+    const replay = await refreshTokenRequest(server, client, refreshToken);
     expect(replay.status).toBe(200);
     const replayed = (await replay.json()) as { refresh_token: string };
     expect(replayed.refresh_token).not.toBe(rotated.refresh_token);
     // The family is intact: both successors still work.
-    expect((await refresh(server, client, rotated.refresh_token)).status).toBe(200);
-    expect((await refresh(server, client, replayed.refresh_token)).status).toBe(200);
+    expect((await refreshTokenRequest(server, client, rotated.refresh_token)).status).toBe(200);
+    expect((await refreshTokenRequest(server, client, replayed.refresh_token)).status).toBe(200);
   });
 
   it('revokes the whole family on a replay after the leeway', async () => {
     const { client, refreshToken, tokens } = await login();
-    const rotated = (await (await refresh(server, client, refreshToken)).json()) as { refresh_token: string };
-    const next = (await (await refresh(server, client, rotated.refresh_token)).json()) as { refresh_token: string };
+    const rotated = (await (await refreshTokenRequest(server, client, refreshToken)).json()) as { refresh_token: string };
+    const next = (await (await refreshTokenRequest(server, client, rotated.refresh_token)).json()) as { refresh_token: string };
     await sleep(2300);
-    const replay = await refresh(server, client, refreshToken);
+    const replay = await refreshTokenRequest(server, client, refreshToken);
     expect(replay.status).toBe(400);
     expect(await replay.json()).toMatchObject({ error: 'invalid_grant' });
-    const successor = await refresh(server, client, next.refresh_token);
+    const successor = await refreshTokenRequest(server, client, next.refresh_token);
     expect(successor.status).toBe(400);
     expect(await successor.json()).toMatchObject({ error: 'invalid_grant' });
     expect(tokens.access_token).toBeTruthy();
@@ -108,7 +92,7 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
 
   it('consumes atomically: concurrent redemptions stay in one family that a late replay ends', async () => {
     const { client, refreshToken } = await login();
-    const results = await Promise.all(Array.from({ length: 5 }, () => refresh(server, client, refreshToken)));
+    const results = await Promise.all(Array.from({ length: 5 }, () => refreshTokenRequest(server, client, refreshToken)));
     const bodies = (await Promise.all(results.map((response) => response.json()))) as Array<{ refresh_token?: string }>;
     expect(results.every((response) => response.status === 200)).toBe(true);
     const row = await server.database
@@ -123,8 +107,8 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     );
     expect(grantIds.size).toBe(1);
     await sleep(2300);
-    expect((await refresh(server, client, refreshToken)).status).toBe(400);
-    for (const token of successors) expect((await refresh(server, client, token)).status).toBe(400);
+    expect((await refreshTokenRequest(server, client, refreshToken)).status).toBe(400);
+    for (const token of successors) expect((await refreshTokenRequest(server, client, token)).status).toBe(400);
   });
 
   it('keeps the absolute expiry through rotations (no sliding) and follows the lifetime precedence', async () => {
@@ -134,7 +118,9 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     expect(firstExpiry - Date.now()).toBeGreaterThan(590_000);
     expect(firstExpiry - Date.now()).toBeLessThanOrEqual(600_000);
     await sleep(1100);
-    const rotated = (await (await refresh(server, custom.client, custom.refreshToken)).json()) as { refresh_token: string };
+    const rotated = (await (await refreshTokenRequest(server, custom.client, custom.refreshToken)).json()) as {
+      refresh_token: string;
+    };
     const rotatedExpiry = new Date((await refreshRow(server, rotated.refresh_token)).expires_at).getTime();
     expect(Math.abs(rotatedExpiry - firstExpiry)).toBeLessThan(2000);
     // A lifetime change applies to new logins only.
@@ -144,7 +130,9 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
       body: JSON.stringify({ refreshTokenLifetime: 3600 }),
     });
     expect(patch.status).toBe(200);
-    const again = (await (await refresh(server, custom.client, rotated.refresh_token)).json()) as { refresh_token: string };
+    const again = (await (await refreshTokenRequest(server, custom.client, rotated.refresh_token)).json()) as {
+      refresh_token: string;
+    };
     expect(Math.abs(new Date((await refreshRow(server, again.refresh_token)).expires_at).getTime() - firstExpiry)).toBeLessThan(
       2000,
     );
@@ -170,10 +158,7 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
       email: admin.email,
       password: admin.password,
     });
-    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-      pkceCodeVerifier: result.codeVerifier,
-      expectedState: result.state,
-    });
+    const tokens = await redeemCode(config, result);
     const expiry = new Date((await refreshRow(server, tokens.refresh_token ?? '')).expires_at).getTime() - Date.now();
     expect(expiry).toBeGreaterThan(604_000_000);
     expect(expiry).toBeLessThanOrEqual(604_800_000);

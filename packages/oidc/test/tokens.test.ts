@@ -2,6 +2,7 @@ import {
   bootstrapAdmin,
   discover,
   oidcClient,
+  redeemCode,
   registerClient,
   signIn,
   startTestServer,
@@ -86,10 +87,7 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
       email: admin.email,
       password: admin.password,
     });
-    const tokens = await oidcClient.authorizationCodeGrant(config, result.callback, {
-      pkceCodeVerifier: result.codeVerifier,
-      expectedState: result.state,
-    });
+    const tokens = await redeemCode(config, result);
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
     expect(tokens.expires_in).toBeGreaterThan(800);
     expect(tokens.expires_in).toBeLessThanOrEqual(900);

@@ -62,8 +62,14 @@ export function parseForms(html: string, base: string): HtmlForm[] {
 /** A cookie-keeping HTTP client that follows redirects by hand. */
 export class Browser {
   readonly #jar = new Map<string, Map<string, string>>();
+  readonly #headers: Record<string, string>;
   /** The last response seen. */
   last: BrowserResponse | undefined;
+
+  /** @param headers sent with every request (e.g. the `x-forwarded-for` a proxy would add). */
+  constructor(headers: Record<string, string> = {}) {
+    this.#headers = headers;
+  }
 
   /** Cookies currently held for a URL's host. */
   cookies(url: string): Map<string, string> {
@@ -98,7 +104,7 @@ export class Browser {
   /** One request, no redirect following. */
   async request(url: string, init: RequestInit = {}): Promise<BrowserResponse> {
     const jar = this.cookies(url);
-    const headers = new Headers(init.headers);
+    const headers = new Headers({ ...this.#headers, ...Object.fromEntries(new Headers(init.headers)) });
     if (jar.size > 0) headers.set('cookie', [...jar].map(([name, value]) => `${name}=${value}`).join('; '));
     const response = await fetch(url, { ...init, headers, redirect: 'manual' });
     this.#store(url, response.headers);

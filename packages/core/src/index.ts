@@ -64,6 +64,7 @@ export type { GateRequest, HttpApp, HttpAppOptions, RequestGate, RequestInfo, Re
 export { createHttpApp, partitionKey, resolveRequestId } from './http/app.js';
 export type { BodySource } from './http/body.js';
 export { DEFAULT_MAX_BODY_BYTES, readBodyText, readFormBody, readJsonBody, searchParamsToObject } from './http/body.js';
+export { clientIpOf } from './http/client-ip.js';
 export type { ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';
 export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from './http/light.js';

@@ -5,7 +5,9 @@ import {
   bootstrapAdmin,
   discover,
   oidcClient,
+  redeemCode,
   registerClient,
+  signIn,
   startTestServer,
   type TestAdmin,
   type TestClient,
@@ -240,5 +242,43 @@ describe('sign-in pages show the client branding', () => {
     const css = (await browser.request(new URL(theme.replace(/&amp;/g, '&'), server.url).href)).body;
     expect(css).toContain('--primary:#123456');
     expect(css).toContain('--primary:#abcdef');
+  });
+});
+
+describe.each([
+  ['behind a trusted proxy', 'true', '203.0.113.5'],
+  ['without a trusted proxy', 'false', '127.0.0.1'],
+] as const)('a sign-in session %s', (_label, trustProxy, recorded) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ env: { IDT_TRUST_PROXY: trustProxy } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it(`records the client IP ${recorded}`, async () => {
+    const admin = await bootstrapAdmin(server);
+    const registration = await server.idt.services.oidc.clients.register(
+      { userId: null, platformAdmin: true },
+      null,
+      { kind: 'application', name: 'Proxied', redirectUris: [REDIRECT], scopes: ['openid'] },
+      { firstParty: true },
+    );
+    const config = await discover(server, {
+      clientId: registration.client.clientId,
+      clientSecret: registration.clientSecret,
+      record: {},
+    });
+    const result = await signIn(config, {
+      redirectUri: REDIRECT,
+      scope: 'openid',
+      email: admin.email,
+      password: admin.password,
+      browser: new Browser({ 'x-forwarded-for': '203.0.113.5, 10.0.0.1' }),
+    });
+    const sid = (await redeemCode(config, result)).claims()?.sid as string;
+    const session = await server.database.db('identity_sessions').where({ id: sid }).first();
+    expect(session.ip_address).toBe(recorded);
   });
 });

@@ -14,6 +14,7 @@ import type { Authenticator, Principal, RateLimitDecision } from '../auth/princi
 import type { Environment, RatePolicyName } from '../config/config.js';
 import { type Logger, silentLogger } from '../logger.js';
 import { DEFAULT_MAX_BODY_BYTES, readFormBody, readJsonBody, searchParamsToObject } from './body.js';
+import { clientIpOf } from './client-ip.js';
 import {
   type HandlerResponse,
   type HeaderReader,
@@ -363,10 +364,5 @@ export function partitionKey(policy: RatePolicyName, principal: Principal | null
 }
 
 function resolveClientIp(request: RequestHead, info: RequestInfo, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = request.headers.get('x-forwarded-for');
-    const first = forwarded?.split(',')[0]?.trim();
-    if (first) return first;
-  }
-  return info.remoteAddress ?? 'unknown';
+  return clientIpOf(request.headers.get('x-forwarded-for'), info.remoteAddress, trustProxy) ?? 'unknown';
 }

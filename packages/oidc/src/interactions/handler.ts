@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Clock, type Logger, readCookie, silentLogger, systemClock } from '@idt/core';
+import { type Clock, clientIpOf, type Logger, readCookie, silentLogger, systemClock } from '@idt/core';
 import { EmailSchema, type TokenMac } from '@idt/identity';
 import type Provider from 'oidc-provider';
 import type { ClientService } from '../clients/service.js';
@@ -42,6 +42,8 @@ export interface InteractionHandlerOptions {
    * address is locked out for a while.
    */
   readonly passwordAttempt: (email: string) => Promise<boolean>;
+  /** Take the client IP of a session from `X-Forwarded-For` (a trusted proxy sets it). */
+  readonly trustProxy?: boolean;
   readonly clock?: Clock;
   readonly logger?: Logger;
 }
@@ -68,10 +70,6 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   }
   if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-}
-
-function clientIp(req: IncomingMessage): string | undefined {
-  return req.socket.remoteAddress ?? undefined;
 }
 
 /**
@@ -258,7 +256,11 @@ ${csrfField(uid)}
         };
       }
     }
-    return directory.startSession(userId, { ip: clientIp(req), userAgent: req.headers['user-agent'] ?? '', amr });
+    return directory.startSession(userId, {
+      ip: clientIpOf(req.headers['x-forwarded-for'], req.socket.remoteAddress, options.trustProxy ?? false),
+      userAgent: req.headers['user-agent'] ?? '',
+      amr,
+    });
   }
 
   async function handlePasswordless(res: ServerResponse, details: Details, form: URLSearchParams) {
@@ -306,7 +308,7 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
     if (!email.success) return loginPage(res, details, { status: 400, errors: ['Enter a valid e-mail address.'] });
     if (!/^\d{6}$/.test(code)) return codePage(res, details, email.data, ['Enter the six digits of the code.'], 400);
     const session = await directory.verifyCode(email.data, code, {
-      ip: clientIp(req),
+      ip: clientIpOf(req.headers['x-forwarded-for'], req.socket.remoteAddress, options.trustProxy ?? false),
       userAgent: req.headers['user-agent'] ?? '',
     });
     if (!session) return codePage(res, details, email.data, ['The code is wrong or has expired. Ask for a new one.'], 400);

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type Clock,
   type CredentialResolver,
+  clientIpOf,
   createTtlCache,
   defineEventHandler,
   type EventDefinition,
@@ -385,6 +386,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     apiResource,
     pathPrefix: settings.pathPrefix,
     sessionCookie: { name: settings.sessionCookieName, secure: settings.issuer.startsWith('https://') },
+    trustProxy: settings.trustProxy,
     tokens: options.tokens,
     refreshTokenLifetime: (client) => refreshTokenLifetime(client),
     passwordAttempt: async (email) => (await options.counter.hit(`sign-in:${email}`, 10, 900_000)).allowed,
@@ -410,16 +412,9 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
   }
 
   function count(req: IncomingMessage, res: ServerResponse, organizationId: string | null): boolean | Promise<boolean> {
-    let partition: string;
-    if (organizationId) partition = `org:${organizationId}`;
-    else {
-      const forwarded = settings.trustProxy
-        ? String(req.headers['x-forwarded-for'] ?? '')
-            .split(',')[0]
-            ?.trim()
-        : '';
-      partition = `ip:${forwarded || req.socket.remoteAddress || 'unknown'}`;
-    }
+    const partition = organizationId
+      ? `org:${organizationId}`
+      : `ip:${clientIpOf(req.headers['x-forwarded-for'], req.socket.remoteAddress, settings.trustProxy) ?? 'unknown'}`;
     const decision = (options.rateLimiter as RequestRateLimiter).hit('auth', partition);
     return 'then' in decision ? decision.then((settled) => refuse(res, settled)) : refuse(res, decision);
   }

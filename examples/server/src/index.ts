@@ -175,9 +175,8 @@ export async function createIdtServer(options: IdtServerOptions): Promise<IdtSer
       return { sessionId: started.session.id, userId, cookieValue: started.cookieValue, expiresAt: started.session.expiresAt };
     },
     async findSession(cookieValue) {
-      const session = await sessions.findByCookie(cookieValue);
-      if (!session || session.revokedAt !== null || new Date(session.expiresAt).getTime() <= Date.now()) return undefined;
-      return { sessionId: session.id, userId: session.userId };
+      const session = await sessions.findLiveByCookie(cookieValue);
+      return session && { sessionId: session.id, userId: session.userId };
     },
     requestMagicLink: (email, returnTo) => passwordless.requestMagicLink({ email, returnTo }),
     requestCode: (email) => passwordless.requestCode({ email }),

@@ -94,13 +94,25 @@ describe.each(testDialects())('credential services with a manual clock on %s', (
     );
     clock.advance(86_400_000 - 1);
     expect((await services.sessions.list(user.id)).map((entry) => entry.id)).toEqual([session.id]);
+    expect(await services.sessions.findLiveByCookie(cookieValue)).toMatchObject({ id: session.id, userId: user.id });
     clock.advance(1);
     expect(await services.sessions.list(user.id)).toEqual([]);
     expect(await services.sessions.findByCookie(cookieValue)).toMatchObject({ id: session.id, revokedAt: null });
+    expect(await services.sessions.findLiveByCookie(cookieValue)).toBeUndefined();
     // An expired session does not count against the limit.
     for (let i = 0; i < 5; i++) expect((await services.sessions.start(user.id)).evicted).toEqual([]);
     expect(await services.sessions.prune()).toBeGreaterThanOrEqual(1);
     expect(await services.sessions.findByCookie(cookieValue)).toBeUndefined();
+  });
+
+  it('finds a live session by its cookie, and no revoked one or malformed cookie', async () => {
+    clock.set(START);
+    const user = await seedUser(database.db);
+    const { session, cookieValue } = await services.sessions.start(user.id);
+    expect(await services.sessions.findLiveByCookie(cookieValue)).toMatchObject({ id: session.id, revokedAt: null });
+    expect(await services.sessions.revoke(user.id, session.id)).toBe(true);
+    expect(await services.sessions.findLiveByCookie(cookieValue)).toBeUndefined();
+    expect(await services.sessions.findLiveByCookie('not a cookie')).toBeUndefined();
   });
 
   it('records session activity at most once per 60 seconds', async () => {

@@ -80,6 +80,8 @@ export interface SessionService extends SessionLookup {
   prune(): Promise<number>;
   /** The session a cookie value names (in any state), or `undefined`. */
   findByCookie(cookieValue: string): Promise<SessionAccess | undefined>;
+  /** The session a cookie value names while it is neither revoked nor expired, else `undefined`. */
+  findLiveByCookie(cookieValue: string): Promise<SessionAccess | undefined>;
   /** The `Set-Cookie` value carrying a session cookie until `expiresAt`. */
   sessionCookieHeader(value: string, expiresAt: string): string;
   /** The `Set-Cookie` value that clears the session cookie (sign-out). */
@@ -113,6 +115,13 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
   const maxActive = options.maxActive ?? 5;
   const activityIntervalMs = options.activityIntervalMs ?? 60_000;
   const touches = createThrottle(activityIntervalMs, clock);
+
+  async function findByCookie(cookieValue: string): Promise<SessionAccess | undefined> {
+    if (!COOKIE_VALUE.test(cookieValue)) return undefined;
+    const session = await store.findByTokenHash(sha256Hex(cookieValue));
+    if (!session) return undefined;
+    return { id: session.id, userId: session.userId, expiresAt: session.expiresAt, revokedAt: session.revokedAt };
+  }
 
   return {
     cookieName,
@@ -166,11 +175,12 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
     prune() {
       return store.prune(clock.now().toISOString());
     },
-    async findByCookie(cookieValue) {
-      if (!COOKIE_VALUE.test(cookieValue)) return undefined;
-      const session = await store.findByTokenHash(sha256Hex(cookieValue));
-      if (!session) return undefined;
-      return { id: session.id, userId: session.userId, expiresAt: session.expiresAt, revokedAt: session.revokedAt };
+    findByCookie,
+    async findLiveByCookie(cookieValue) {
+      const session = await findByCookie(cookieValue);
+      if (!session || session.revokedAt !== null || new Date(session.expiresAt).getTime() <= clock.now().getTime())
+        return undefined;
+      return session;
     },
     sessionCookieHeader(value, expiresAt) {
       return formatSessionCookie(cookieName, value, (new Date(expiresAt).getTime() - clock.now().getTime()) / 1000);

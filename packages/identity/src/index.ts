@@ -8,6 +8,8 @@ import './problems.js';
 import './accounts/problems.js';
 import './credentials/problems.js';
 
+/** Re-exported from `@idt/core` for existing imports. */
+export { escapeHtml } from '@idt/core';
 export type { CacheSubscriber } from './access/cache-namespaces.js';
 export { CacheNamespaces } from './access/cache-namespaces.js';
 export type { CredentialResolverOptions } from './access/credential-resolver.js';
@@ -101,7 +103,7 @@ export type {
   EmailChangeUser,
   NewEmailChange,
 } from './email-change/store.js';
-export { escapeHtml, prefersHtml, resultPage } from './http/pages.js';
+export { prefersHtml, resultPage } from './http/pages.js';
 export { createApiKeyRoutes } from './http/routes/api-keys.js';
 export { createEmailChangeRoutes, EmailChangeResult } from './http/routes/email-change.js';
 export { createInvitationRoutes } from './http/routes/invitations.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { html, json, text } from '../http/responses.js';
+import { escapeHtml, html, json, text } from '../http/responses.js';
 import { defineRoute, type Route } from '../http/route.js';
 import type { EventCatalog, EventDefinition } from './types.js';
 
@@ -227,10 +227,6 @@ export function generateEventFlowchart(catalog: EventCatalog): string {
   });
   lines.push(...edges);
   return `${lines.join('\n')}\n`;
-}
-
-function escapeHtml(value: string): string {
-  return value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 
 const VIEWER_CSP = [

@@ -19,6 +19,19 @@ export function noContent(headers: Record<string, string> = {}): LightResponse {
   return new LightResponse(null, { status: 204, headers });
 }
 
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/**
+ * Escapes a value for HTML text and quoted attribute values (`null` and
+ * `undefined` become the empty string).
+ *
+ * @example
+ * html(`<h1>${escapeHtml(title)}</h1>`);
+ */
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] ?? char);
+}
+
 /** An HTML response that no cache keeps and no other origin frames. */
 export function html(body: string, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
   return new LightResponse(body, {

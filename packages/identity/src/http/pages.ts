@@ -1,4 +1,4 @@
-import { type HeaderReader, html, type LightResponse } from '@idt/core';
+import { escapeHtml, type HeaderReader, html, type LightResponse } from '@idt/core';
 
 function qualityOf(accept: string, matches: (type: string) => boolean): number {
   let best = 0;
@@ -24,13 +24,6 @@ export function prefersHtml(request: { readonly headers: HeaderReader }): boolea
   if (htmlQuality <= 0) return false;
   const jsonQuality = qualityOf(accept, (type) => type === 'application/json' || type === 'application/*' || type === '*/*');
   return htmlQuality >= jsonQuality;
-}
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** Escapes text for HTML content and attribute values. */
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (char) => ESCAPES[char] ?? char);
 }
 
 /** A form a {@link resultPage} offers: one button posting hidden fields. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Clock, clientIpOf, type Logger, readCookie, silentLogger, systemClock } from '@idt/core';
+import { type Clock, clientIpOf, escapeHtml, type Logger, readCookie, silentLogger, systemClock } from '@idt/core';
 import { EmailSchema, type TokenMac } from '@idt/identity';
 import type Provider from 'oidc-provider';
 import type { ClientService } from '../clients/service.js';
@@ -9,7 +9,6 @@ import type { AccountDirectory, MembershipState, StartedSession } from './direct
 import {
   AUTOSUBMIT_SCRIPT,
   errorSummary,
-  escapeHtml,
   FOCUS_SCRIPT,
   notice,
   type PageBranding,

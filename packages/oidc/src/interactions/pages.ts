@@ -1,14 +1,5 @@
+import { escapeHtml } from '@idt/core';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-
-/** Escapes text for HTML element content and attribute values. */
-export function escapeHtml(value: unknown): string {
-  return String(value ?? '')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;');
-}
 
 /** A client's look on the sign-in pages. */
 export interface PageBranding {

@@ -8,6 +8,7 @@ import {
   type EventDefinition,
   type EventHandlerDefinition,
   type EventOutbox,
+  escapeHtml,
   type JwtVerifier,
   type Logger,
   type Principal,
@@ -38,7 +39,7 @@ import { createScopeRoutes } from '../http/routes/scopes.js';
 import { createUserinfoRoutes } from '../http/routes/userinfo.js';
 import type { AccountDirectory } from '../interactions/directory.js';
 import { ASSETS_BASE, createInteractionHandler } from '../interactions/handler.js';
-import { escapeHtml, pageCsp, renderPage, setProviderAssetsPath } from '../interactions/pages.js';
+import { pageCsp, renderPage, setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
 import { basicClientId } from '../provider/basic-auth.js';
 import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';

@@ -1,4 +1,5 @@
-import { escapeHtml, pageCsp, renderPage } from '../interactions/pages.js';
+import { escapeHtml } from '@idt/core';
+import { pageCsp, renderPage } from '../interactions/pages.js';
 
 /** A client to notify through the browser. */
 export interface FrontchannelTarget {

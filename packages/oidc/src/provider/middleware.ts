@@ -1,7 +1,8 @@
 import type { Logger } from '@idt/core';
+import { escapeHtml } from '@idt/core';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { escapeHtml, pageCsp, renderPage } from '../interactions/pages.js';
+import { pageCsp, renderPage } from '../interactions/pages.js';
 import { type FrontchannelTarget, renderFrontchannelPage } from '../logout/frontchannel.js';
 import { basicClientId } from './basic-auth.js';
 import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';

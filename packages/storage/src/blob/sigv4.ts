@@ -1,4 +1,5 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sha256Hex } from '@idt/core';
 
 /** The SHA-256 of an empty payload, hex. */
 export const EMPTY_PAYLOAD_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -32,10 +33,6 @@ export function encodeS3Key(key: string): string {
 
 function hmac(key: Buffer | string, value: string): Buffer {
   return createHmac('sha256', key).update(value, 'utf8').digest();
-}
-
-function sha256Hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
 function amzDate(date: Date): string {

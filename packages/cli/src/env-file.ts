@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { randomToken } from '@idt/core';
 import type { ClientRecord } from '@idt/oidc';
 import { CliError } from './errors.js';
 
@@ -14,7 +15,7 @@ export interface EnvFileSource {
 
 /** A fresh cookie secret (SPEC 5.4 asks for at least 32 characters): 32 random bytes, base64url (43 characters). */
 export function generateCookiePassword(): string {
-  return randomBytes(32).toString('base64url');
+  return randomToken(32);
 }
 
 /**

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
+import { randomToken } from '@idt/core';
 import { redactDatabaseUrl, runMigrations } from '@idt/core/knex';
 import { migrationSets } from '@idt/example-server';
 import type { Command } from 'commander';
@@ -75,7 +75,7 @@ export function registerDemo(program: Command, io: CliIo): void {
       const config = commandConfig(io, options, io.env.IDT_ENVIRONMENT ? {} : { environment: 'Development' });
       out.progress(`Applying migrations to ${redactDatabaseUrl(config.databaseUrl)}…`);
       await withDatabase(config, (db) => runMigrations(db, migrationSets));
-      const password = randomBytes(18).toString('base64url');
+      const password = randomToken(18);
       const seed = parseSeed(demoSeed(password), {}, 'The demo seed');
       const dir = resolve(io.cwd, options.dir);
       await withServices(io, out, config, async (server) => {

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
+import { randomToken } from '@idt/core';
 import type { IdtServer } from '@idt/example-server';
 import type { AccountsActor, OrganizationRecord } from '@idt/identity';
 import type { ClientRecord } from '@idt/oidc';
@@ -232,7 +232,7 @@ export async function applySeed(server: IdtServer, seed: SeedFile, options: Appl
       if (!hashing) progress('Creating users (hashing passwords)…');
       hashing = true;
       // No password: one nobody knows, so the user signs in passwordless.
-      const password = entry.password ?? randomBytes(32).toString('base64url');
+      const password = entry.password ?? randomToken(32);
       const { email, firstName, lastName } = entry;
       ({ userId } = await entryAt(`users[${userIndex}]`, () =>
         identity.accounts.users.register({ email, password, firstName, lastName }),

@@ -65,6 +65,8 @@ export class Browser {
   readonly #headers: Record<string, string>;
   /** The last response seen. */
   last: BrowserResponse | undefined;
+  /** Every `Set-Cookie` value received, oldest first. */
+  readonly setCookies: string[] = [];
 
   /** @param headers sent with every request (e.g. the `x-forwarded-for` a proxy would add). */
   constructor(headers: Record<string, string> = {}) {
@@ -85,6 +87,7 @@ export class Browser {
   #store(url: string, headers: Headers) {
     const jar = this.cookies(url);
     for (const cookie of headers.getSetCookie()) {
+      this.setCookies.push(cookie);
       const [pair = '', ...attributes] = cookie.split(';');
       const index = pair.indexOf('=');
       const name = pair.slice(0, index).trim();

@@ -114,6 +114,10 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     const sid = tokens.claims()?.sid as string;
     const cookie = browser.cookies(server.url).get('idt_session');
     expect(cookie).toBeTruthy();
+    // The same cookie attributes as the API's sign-ins, Secure included even on an http issuer.
+    expect(browser.setCookies.find((value) => value.startsWith('idt_session='))).toMatch(
+      /^idt_session=[A-Za-z0-9_-]{43}; HttpOnly; Secure; SameSite=Lax; Path=\/; Max-Age=\d+$/,
+    );
     const sessions = await server.fetch('/v1/identity/sessions', { headers: { cookie: `idt_session=${cookie}` } });
     expect(sessions.status).toBe(200);
     const list = (await sessions.json()) as Array<{ id: string }>;

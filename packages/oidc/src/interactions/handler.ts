@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, clientIpOf, escapeHtml, type Logger, readCookie, silentLogger, systemClock } from '@idt/core';
-import { EmailSchema, type TokenMac } from '@idt/identity';
+import { EmailSchema, formatSessionCookie, type TokenMac } from '@idt/identity';
 import type Provider from 'oidc-provider';
 import type { ClientService } from '../clients/service.js';
 import type { StoredClient } from '../clients/store.js';
@@ -31,7 +31,7 @@ export interface InteractionHandlerOptions {
   /** The deployment path prefix (`''` or `/idt`). */
   readonly pathPrefix: string;
   /** The sign-in session cookie (also read by the API for sign-in hosts). */
-  readonly sessionCookie: { readonly name: string; readonly secure: boolean };
+  readonly sessionCookie: { readonly name: string };
   /** HMAC tokens; binds CSRF tokens to the interaction. */
   readonly tokens: TokenMac;
   /** The refresh-token lifetime of a new login (SPEC 5.3 precedence). */
@@ -131,15 +131,11 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
   }
 
   function sessionCookieHeader(session: StartedSession): string {
-    const maxAge = Math.max(0, Math.floor((new Date(session.expiresAt).getTime() - clock.now().getTime()) / 1000));
-    return [
-      `${options.sessionCookie.name}=${encodeURIComponent(session.cookieValue)}`,
-      'Path=/',
-      'HttpOnly',
-      'SameSite=Lax',
-      `Max-Age=${maxAge}`,
-      ...(options.sessionCookie.secure ? ['Secure'] : []),
-    ].join('; ');
+    return formatSessionCookie(
+      options.sessionCookie.name,
+      session.cookieValue,
+      (new Date(session.expiresAt).getTime() - clock.now().getTime()) / 1000,
+    );
   }
 
   async function finishLogin(req: IncomingMessage, res: ServerResponse, session: StartedSession, amr: string[]) {

@@ -386,7 +386,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     grantContexts,
     apiResource,
     pathPrefix: settings.pathPrefix,
-    sessionCookie: { name: settings.sessionCookieName, secure: settings.issuer.startsWith('https://') },
+    sessionCookie: { name: settings.sessionCookieName },
     trustProxy: settings.trustProxy,
     tokens: options.tokens,
     refreshTokenLifetime: (client) => refreshTokenLifetime(client),

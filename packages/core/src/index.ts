@@ -63,7 +63,14 @@ export { createApiDocsRoutes, resolveScalarScript } from './http/api-docs.js';
 export type { GateRequest, HttpApp, HttpAppOptions, RequestGate, RequestInfo, RequestRateLimiter } from './http/app.js';
 export { createHttpApp, partitionKey, resolveRequestId } from './http/app.js';
 export type { BodySource } from './http/body.js';
-export { DEFAULT_MAX_BODY_BYTES, readBodyText, readFormBody, readJsonBody, searchParamsToObject } from './http/body.js';
+export {
+  DEFAULT_MAX_BODY_BYTES,
+  mediaTypeOf,
+  readBodyText,
+  readFormBody,
+  readJsonBody,
+  searchParamsToObject,
+} from './http/body.js';
 export { clientIpOf } from './http/client-ip.js';
 export type { ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';

@@ -38,8 +38,16 @@ function tooLarge(maxBytes: number): ProblemError {
   return new ProblemError('Http.ClientError', `The request body exceeds ${maxBytes} bytes.`, { status: 413 });
 }
 
+/**
+ * The media type of a `Content-Type` value, lower-case and without
+ * parameters (`'Text/HTML; charset=utf-8'` → `'text/html'`; missing → `''`).
+ */
+export function mediaTypeOf(contentType: string | null | undefined): string {
+  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+}
+
 function mediaType(request: BodySource): string {
-  return (request.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  return mediaTypeOf(request.headers.get('content-type'));
 }
 
 /**

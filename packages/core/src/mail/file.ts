@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
+import { mediaTypeOf } from '../http/body.js';
 import { newId } from '../ids.js';
 import type { Logger } from '../logger.js';
 import type { Mailer } from './mailer.js';
@@ -141,7 +142,7 @@ function parseEntity(raw: Buffer): MimeEntity {
 
 function collectBodies(entity: MimeEntity, into: { text?: string; html?: string }): void {
   const contentType = entity.headers['content-type'] ?? 'text/plain';
-  const type = (contentType.split(';')[0] ?? '').trim().toLowerCase();
+  const type = mediaTypeOf(contentType);
   if (type.startsWith('multipart/')) {
     const boundary = parameter(contentType, 'boundary');
     if (!boundary) return;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Clock, clientIpOf, escapeHtml, type Logger, readCookie, silentLogger, systemClock } from '@idt/core';
+import { type Clock, clientIpOf, escapeHtml, type Logger, mediaTypeOf, readCookie, silentLogger, systemClock } from '@idt/core';
 import { EmailSchema, formatSessionCookie, type TokenMac } from '@idt/identity';
 import type Provider from 'oidc-provider';
 import type { ClientService } from '../clients/service.js';
@@ -59,7 +59,7 @@ type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 class FormTooLarge extends Error {}
 
 async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  const type = mediaTypeOf(req.headers['content-type']);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {

@@ -1,3 +1,4 @@
+import { mediaTypeOf } from '@idt/core';
 /** How many leading bytes {@link sniffContentType} looks at. */
 export const SNIFF_BYTES = 4100;
 
@@ -99,10 +100,6 @@ const TEXT_EXTENSIONS: Readonly<Record<string, string>> = {
 function extensionOf(fileName: string | undefined): string {
   const match = /\.([A-Za-z0-9]{1,10})$/.exec(fileName ?? '');
   return match?.[1]?.toLowerCase() ?? '';
-}
-
-function mediaTypeOf(declared: string | undefined): string {
-  return (declared ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
 }
 
 /**

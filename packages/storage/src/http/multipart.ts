@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
+import { mediaTypeOf } from '@idt/core';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import busboy from 'busboy';
 import { fileTooLarge, type StagedUpload, type UploadFileInfo } from '../files/service.js';
@@ -51,7 +52,7 @@ export async function readMultipartUpload(request: Request, options: MultipartUp
   const { maxBytes } = options;
   const fileField = options.fileField ?? 'file';
   const contentType = request.headers.get('content-type') ?? '';
-  if ((contentType.split(';')[0] ?? '').trim().toLowerCase() !== 'multipart/form-data') {
+  if (mediaTypeOf(contentType) !== 'multipart/form-data') {
     throw closingConnection(new ProblemError('Http.ClientError', 'Send the upload as multipart/form-data.', { status: 415 }));
   }
   const declared = request.headers.get('content-length');

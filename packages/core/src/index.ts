@@ -103,3 +103,5 @@ export { createLogger, silentLogger } from './logger.js';
 export type { Mailer, MailMessage, MemoryMailer } from './mail/mailer.js';
 export { assertMailMessage, createMemoryMailer } from './mail/mailer.js';
 export { CoreCodes } from './problems.js';
+export type { Throttle } from './throttle.js';
+export { createThrottle } from './throttle.js';

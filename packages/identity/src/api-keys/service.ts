@@ -1,9 +1,8 @@
-import { type Clock, type Logger, newId, randomToken, sha256Hex, silentLogger, systemClock } from '@idt/core';
+import { type Clock, createThrottle, type Logger, newId, randomToken, sha256Hex, silentLogger, systemClock } from '@idt/core';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import { z } from 'zod';
 import type { ApiKeyAccess, ApiKeyLookup } from '../access/store.js';
 import { permissionsForScopes, SCOPE_CATALOG, scopeDefinition, scopesWithin } from '../authorization/scopes.js';
-import { createThrottle } from '../credentials/throttle.js';
 import type { ApiKeyStore, StoredApiKey } from './store.js';
 
 /** The prefix of every API key. */

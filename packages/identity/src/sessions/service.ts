@@ -1,7 +1,6 @@
-import { type Clock, type Logger, newId, randomToken, sha256Hex, silentLogger, systemClock } from '@idt/core';
+import { type Clock, createThrottle, type Logger, newId, randomToken, sha256Hex, silentLogger, systemClock } from '@idt/core';
 import { UnauthorizedError } from '@idt/problem';
 import type { SessionAccess, SessionLookup } from '../access/store.js';
-import { createThrottle } from '../credentials/throttle.js';
 import { formatClearedSessionCookie, formatSessionCookie } from './cookie.js';
 import type { SessionEndReason, SessionStore, StoredSession } from './store.js';
 

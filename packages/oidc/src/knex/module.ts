@@ -3,6 +3,7 @@ import {
   type Clock,
   type CredentialResolver,
   clientIpOf,
+  createThrottle,
   createTtlCache,
   defineEventHandler,
   type EventDefinition,
@@ -159,18 +160,14 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   const grantContexts = createKnexGrantContextStore(db);
   const knexLockout = createKnexClientLockout({ db, counter: options.counter, invalidator: options.invalidator, clock, logger });
   // Successful client authentications record `lastUsedAt`, at most once a minute per client.
-  const lastTouched = new Map<string, number>();
+  const clientUse = createThrottle(60_000, clock);
   const lockout = {
     ...knexLockout,
-    isLocked: (clientId: string) => knexLockout.isLocked(clientId),
-    recordFailure: (clientId: string, details: Parameters<typeof knexLockout.recordFailure>[1]) =>
-      knexLockout.recordFailure(clientId, details),
     recordSuccess(clientId: string) {
-      const now = clock.now();
-      if (now.getTime() - (lastTouched.get(clientId) ?? 0) < 60_000) return;
-      lastTouched.set(clientId, now.getTime());
-      if (lastTouched.size > 10_000) lastTouched.clear();
-      clientStore.touch(clientId, now).catch((error: unknown) => logger.warn('recording client use failed', { error, clientId }));
+      if (!clientUse.take(clientId)) return;
+      clientStore
+        .touch(clientId, clock.now())
+        .catch((error: unknown) => logger.warn('recording client use failed', { error, clientId }));
     },
   };
   const Adapter = createKnexAdapterClass({

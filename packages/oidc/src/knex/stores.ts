@@ -131,20 +131,22 @@ export function createKnexClientLockout(options: ClientLockoutOptions): ClientLo
       locks.set(row.client_id, new Date(toIso(row.locked_until)).getTime());
   }
 
+  function isLocked(clientId: string): boolean {
+    const until = locks.get(clientId);
+    if (until === undefined) return false;
+    if (until <= clock.now().getTime()) {
+      locks.delete(clientId);
+      return false;
+    }
+    return true;
+  }
+
   return {
     load: loadAll,
-    isLocked(clientId) {
-      const until = locks.get(clientId);
-      if (until === undefined) return false;
-      if (until <= clock.now().getTime()) {
-        locks.delete(clientId);
-        return false;
-      }
-      return true;
-    },
+    isLocked,
     async recordFailure(clientId, details) {
       const now = clock.now();
-      const locked = this.isLocked(clientId);
+      const locked = isLocked(clientId);
       logger.warn('audit: invalid_client', { clientId, ip: details.ip, route: details.route, reason: details.reason, locked });
       await db('oidc_client_auth_failures')
         .insert({ client_id: clientId, total: 1, last_failure_at: now.toISOString(), locked_until: null })

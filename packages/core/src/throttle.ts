@@ -1,4 +1,4 @@
-import type { Clock } from '@idt/core';
+import type { Clock } from './clock.js';
 
 /** Decides whether a per-key action is due again (in this process). */
 export interface Throttle {
@@ -10,7 +10,7 @@ export interface Throttle {
 
 /**
  * An in-memory throttle: `take(key)` answers `true` at most once per
- * `intervalMs` for a key. It only spares the database redundant writes; the
+ * `intervalMs` for a key (session activity, API key and client last use). It only spares the database redundant writes; the
  * store's conditional update is what bounds writes across processes. The map
  * forgets stale keys once it grows past `maxKeys`.
  */

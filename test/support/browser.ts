@@ -63,14 +63,19 @@ export function parseForms(html: string, base: string): HtmlForm[] {
 export class Browser {
   readonly #jar = new Map<string, Map<string, string>>();
   readonly #headers: Record<string, string>;
+  readonly #fetch: typeof fetch;
   /** The last response seen. */
   last: BrowserResponse | undefined;
   /** Every `Set-Cookie` value received, oldest first. */
   readonly setCookies: string[] = [];
 
-  /** @param headers sent with every request (e.g. the `x-forwarded-for` a proxy would add). */
-  constructor(headers: Record<string, string> = {}) {
+  /**
+   * @param headers sent with every request (e.g. the `x-forwarded-for` a proxy would add).
+   * @param fetcher what sends requests: the global `fetch` over HTTP, or a Fetch handler called in-process.
+   */
+  constructor(headers: Record<string, string> = {}, fetcher: typeof fetch = fetch) {
     this.#headers = headers;
+    this.#fetch = fetcher;
   }
 
   /** Cookies currently held for a URL's host. */
@@ -109,7 +114,7 @@ export class Browser {
     const jar = this.cookies(url);
     const headers = new Headers({ ...this.#headers, ...Object.fromEntries(new Headers(init.headers)) });
     if (jar.size > 0) headers.set('cookie', [...jar].map(([name, value]) => `${name}=${value}`).join('; '));
-    const response = await fetch(url, { ...init, headers, redirect: 'manual' });
+    const response = await this.#fetch(url, { ...init, headers, redirect: 'manual' });
     this.#store(url, response.headers);
     const result = { url, status: response.status, headers: response.headers, body: await response.text() };
     this.last = result;

@@ -19,3 +19,6 @@ export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
 export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';
 export { mintAccessToken, mintServiceToken, TEST_CLIENT_ID, tenantWithTokens } from './tokens.js';
+export { referenceMigrationSets } from './migrations.js';
+export type { FlowResult, FlowTarget } from './flow.js';
+export { runSignInFlow } from './flow.js';

@@ -1,7 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type IdtConfigOverrides, loadConfig } from '@idt/core';
-import { createIdtServer, type IdtServer, migrationSets } from '@idt/example-server';
+import { createReferenceServer, type ReferenceServer } from '@idt/example-server';
+import { type Clock, type Mailer } from '@idt/core';
+import { referenceMigrationSets } from './migrations.js';
 import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
 
 /**
@@ -24,6 +26,9 @@ export interface TestServerOptions {
   readonly migrate?: boolean;
   /** Reuse an existing database instead of creating one. */
   readonly database?: TestDatabase;
+  /** The clock every policy reads (a manual clock for time rules). */
+  readonly clock?: Clock;
+  readonly mailer?: Mailer;
 }
 
 /** The reference server listening on a loopback port, over a throwaway database. */
@@ -32,7 +37,7 @@ export interface TestServer {
   readonly url: string;
   /** The origin the server listens on. */
   readonly origin: string;
-  readonly idt: IdtServer;
+  readonly idt: ReferenceServer;
   readonly database: TestDatabase;
   readonly http: Server;
   /** `fetch` relative to {@link url}. */
@@ -47,7 +52,7 @@ export interface TestServer {
  */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const database =
-    options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite', options.migrate === false ? [] : migrationSets));
+    options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite', options.migrate === false ? [] : referenceMigrationSets));
   const http = createServer();
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
@@ -62,7 +67,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     { databaseUrl: database.url, issuer: origin, port, ...options.config },
   );
-  const idt = await createIdtServer({ config, db: database.db });
+  const idt = await createReferenceServer({
+    resolvedConfig: config,
+    env: { ...GENEROUS_RATE_LIMITS, ...options.env },
+    database: database.db,
+    migrations: 'skip',
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.mailer ? { mailer: options.mailer } : {}),
+  });
   idt.start();
   http.on('request', (req, res) => void idt.handler(req, res));
   const url = `${origin}${config.pathPrefix}`;

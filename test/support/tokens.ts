@@ -30,7 +30,7 @@ export interface MintOptions {
  */
 export async function mintAccessToken(server: TestServer, claims: TestTokenClaims, options: MintOptions = {}): Promise<string> {
   if (claims.client_id === undefined) await ensureTestClient(server);
-  const keys = await server.idt.services.keys.listKeys();
+  const keys = await server.idt.infrastructure.keys.listKeys();
   const key = keys.find((candidate) => candidate.status === 'active' && candidate.alg === (options.alg ?? 'ES256'));
   if (!key) throw new Error('The test server has no active signing key');
   const iat = options.issuedAt ?? Math.floor(Date.now() / 1000);

@@ -5,48 +5,40 @@
  *   node dist/main.js serve     start the server (refuses pending migrations outside Testing)
  *   node dist/main.js start     migrate, then serve (what `npm start` runs)
  */
-import { ConfigError, createLogger, loadConfig } from '@idt/core';
-import { assertMigrated, createDatabase, PendingMigrationsError, redactDatabaseUrl, runMigrations } from '@idt/core/knex';
-import { createIdtServer, migrationSets } from './index.js';
+import { ConfigError, loadConfig } from '@idt/core';
+import { PendingMigrationsError, redactDatabaseUrl } from '@idt/core/knex';
+import { createReferenceServer } from './index.js';
 
 async function main(command: string): Promise<number> {
   const config = loadConfig(process.env);
-  const logger = createLogger({ level: config.logLevel, fields: { service: 'idt' } });
-  const db = createDatabase(config.databaseUrl);
-  try {
-    if (command === 'migrate' || command === 'start') {
-      const report = await runMigrations(db, migrationSets);
-      const applied = report.reduce((sum, set) => sum + set.applied.length, 0);
-      console.log(`Migrations: ${applied} applied on ${redactDatabaseUrl(config.databaseUrl)}`);
-      if (command === 'migrate') return 0;
-    }
-    if (config.environment !== 'Testing') await assertMigrated(db, migrationSets);
-    const server = await createIdtServer({ config, db, logger });
-    const { url } = await server.listen(config.port, config.host);
-    const setupRequired = await server.services.setup.isSetupRequired();
-    const publicUrl = config.publicBaseUrl;
-    console.log(`idt ${config.environment} server listening on ${url}`);
-    if (publicUrl !== url) console.log(`  Public URL:     ${publicUrl}`);
-    console.log(`  Database:       ${redactDatabaseUrl(config.databaseUrl)}`);
-    console.log(`  API reference:  ${publicUrl}/scalar`);
-    console.log(
-      setupRequired
-        ? `  Setup required: yes. Create the first administrator: POST ${publicUrl}/v1/identity/setup/admin (or run \`idt setup\`)`
-        : '  Setup required: no',
-    );
-    const stop = async (signal: string) => {
-      console.log(`Received ${signal}; shutting down.`);
-      await server.close();
-      await db.destroy();
-      process.exit(0);
-    };
-    process.once('SIGINT', () => void stop('SIGINT'));
-    process.once('SIGTERM', () => void stop('SIGTERM'));
-    return -1;
-  } catch (error) {
-    await db.destroy().catch(() => undefined);
-    throw error;
+  const migrate = command === 'migrate' || command === 'start';
+  const idt = await createReferenceServer({ resolvedConfig: config, migrations: migrate ? 'run' : 'check' });
+  if (command === 'migrate') {
+    console.log(`Migrations applied on ${redactDatabaseUrl(config.databaseUrl)}`);
+    await idt.close();
+    return 0;
   }
+  const { url } = await idt.listen(config.port, config.host);
+  const setupRequired = await idt.services.identity.setup.isSetupRequired();
+  const publicUrl = config.publicBaseUrl;
+  console.log(`idt ${config.environment} server listening on ${url}`);
+  if (publicUrl !== url) console.log(`  Public URL:     ${publicUrl}`);
+  console.log(`  Database:       ${redactDatabaseUrl(config.databaseUrl)}`);
+  console.log(`  Modules:        ${idt.modules.map((module) => module.id).join(', ')}`);
+  console.log(`  API reference:  ${publicUrl}/scalar`);
+  console.log(
+    setupRequired
+      ? `  Setup required: yes. Create the first administrator: POST ${publicUrl}/v1/identity/setup/admin (or run \`idt setup\`)`
+      : '  Setup required: no',
+  );
+  const stop = async (signal: string) => {
+    console.log(`Received ${signal}; shutting down.`);
+    await idt.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  return -1;
 }
 
 const command = process.argv[2] ?? 'serve';

@@ -302,7 +302,7 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
       'Tenant.Forbidden',
     );
     await db('identity_membership_roles').where({ membership_id: membership.id }).update({ role: 'viewer' });
-    await server.idt.services.invalidator.invalidate('identity.memberships', `${user.id}:${tenant.organization.id}`);
+    await server.idt.infrastructure.invalidator.invalidate('identity.memberships', `${user.id}:${tenant.organization.id}`);
     await expectProblem(
       await server.fetch('/v1/identity/auth/keys', { headers: { 'x-api-key': created.apiKey } }),
       403,

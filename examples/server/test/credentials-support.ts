@@ -22,7 +22,7 @@ export async function mailsTo(server: TestServer, to: string, template?: string)
 export async function waitForMail(server: TestServer, to: string, template: string, already = 0): Promise<MailboxMessage> {
   const deadline = Date.now() + 5000;
   for (;;) {
-    await server.idt.services.events.dispatchPending();
+    await server.idt.infrastructure.events.dispatchPending();
     const messages = await mailsTo(server, to, template);
     if (messages.length > already) return messages.at(-1) as MailboxMessage;
     if (Date.now() > deadline) throw new Error(`No ${template} mail reached ${to}`);

@@ -132,7 +132,7 @@ describe.each(testDialects())('e-mail change over HTTP on %s', (dialect) => {
     const second = await seedUser(server.database.db);
     const wanted = `contested-${first.id.slice(-6)}@example.com`;
     await expectShort(await change(await asUser(first.id), wanted), 200);
-    await server.idt.services.events.dispatchPending();
+    await server.idt.infrastructure.events.dispatchPending();
     await expectShort(await change(await asUser(second.id), wanted), 200);
     const links = await Promise.all(
       [first, second].map(async (user) => {

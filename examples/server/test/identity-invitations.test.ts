@@ -16,7 +16,7 @@ describe.each(testDialects())('invitations over HTTP on %s', (dialect) => {
       await call('POST', invitations(world.a.organization.id), { token, body: { email, ...body } }),
       201,
     );
-    await server.idt.services.events.dispatchPending();
+    await server.idt.infrastructure.events.dispatchPending();
     const mails = await readMailbox(join(server.database.dataDir, 'mail'), { to: email });
     const link = /https?:\/\/\S+\/invitations\/accept\?token=\S+/.exec(mails.at(-1)?.text ?? '')?.[0];
     expect(link, 'the invitation mail carries the accept link').toBeDefined();

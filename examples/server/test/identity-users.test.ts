@@ -14,7 +14,7 @@ describe.each(testDialects())('users over HTTP on %s', (dialect) => {
     server = await startTestServer({ dialect });
     call = caller(server);
     world = await seedWorld(server);
-    server.idt.services.events.subscribe(
+    server.idt.infrastructure.events.subscribe(
       defineEventHandler({
         name: 'test.record-deactivations',
         module: 'test',
@@ -253,7 +253,7 @@ describe.each(testDialects())('users over HTTP on %s', (dialect) => {
       expect(events).toEqual([
         { userId: target.id, deactivatedAt: expect.stringMatching(/Z$/), deactivatedByUserId: world.platformAdmin.id },
       ]);
-      await server.idt.services.events.dispatchPending();
+      await server.idt.infrastructure.events.dispatchPending();
       expect(deactivations.map((envelope) => envelope.payload)).toEqual(events);
     });
 

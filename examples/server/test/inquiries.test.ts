@@ -75,7 +75,7 @@ describe.each(testDialects())('inquiries over HTTP on %s', (dialect) => {
       organizationId: world.a.organization.id,
       scope: 'inquiries.read inquiries.write',
     });
-    server.idt.services.events.subscribe(
+    server.idt.infrastructure.events.subscribe(
       defineEventHandler({
         name: 'test.record-inquiries',
         module: 'test',
@@ -158,7 +158,7 @@ describe.each(testDialects())('inquiries over HTTP on %s', (dialect) => {
         projectType: 'Web application',
         submittedAt: created.createdAt,
       });
-      await server.idt.services.events.dispatchPending();
+      await server.idt.infrastructure.events.dispatchPending();
       const envelope = delivered.find((entry) => entry.payload.inquiryId === created.id);
       expect(envelope).toMatchObject({ type: 'InquirySubmittedEvent', payload: { submitterId: world.a.user.id } });
       const delivery = await server.database

@@ -1,4 +1,4 @@
-import { migrationSets } from '@idt/example-server';
+import { referenceMigrationSets as migrationSets } from '@idt/testing';
 import {
   connectTestDatabase,
   createTestDatabase,

@@ -26,7 +26,7 @@ describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
   beforeAll(async () => {
     server = await startTestServer({ dialect });
     tenant = await seedTenant(server.database.db);
-    server.idt.services.events.subscribe(
+    server.idt.infrastructure.events.subscribe(
       defineEventHandler({
         name: 'test.collect-session-evictions',
         module: 'test',
@@ -183,7 +183,7 @@ describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
     expect(payloads.filter((payload) => payload.userId === user.id)).toEqual([
       { userId: user.id, sessionId: oldest, evictedAt: started[5]?.session.createdAt },
     ]);
-    await server.idt.services.events.dispatchPending();
+    await server.idt.infrastructure.events.dispatchPending();
     expect(evictions.filter((envelope) => envelope.payload.userId === user.id).map((envelope) => envelope.payload)).toEqual([
       { userId: user.id, sessionId: oldest, evictedAt: started[5]?.session.createdAt },
     ]);

@@ -125,7 +125,7 @@ export function filesBelow(directory: string): string[] {
 
 /** The storage directory of a test server. */
 export function storageDirectory(server: TestServer): string {
-  return server.idt.config.storage.directory;
+  return server.idt.services.storage.settings.directory;
 }
 
 /** A 1×1 transparent PNG. */

@@ -67,7 +67,7 @@ export async function withServices<T>(
       return await work(server);
     } finally {
       try {
-        await server.services.events.dispatchPending();
+        await server.infrastructure.events.dispatchPending();
       } catch (error) {
         out.warn(`some events could not be delivered yet; a running server delivers them (${(error as Error).message})`);
       }

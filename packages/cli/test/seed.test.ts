@@ -142,7 +142,7 @@ describe.each(testDialects())('idt seed on %s', (dialect) => {
     expect((await idt(env, ['seed'])).exitCode).toBe(2);
 
     expect(await count('identity_users')).toBe(0);
-    expect(await server.idt.services.setup.isSetupRequired()).toBe(true);
+    expect(await server.idt.services.identity.setup.isSetupRequired()).toBe(true);
   });
 
   it('refuses an env file that exists before creating anything, and organizations without an owner', async () => {

@@ -33,13 +33,10 @@ export type {
   MailSettings,
   RateLimitSetting,
   RatePolicyName,
-  S3Settings,
-  StorageSettings,
 } from './config/config.js';
 export {
   ConfigError,
   DEFAULT_MAIL_FROM,
-  DEFAULT_MAX_UPLOAD_BYTES,
   defaultRateLimits,
   environments,
   loadConfig,
@@ -105,3 +102,24 @@ export { assertMailMessage, createMemoryMailer } from './mail/mailer.js';
 export { CoreCodes } from './problems.js';
 export type { Throttle } from './throttle.js';
 export { createThrottle } from './throttle.js';
+export type { CreateIdtOptions, Idt } from './idt.js';
+export { createIdt, UPLOAD_REQUEST_TIMEOUT_MS } from './idt.js';
+export type {
+  AnyIdtModule,
+  Env,
+  EnvironmentVariable,
+  IdtModule,
+  ModuleAuthentication,
+  ModuleBaseContext,
+  ModuleContext,
+  ModuleInstance,
+  ModuleJob,
+  ModuleSettingsSpec,
+  ModuleSurface,
+  NodeSurfaceHandler,
+  ServicesMap,
+  ServicesOf,
+} from './module.js';
+export { orderModules } from './module.js';
+export type { EnvReader } from './config/env.js';
+export { envReader } from './config/env.js';

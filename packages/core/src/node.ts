@@ -165,6 +165,11 @@ export function createNodeHandler(app: HttpApp, options: NodeHandlerOptions = {}
   };
 }
 
+/** What the pipeline learns from a Node request beyond its head: the peer address and a lazily built disconnect signal. */
+export function nodeRequestInfo(req: IncomingMessage, res: ServerResponse): RequestInfo {
+  return new NodeRequestInfo(req, res);
+}
+
 /**
  * What the pipeline learns from a Node request beyond its head: the peer
  * address, and the disconnect signal, built only when a handler asks for it
@@ -198,3 +203,7 @@ function sanitizeHost(host: string | undefined): string {
   if (host && /^[A-Za-z0-9.:[\]-]{1,255}$/.test(host)) return host;
   return 'localhost';
 }
+
+export type { IdtNodeHandler, IdtNodeHandlerOptions } from './http/node-entry.js';
+export { createIdtNodeHandler } from './http/node-entry.js';
+export { runNodeHandler } from './http/node-bridge.js';

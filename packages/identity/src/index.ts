@@ -194,3 +194,5 @@ export { createTokenMac } from './tokens.js';
 export type { UserListQuery, UsersService, UsersServiceOptions } from './users/service.js';
 export { createUsersService, RegisterInput, UpdateProfileInput } from './users/service.js';
 export type { NewUser, ProfilePatch, UsersStore } from './users/store.js';
+export type { IdentityModuleOptions, IdentityModuleSettings, IdentityServices } from './module.js';
+export { CLIENT_LOOKUP_CAPABILITY, identity, identityVariables, SESSION_COOKIE_NAME } from './module.js';

@@ -34,3 +34,5 @@ export {
 export type { InquiryStatus } from './status.js';
 export { canTransition, INQUIRY_STATUSES, nextStatus, parseInquiryStatus } from './status.js';
 export type { CommentRecord, InquiriesStore, InquiryFilter, InquiryRecord } from './store.js';
+export type { InquiriesServices } from './module.js';
+export { inquiries } from './module.js';

@@ -58,3 +58,6 @@ export { frontchannelUrl } from './logout/frontchannel.js';
 export { OidcCodes } from './problems.js';
 export type { AccountClaims, GrantContext } from './provider/create-provider.js';
 export { clientMetadata, LOGIN_SCOPES, OIDC_ROUTES, USERINFO_PATH } from './provider/create-provider.js';
+export { createIdentityDirectory } from './identity-directory.js';
+export type { OidcModuleOptions, OidcModuleSettings, OidcServices } from './module.js';
+export { oidc, oidcVariables } from './module.js';

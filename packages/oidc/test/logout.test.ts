@@ -326,7 +326,7 @@ describe('back-channel logout to private hosts is refused unless allowed', () =>
     const tokens = await redeemCode(config, result);
     await result.browser.navigate(oidcClient.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '' }).href);
     await result.browser.submit({ form: 'logout', fields: { logout: 'yes' } });
-    await server.idt.services.events.dispatchPending();
+    await server.idt.infrastructure.events.dispatchPending();
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(receiver.received).toHaveLength(0);
     const delivery = await server.database.db('core_outbox_deliveries').where({ handler: 'oidc.backchannel-logout' }).first();

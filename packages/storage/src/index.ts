@@ -56,3 +56,7 @@ export type { ClamAvScannerOptions } from './scan/clamav.js';
 export { createClamAvScanner, parseClamdReply } from './scan/clamav.js';
 export type { Scanner, ScanResult } from './scan/scanner.js';
 export { ScanError } from './scan/scanner.js';
+export type { StorageModuleOptions, StorageServices } from './module.js';
+export { storage } from './module.js';
+export type { S3Settings, StorageSettings } from './settings.js';
+export { DEFAULT_MAX_UPLOAD_BYTES, resolveStorageSettings, storageVariables } from './settings.js';

@@ -63,7 +63,7 @@ export function registerServe(program: Command, io: CliIo): void {
         const server = await createIdtServer({ config, db, logger: commandLogger(io, config) });
         try {
           const { url } = await server.listen(config.port, config.host);
-          const setupRequired = await server.services.setup.isSetupRequired();
+          const setupRequired = await server.services.identity.setup.isSetupRequired();
           const publicUrl = config.publicBaseUrl;
           const database = redactDatabaseUrl(config.databaseUrl);
           out.line(`idt ${config.environment} server listening on ${url}`);

@@ -30,39 +30,6 @@ export interface MailSettings {
   directory: string;
 }
 
-/** The S3-compatible object store of the `s3` storage driver. */
-export interface S3Settings {
-  /** `IDT_S3_ENDPOINT`: e.g. `https://s3.eu-central-1.amazonaws.com` or `http://127.0.0.1:9000` (MinIO). */
-  endpoint: string;
-  /** `IDT_S3_REGION` (default `us-east-1`). */
-  region: string;
-  /** `IDT_S3_BUCKET`: the one bucket every object goes to. */
-  bucket: string;
-  /** `IDT_S3_ACCESS_KEY_ID`. */
-  accessKeyId: string;
-  /** `IDT_S3_SECRET_ACCESS_KEY`. */
-  secretAccessKey: string;
-  /** `IDT_S3_FORCE_PATH_STYLE`: `endpoint/bucket/key` instead of `bucket.endpoint/key` (default true). */
-  forcePathStyle: boolean;
-}
-
-/** Where uploaded files are kept and how they are checked. */
-export interface StorageSettings {
-  /** `IDT_STORAGE_DRIVER`: `filesystem` (default) or `s3`. */
-  driver: 'filesystem' | 's3';
-  /** `IDT_STORAGE_DIR`: the filesystem driver's directory (default `${dataDir}/files`). */
-  directory: string;
-  /** `IDT_STORAGE_MAX_UPLOAD_BYTES`: the largest upload request (default 104,857,600). */
-  maxUploadBytes: number;
-  /** The `s3` driver's settings (present when the driver is `s3`). */
-  s3?: S3Settings;
-  /** `IDT_CLAMAV_URL`: `tcp://host:3310` of a clamd to scan uploads with; scanning is off without it. */
-  clamavUrl?: string;
-}
-
-/** The default largest upload request: 100 MiB (SPEC 8.2). */
-export const DEFAULT_MAX_UPLOAD_BYTES = 104_857_600;
-
 /** The default sender of outgoing mail. */
 export const DEFAULT_MAIL_FROM = 'idt <no-reply@localhost>';
 
@@ -96,25 +63,6 @@ export interface IdtConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Outgoing mail, derived from `IDT_SMTP_URL`, `IDT_MAIL_FROM` and `IDT_DATA_DIR`. */
   mail: MailSettings;
-  /**
-   * E-mail change requests per user per fixed window that starts at the first
-   * request: `IDT_EMAIL_CHANGE_MAX_REQUESTS` (default 3; 0 refuses all) and
-   * `IDT_EMAIL_CHANGE_WINDOW_SECONDS` (default 3600; must be positive).
-   */
-  emailChange: { maxRequests: number; windowSeconds: number };
-  /** File storage (`IDT_STORAGE_*`, `IDT_S3_*`, `IDT_CLAMAV_URL`). */
-  storage: StorageSettings;
-  /** OpenID provider settings. */
-  oidc: {
-    /** `IDT_ACCESS_TOKEN_MINUTES`: access-token lifetime (default 15). */
-    accessTokenMinutes: number;
-    /** `IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS`: replay tolerance of redeemed refresh tokens (default 30). */
-    refreshReuseLeewaySeconds: number;
-    /** `IDT_REFRESH_TOKEN_LIFETIME_SECONDS`: global refresh-token lifetime fallback (default 604,800 = 7 days). */
-    refreshTokenLifetimeSeconds: number;
-    /** `IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS`: deliver back-channel logout to loopback and private hosts (default false). */
-    backchannelAllowPrivateHosts: boolean;
-  };
 }
 
 /** Defaults of the rate-limit policies (SPEC 8.1). */
@@ -215,22 +163,6 @@ const envSchema = z.object({
   IDT_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional(),
   IDT_SMTP_URL: optionalString,
   IDT_MAIL_FROM: optionalString,
-  IDT_EMAIL_CHANGE_MAX_REQUESTS: positiveInteger(),
-  IDT_EMAIL_CHANGE_WINDOW_SECONDS: z.string().optional(),
-  IDT_ACCESS_TOKEN_MINUTES: positiveInteger(1440),
-  IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS: positiveInteger(3600),
-  IDT_REFRESH_TOKEN_LIFETIME_SECONDS: positiveInteger(31_536_000),
-  IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: booleanString,
-  IDT_STORAGE_DRIVER: z.enum(['filesystem', 's3']).optional(),
-  IDT_STORAGE_DIR: optionalString,
-  IDT_STORAGE_MAX_UPLOAD_BYTES: positiveInteger(),
-  IDT_S3_ENDPOINT: optionalString,
-  IDT_S3_REGION: optionalString,
-  IDT_S3_BUCKET: optionalString,
-  IDT_S3_ACCESS_KEY_ID: optionalString,
-  IDT_S3_SECRET_ACCESS_KEY: optionalString,
-  IDT_S3_FORCE_PATH_STYLE: booleanString,
-  IDT_CLAMAV_URL: optionalString,
   ...Object.fromEntries(
     ratePolicies.flatMap((policy) => [
       [`IDT_RATE_LIMIT_${policy.toUpperCase()}_PERMIT_LIMIT`, positiveInteger()],
@@ -240,13 +172,7 @@ const envSchema = z.object({
 });
 
 /** Settings that code may pass instead of (and over) environment variables. */
-export type IdtConfigOverrides = Partial<
-  Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl' | 'mail' | 'emailChange' | 'oidc' | 'storage'>
-> & {
-  emailChange?: Partial<IdtConfig['emailChange']>;
-  oidc?: Partial<IdtConfig['oidc']>;
-  /** Storage settings; `s3` replaces the environment's S3 settings as a whole. */
-  storage?: Partial<StorageSettings>;
+export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicBaseUrl' | 'mail'>> & {
   /** The transport follows `smtpUrl`: SMTP when set, files otherwise. */
   mail?: Partial<Omit<MailSettings, 'transport'>>;
   rateLimits?: Partial<Record<RatePolicyName, Partial<RateLimitSetting>>>;
@@ -316,22 +242,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimits[policy] = setting;
   }
   const mail = resolveMail(environment, dataDir, overrides.mail ?? {}, e, problems);
-  const emailChange = {
-    maxRequests: overrides.emailChange?.maxRequests ?? e.IDT_EMAIL_CHANGE_MAX_REQUESTS ?? 3,
-    windowSeconds: overrides.emailChange?.windowSeconds ?? Number(e.IDT_EMAIL_CHANGE_WINDOW_SECONDS ?? 3600),
-  };
-  if (!Number.isInteger(emailChange.windowSeconds) || emailChange.windowSeconds <= 0) {
-    problems.push('IDT_EMAIL_CHANGE_WINDOW_SECONDS: must be a positive whole number of seconds');
-  }
-  const oidc = {
-    accessTokenMinutes: overrides.oidc?.accessTokenMinutes ?? e.IDT_ACCESS_TOKEN_MINUTES ?? 15,
-    refreshReuseLeewaySeconds: overrides.oidc?.refreshReuseLeewaySeconds ?? e.IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS ?? 30,
-    refreshTokenLifetimeSeconds: overrides.oidc?.refreshTokenLifetimeSeconds ?? e.IDT_REFRESH_TOKEN_LIFETIME_SECONDS ?? 604_800,
-    backchannelAllowPrivateHosts: overrides.oidc?.backchannelAllowPrivateHosts ?? e.IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS ?? false,
-  };
-  if (oidc.accessTokenMinutes < 1) problems.push('IDT_ACCESS_TOKEN_MINUTES: must be at least 1');
-  if (oidc.refreshTokenLifetimeSeconds < 60) problems.push('IDT_REFRESH_TOKEN_LIFETIME_SECONDS: must be at least 60');
-  const storage = resolveStorage(dataDir, overrides.storage ?? {}, e, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     environment,
@@ -348,9 +258,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimits,
     logLevel: overrides.logLevel ?? e.IDT_LOG_LEVEL ?? (environment === 'Testing' ? 'warn' : 'info'),
     mail,
-    emailChange,
-    oidc,
-    storage,
   };
 }
 
@@ -383,64 +290,4 @@ function resolveMail(
     problems.push('IDT_MAIL_FROM: must be an e-mail address, optionally with a name: "idt <no-reply@example.com>"');
   }
   return { transport: smtpUrl === undefined ? 'file' : 'smtp', ...(smtpUrl === undefined ? {} : { smtpUrl }), from, directory };
-}
-
-function resolveStorage(
-  dataDir: string,
-  overrides: Partial<StorageSettings>,
-  e: z.output<typeof envSchema>,
-  problems: string[],
-): StorageSettings {
-  const driver = overrides.driver ?? e.IDT_STORAGE_DRIVER ?? 'filesystem';
-  const directory = overrides.directory ?? e.IDT_STORAGE_DIR ?? `${dataDir.replace(/\/+$/, '')}/files`;
-  const maxUploadBytes = overrides.maxUploadBytes ?? e.IDT_STORAGE_MAX_UPLOAD_BYTES ?? DEFAULT_MAX_UPLOAD_BYTES;
-  if (!Number.isInteger(maxUploadBytes) || maxUploadBytes < 1) {
-    problems.push('IDT_STORAGE_MAX_UPLOAD_BYTES: must be a positive whole number of bytes');
-  }
-  const clamavUrl = overrides.clamavUrl ?? e.IDT_CLAMAV_URL;
-  if (clamavUrl !== undefined) {
-    let valid = false;
-    try {
-      const url = new URL(clamavUrl);
-      valid = url.protocol === 'tcp:' && url.hostname !== '' && url.port !== '';
-    } catch {
-      // reported below
-    }
-    if (!valid) problems.push('IDT_CLAMAV_URL: must be tcp://host:port, e.g. tcp://127.0.0.1:3310');
-  }
-  let s3: S3Settings | undefined = overrides.s3;
-  if (s3 === undefined && driver === 's3') {
-    const region = e.IDT_S3_REGION ?? 'us-east-1';
-    const missing = (
-      [
-        ['IDT_S3_BUCKET', e.IDT_S3_BUCKET],
-        ['IDT_S3_ACCESS_KEY_ID', e.IDT_S3_ACCESS_KEY_ID],
-        ['IDT_S3_SECRET_ACCESS_KEY', e.IDT_S3_SECRET_ACCESS_KEY],
-      ] as const
-    ).filter(([, value]) => value === undefined);
-    for (const [name] of missing) problems.push(`${name}: is required when IDT_STORAGE_DRIVER is s3`);
-    s3 = {
-      endpoint: e.IDT_S3_ENDPOINT ?? `https://s3.${region}.amazonaws.com`,
-      region,
-      bucket: e.IDT_S3_BUCKET ?? '',
-      accessKeyId: e.IDT_S3_ACCESS_KEY_ID ?? '',
-      secretAccessKey: e.IDT_S3_SECRET_ACCESS_KEY ?? '',
-      forcePathStyle: e.IDT_S3_FORCE_PATH_STYLE ?? true,
-    };
-  }
-  if (s3 !== undefined) {
-    try {
-      const url = new URL(s3.endpoint);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push('IDT_S3_ENDPOINT: must be an http or https URL');
-    } catch {
-      problems.push(`IDT_S3_ENDPOINT: "${s3.endpoint}" is not an absolute URL`);
-    }
-  }
-  return {
-    driver,
-    directory,
-    maxUploadBytes,
-    ...(s3 !== undefined ? { s3 } : {}),
-    ...(clamavUrl !== undefined ? { clamavUrl } : {}),
-  };
 }

@@ -39,7 +39,7 @@ import { createConsentRoutes } from '../http/routes/consents.js';
 import { createScopeRoutes } from '../http/routes/scopes.js';
 import { createUserinfoRoutes } from '../http/routes/userinfo.js';
 import type { AccountDirectory } from '../interactions/directory.js';
-import { ASSETS_BASE, createInteractionHandler } from '../interactions/handler.js';
+import { ASSETS_BASE, createInteractionHandler, INTERACTION_BASE } from '../interactions/handler.js';
 import { pageCsp, renderPage, setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
 import { basicClientId } from '../provider/basic-auth.js';
@@ -132,6 +132,11 @@ const PROVIDER_PATH_PREFIXES = PROVIDER_PATHS.map((route) => `${route}/`);
 
 function isProviderPath(path: string): boolean {
   return PROVIDER_PATH_SET.has(path) || PROVIDER_PATH_PREFIXES.some((prefix) => path.startsWith(prefix));
+}
+
+/** Whether a path (without the deployment prefix) belongs to the provider or the sign-in pages. */
+export function isOidcSurfacePath(path: string): boolean {
+  return path.startsWith(`${INTERACTION_BASE}/`) || path.startsWith(`${ASSETS_BASE}/`) || isProviderPath(path);
 }
 
 /**

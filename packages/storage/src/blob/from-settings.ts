@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { StorageSettings } from '@idt/core';
+import type { StorageSettings } from '../settings.js';
 import { createClamAvScanner } from '../scan/clamav.js';
 import type { Scanner } from '../scan/scanner.js';
 import { createFileSystemBlobStore } from './filesystem.js';

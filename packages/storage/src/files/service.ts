@@ -1,7 +1,6 @@
 import { pipeline, type Readable, Transform, type TransformCallback } from 'node:stream';
 import {
   type Clock,
-  DEFAULT_MAX_UPLOAD_BYTES,
   type Logger,
   newId,
   type Page,
@@ -10,6 +9,7 @@ import {
   systemClock,
   toPage,
 } from '@idt/core';
+import { DEFAULT_MAX_UPLOAD_BYTES } from '../settings.js';
 import { fieldErrorsFromIssues, ProblemError, type ProblemFieldErrors, UnauthorizedError, ValidationProblem } from '@idt/problem';
 import type { BlobStore, StagedBlob } from '../blob/store.js';
 import type { Scanner } from '../scan/scanner.js';

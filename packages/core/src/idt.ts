@@ -1,0 +1,431 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Knex } from 'knex';
+import { createAuthenticator } from './auth/authenticator.js';
+import { createJwtVerifier } from './auth/jwt.js';
+import { createCacheInvalidator } from './cache/invalidator.js';
+import { type Clock, systemClock } from './clock.js';
+import { ConfigError, type IdtConfig, type IdtConfigOverrides, loadConfig } from './config/config.js';
+import { coreMigrations } from './db/core-migrations.js';
+import { createDatabase } from './db/database.js';
+import { assertMigrated, type MigrationSet, orderMigrationSets, runMigrations } from './db/migrations.js';
+import { createAsyncApiRoutes } from './events/asyncapi.js';
+import { createEventBus, type EventBus } from './events/bus.js';
+import { createApiDocsRoutes } from './http/api-docs.js';
+import { createHttpApp, type HttpApp, type RequestGate, type RequestInfo } from './http/app.js';
+import { createHealthRoutes } from './http/health.js';
+import { createIdtNodeHandler, type IdtNodeHandler } from './http/node-entry.js';
+import { runNodeHandler } from './http/node-bridge.js';
+import type { Route } from './http/route.js';
+import { resolveKeyEncryptionSecret } from './keys/secret.js';
+import { createKnexSigningKeyStore, publicJwks, type SigningKeyStore } from './keys/store.js';
+import { createLogger, type Logger } from './logger.js';
+import type { Mailer } from './mail/mailer.js';
+import {
+  type AnyIdtModule,
+  type Env,
+  type ModuleBaseContext,
+  type ModuleInstance,
+  type ModuleJob,
+  type ModuleSurface,
+  orderModules,
+  type ServicesMap,
+} from './module.js';
+import { createRateLimiter } from './rate-limit/rate-limiter.js';
+import { createWindowCounter } from './rate-limit/window-counter.js';
+
+/** How often expired rate-limit counters are deleted. */
+const RATE_LIMIT_PRUNE_INTERVAL_MS = 10 * 60_000;
+
+/** How long one request, upload body included, may take before `listen`'s server gives up on it. */
+export const UPLOAD_REQUEST_TIMEOUT_MS = 3_600_000;
+
+/** Options of {@link createIdt}. */
+export interface CreateIdtOptions<Modules extends readonly AnyIdtModule[]> {
+  /** The modules to compose, e.g. `[identity(), oidc()]`; order does not matter. */
+  readonly modules: Modules;
+  /**
+   * The database: a URL (`sqlite:./data/idt.sqlite`, `postgres://…`) or an
+   * open knex instance (which `close()` leaves open). Defaults to the
+   * configuration's `IDT_DATABASE_URL`.
+   */
+  readonly database?: string | Knex;
+  /**
+   * The public base URL, mount path included: `https://id.example.com` or
+   * `http://localhost:3000/idt` for a host that mounts idt under `/idt`. It is
+   * the OpenID issuer. Defaults to `IDT_ISSUER` + `IDT_PATH_PREFIX`.
+   */
+  readonly baseUrl?: string;
+  /** A resolved configuration; read from {@link env} (with {@link config} overrides) when absent. */
+  readonly resolvedConfig?: IdtConfig;
+  /** Settings over the environment's (see `docs/configuration.md`). */
+  readonly config?: IdtConfigOverrides;
+  /** Where settings are read from; `process.env` by default. */
+  readonly env?: Env;
+  /** The clock every policy reads (expiry, leeway, lockout, rate windows); the system clock by default. */
+  readonly clock?: Clock;
+  /** Outgoing mail; `.eml` files under the data directory, or SMTP per `IDT_SMTP_URL`, by default. */
+  readonly mailer?: Mailer;
+  readonly logger?: Logger;
+  /**
+   * `GET /openapi/v1.json` and, when `@scalar/api-reference` is installed,
+   * `GET /scalar`; the AsyncAPI document in Development. On by default.
+   */
+  readonly docs?: boolean | { readonly title?: string; readonly description?: string };
+  /**
+   * What to do about pending migrations: `'check'` (default outside Testing)
+   * refuses to start naming `idt migrate`, `'run'` applies them, `'skip'`
+   * (default in Testing) does nothing.
+   */
+  readonly migrations?: 'check' | 'run' | 'skip';
+}
+
+/** A composed idt deployment: mount {@link fetch} or {@link handler} in any host. */
+export interface Idt<Modules extends readonly AnyIdtModule[] = readonly AnyIdtModule[]> {
+  readonly config: IdtConfig;
+  readonly db: Knex;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly mailer: Mailer;
+  /** The modules in set-up order. */
+  readonly modules: readonly AnyIdtModule[];
+  /** Every migration set of the composition (core's and each module's). */
+  readonly migrationSets: readonly MigrationSet[];
+  /** The typed services of each module, keyed by module id. */
+  readonly services: ServicesMap<Modules>;
+  /** The shared infrastructure: event bus, signing keys, token verifier. */
+  readonly infrastructure: Pick<ModuleBaseContext, 'events' | 'keys' | 'verifier' | 'invalidator' | 'counter'>;
+  /** The Fetch-standard API (routes only; {@link fetch} also serves the module surfaces). */
+  readonly app: HttpApp;
+  /**
+   * Every surface as a Fetch handler: API, discovery, JWKS, `/connect/*`, the
+   * sign-in pages and their assets, the setup gate, docs. For Hono, Bun,
+   * Deno and Next.js route handlers.
+   */
+  fetch(request: Request, info?: RequestInfo): Promise<Response>;
+  /**
+   * Every surface as a node:http `(req, res)` handler, also under an Express
+   * sub-mount (`app.use('/idt', idt.handler)`) and with bodies a framework
+   * already parsed.
+   */
+  readonly handler: IdtNodeHandler;
+  /** Starts background work (event delivery, jobs). Idempotent; `listen` calls it. */
+  start(): void;
+  /** Runs every job once now (or the one named), e.g. after advancing a manual clock in a test. */
+  runJobs(name?: string): Promise<void>;
+  /** Applies pending migrations of the composition. */
+  migrate(): Promise<void>;
+  /** New ES256 and RS256 signing keys sign from now on; the old ones keep verifying until their retention ends. */
+  rotateSigningKeys(): Promise<void>;
+  /** Listens on node:http (and starts background work); port 0 picks a free port. Resolves with the bound URL. */
+  listen(port?: number, host?: string): Promise<{ url: string; server: Server }>;
+  /** Stops listening and background work; closes the database when it opened it. */
+  close(): Promise<void>;
+}
+
+/**
+ * Composes idt modules into one deployment with a Fetch handler and a node
+ * handler.
+ *
+ * @throws ConfigError listing every invalid setting of the core and of each module.
+ * @throws PendingMigrationsError when migrations are pending and `migrations` is `'check'`.
+ *
+ * @example
+ * import { createIdt } from '@idt/core';
+ * import { identity } from '@idt/identity';
+ * import { oidc } from '@idt/oidc';
+ *
+ * const idt = await createIdt({ database: 'sqlite:./data/idt.sqlite', modules: [identity(), oidc()], migrations: 'run' });
+ * await idt.listen(8080);
+ */
+export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
+  options: CreateIdtOptions<Modules>,
+): Promise<Idt<Modules>> {
+  const env = options.env ?? process.env;
+  const baseOverrides = options.baseUrl ? splitBaseUrl(options.baseUrl) : {};
+  const config =
+    options.resolvedConfig ??
+    loadConfig(env, {
+      ...baseOverrides,
+      ...(typeof options.database === 'string' ? { databaseUrl: options.database } : {}),
+      ...options.config,
+    });
+  const modules = orderModules(options.modules);
+
+  // Every module's settings, problems of all modules reported at once.
+  const problems: string[] = [];
+  const settings = new Map<string, unknown>();
+  for (const module of modules) {
+    if (!module.settings) continue;
+    try {
+      settings.set(module.id, module.settings.resolve(env, config));
+    } catch (error) {
+      if (error instanceof ConfigError) problems.push(...error.problems);
+      else throw error;
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+
+  const migrationSets = orderMigrationSets([
+    coreMigrations,
+    ...modules.flatMap((module) => (module.migrations ? [module.migrations] : [])),
+  ]);
+  const ownsDb = typeof options.database !== 'object';
+  const db = typeof options.database === 'object' ? options.database : createDatabase(config.databaseUrl);
+  const closers: Array<() => Promise<unknown>> = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) {
+      await close().catch(() => undefined);
+    }
+  };
+  if (ownsDb) closers.push(() => db.destroy());
+
+  try {
+    const migrationPolicy = options.migrations ?? (config.environment === 'Testing' ? 'skip' : 'check');
+    if (migrationPolicy === 'run') await runMigrations(db, migrationSets);
+    else if (migrationPolicy === 'check') await assertMigrated(db, migrationSets);
+
+    const clock = options.clock ?? systemClock;
+    const logger = options.logger ?? createLogger({ level: config.logLevel, fields: { service: 'idt' } });
+    const secret = resolveKeyEncryptionSecret(config);
+    const mailer = options.mailer ?? (await defaultMailer(config, logger));
+    const counter = createWindowCounter({ db, clock });
+    const keys: SigningKeyStore = createKnexSigningKeyStore({ db, secret });
+    await keys.ensureActiveKeys();
+    const verifier = createJwtVerifier({
+      keys: async () => publicJwks(await keys.listKeys()).keys,
+      issuer: config.publicBaseUrl,
+      audience: config.publicBaseUrl,
+      clock,
+    });
+    const invalidator = createCacheInvalidator({ db, logger });
+    await invalidator.start();
+    closers.push(() => invalidator.close());
+    const events: EventBus = createEventBus({ db, logger, clock });
+    closers.push(() => events.stop());
+    // Rate limiting is off in Development (SPEC 8.1).
+    const rateLimiter =
+      config.environment === 'Development' ? undefined : createRateLimiter({ db, settings: config.rateLimits, clock });
+    const base: ModuleBaseContext = {
+      db,
+      config,
+      env,
+      clock,
+      logger,
+      mailer,
+      secret,
+      events,
+      invalidator,
+      counter,
+      keys,
+      verifier,
+      ...(rateLimiter ? { rateLimiter } : {}),
+    };
+
+    const capabilities = new Map<string, unknown>();
+    for (const module of modules) {
+      for (const [name, build] of Object.entries(module.provides ?? {})) capabilities.set(name, build(base));
+    }
+
+    const instances: Array<{ module: AnyIdtModule; instance: ModuleInstance }> = [];
+    const services: Record<string, unknown> = {};
+    for (const module of modules) {
+      const instance = await module.setup({
+        ...base,
+        settings: settings.get(module.id),
+        module<T>(id: string): T {
+          if (!(id in services)) throw new Error(`Module "${module.id}" asked for "${id}", which is not set up before it`);
+          return services[id] as T;
+        },
+        has: (id) => modules.some((candidate) => candidate.id === id),
+        capability: <T>(name: string) => capabilities.get(name) as T | undefined,
+      });
+      instances.push({ module, instance });
+      services[module.id] = instance.services;
+      if (instance.close) closers.push(() => (instance.close as () => Promise<void>)());
+    }
+
+    for (const { instance } of instances) for (const event of instance.events ?? []) events.register(event);
+    for (const { instance } of instances) for (const handler of instance.handlers ?? []) events.subscribe(handler);
+
+    const routes: Route[] = [
+      ...createHealthRoutes([{ name: 'database', check: async () => void (await db.raw('select 1')) }]),
+      ...instances.flatMap(({ instance }) => instance.routes ?? []),
+    ];
+    if (options.docs !== false) {
+      const docs = typeof options.docs === 'object' ? options.docs : {};
+      routes.push(
+        ...createApiDocsRoutes({
+          routes: () => routes,
+          serverUrl: config.publicBaseUrl,
+          pathPrefix: config.pathPrefix,
+          title: docs.title ?? 'idt API',
+          description: docs.description ?? 'The identity and tenant API of idt.',
+        }),
+      );
+      if (config.environment === 'Development') {
+        routes.push(
+          ...createAsyncApiRoutes({ catalog: () => events.catalog(), serverUrl: config.publicBaseUrl, pathPrefix: config.pathPrefix }),
+        );
+      }
+    }
+
+    const authentication = instances.find(({ instance }) => instance.authentication)?.instance.authentication;
+    const origins = [...new Set([new URL(config.authUrl).origin, new URL(config.publicBaseUrl).origin])];
+    const authenticator = authentication
+      ? createAuthenticator({
+          verifier,
+          resolver: authentication.resolver,
+          ...(authentication.sessionCookieName
+            ? { sessionCookie: { name: authentication.sessionCookieName, allowedOrigins: origins } }
+            : {}),
+        })
+      : undefined;
+    const gates: RequestGate[] = instances.flatMap(({ instance }) => instance.gates ?? []);
+    const app = createHttpApp({
+      environment: config.environment,
+      publicBaseUrl: config.publicBaseUrl,
+      pathPrefix: config.pathPrefix,
+      trustProxy: config.trustProxy,
+      routes,
+      gates,
+      ...(rateLimiter ? { rateLimiter } : {}),
+      ...(authenticator ? { authenticator } : {}),
+      logger,
+    });
+
+    const surfaces: ModuleSurface[] = instances.flatMap(({ instance }) => instance.surfaces ?? []);
+    const prefix = config.pathPrefix;
+    const surfaceFor = (pathname: string): ModuleSurface[] => {
+      if (prefix && pathname !== prefix && !pathname.startsWith(`${prefix}/`)) return [];
+      const path = pathname.slice(prefix.length) || '/';
+      return surfaces.filter((surface) => surface.matches(path));
+    };
+
+    async function fetchHandler(request: Request, info: RequestInfo = {}): Promise<Response> {
+      const matching = surfaces.length ? surfaceFor(new URL(request.url).pathname) : [];
+      for (const surface of matching) {
+        const answered = surface.fetch
+          ? await surface.fetch(request, info)
+          : surface.node
+            ? await runNodeHandler(surface.node, request, info)
+            : undefined;
+        if (answered) return answered;
+      }
+      return app.fetch(request, info);
+    }
+
+    const handler = createIdtNodeHandler({
+      app,
+      trustProxy: config.trustProxy,
+      pathPrefix: prefix,
+      surfaces: (pathname) => surfaceFor(pathname).flatMap((surface) => (surface.node ? [surface.node] : [])),
+      fetch: fetchHandler,
+      logger,
+    });
+
+    const jobs: ModuleJob[] = [
+      ...instances.flatMap(({ instance }) => instance.jobs ?? []),
+      { name: 'prune signing keys', intervalMs: 3_600_000, run: () => keys.prune() },
+      { name: 'prune dispatched events', intervalMs: 3_600_000, run: () => events.prune(7 * 86_400_000) },
+      ...(rateLimiter
+        ? [{ name: 'prune rate-limit counters', intervalMs: RATE_LIMIT_PRUNE_INTERVAL_MS, run: () => rateLimiter.prune() }]
+        : []),
+    ];
+    const timers: NodeJS.Timeout[] = [];
+    closers.push(async () => {
+      for (const timer of timers.splice(0)) clearInterval(timer);
+    });
+    let started = false;
+    const start = () => {
+      if (started) return;
+      started = true;
+      events.start();
+      for (const job of jobs) {
+        const timer = setInterval(() => {
+          job.run().catch((error: unknown) => logger.warn(`background job failed: ${job.name}`, { error }));
+        }, job.intervalMs);
+        timer.unref();
+        timers.push(timer);
+      }
+    };
+
+    let server: Server | undefined;
+    const idt: Idt<Modules> = {
+      config,
+      db,
+      logger,
+      clock,
+      mailer,
+      modules,
+      migrationSets,
+      services: services as ServicesMap<Modules>,
+      infrastructure: { events, keys, verifier, invalidator, counter },
+      app,
+      fetch: fetchHandler,
+      handler,
+      start,
+      async runJobs(name) {
+        for (const job of jobs) if (name === undefined || job.name === name) await job.run();
+      },
+      migrate: () => runMigrations(db, migrationSets).then(() => undefined),
+      async rotateSigningKeys() {
+        await keys.rotate('ES256');
+        await keys.rotate('RS256');
+        for (const { instance } of instances) await instance.onSigningKeysRotated?.();
+        verifier.reset();
+      },
+      listen(port = config.port, host = config.host) {
+        return new Promise((resolve, reject) => {
+          // requestTimeout bounds a whole request, body included: Node's default (300 s) would cut off a
+          // 100 MiB upload on a link slower than ~350 KB/s, so uploads get an hour. headersTimeout stays 60 s.
+          const created = createServer(
+            { keepAliveTimeout: 65_000, requestTimeout: UPLOAD_REQUEST_TIMEOUT_MS },
+            (req: IncomingMessage, res: ServerResponse) => void handler(req, res),
+          );
+          created.once('error', reject);
+          created.listen(port, host, () => {
+            created.off('error', reject);
+            server = created;
+            start();
+            const address = created.address() as AddressInfo;
+            const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+            resolve({ url: `http://${shownHost}:${address.port}${prefix}`, server: created });
+          });
+        });
+      },
+      async close() {
+        if (server) {
+          const closing = server;
+          server = undefined;
+          await new Promise<void>((resolve) => {
+            closing.close(() => resolve());
+            closing.closeAllConnections();
+          });
+        }
+        await closeAll();
+      },
+    };
+    return idt;
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+/** `https://host/a/b` → issuer `https://host`, prefix `/a/b`. */
+function splitBaseUrl(baseUrl: string): IdtConfigOverrides {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError([`baseUrl: "${baseUrl}" is not an absolute URL`]);
+  }
+  return { issuer: url.origin, pathPrefix: url.pathname.replace(/\/+$/, '') };
+}
+
+async function defaultMailer(config: IdtConfig, logger: Logger): Promise<Mailer> {
+  // nodemailer is an optional peer dependency: loaded only when no mailer is passed.
+  const { createMailerFromConfig } = await import('./mail.js');
+  return createMailerFromConfig(config, logger);
+}

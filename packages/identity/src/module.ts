@@ -1,0 +1,105 @@
+import { createSetupGate, type EnvironmentVariable, envReader, type IdtModule } from '@idt/core';
+import type { ClientLookup } from './access/store.js';
+import { AccountsCodes } from './accounts/problems.js';
+import { CredentialCodes } from './credentials/problems.js';
+import { identityMigrations } from './knex/migrations.js';
+import type { KnexIdentity } from './knex/module.js';
+import type { PasswordHasher } from './passwords.js';
+import { IdentityCodes } from './problems.js';
+
+/** The name of the sign-in session cookie shared by the identity API and the sign-in pages. */
+export const SESSION_COOKIE_NAME = 'idt_session';
+
+/** The capability through which the identity module asks about OAuth clients (provided by `@idt/oidc`). */
+export const CLIENT_LOOKUP_CAPABILITY = 'identity.clients';
+
+/** Settings of the identity module. */
+export interface IdentityModuleSettings {
+  /** `IDT_EMAIL_CHANGE_MAX_REQUESTS`: e-mail change requests per user per window (default 3; 0 refuses all). */
+  readonly emailChangeMaxRequests: number;
+  /** `IDT_EMAIL_CHANGE_WINDOW_SECONDS`: the window, which starts at the first request (default 3600). */
+  readonly emailChangeWindowSeconds: number;
+}
+
+/** Options of {@link identity}; each wins over its environment variable. */
+export interface IdentityModuleOptions extends Partial<IdentityModuleSettings> {
+  /** Password hashing; argon2id with OWASP parameters by default. */
+  readonly hasher?: PasswordHasher;
+}
+
+/** The services of the identity module (`idt.services.identity`). */
+export type IdentityServices = KnexIdentity;
+
+/** The environment variables of the identity module. */
+export const identityVariables: readonly EnvironmentVariable[] = [
+  { name: 'IDT_EMAIL_CHANGE_MAX_REQUESTS', description: 'E-mail change requests per user per window (0 refuses all).', default: '3' },
+  { name: 'IDT_EMAIL_CHANGE_WINDOW_SECONDS', description: 'The e-mail change window, from the first request.', default: '3600' },
+];
+
+/**
+ * The identity module: setup, users, organizations, memberships, roles,
+ * invitations, sessions, API keys, e-mail change and passwordless sign-in
+ * under `/v1/identity`, the setup gate, and the credential resolver every
+ * authenticated route uses.
+ *
+ * @example
+ * const idt = await createIdt({ database: 'sqlite:./data/idt.sqlite', modules: [identity(), oidc()] });
+ */
+export function identity(options: IdentityModuleOptions = {}): IdtModule<'identity', IdentityServices, IdentityModuleSettings> {
+  const { hasher, ...overrides } = options;
+  return {
+    id: 'identity',
+    migrations: identityMigrations,
+    problemCodes: [...Object.keys(IdentityCodes), ...Object.keys(AccountsCodes), ...Object.keys(CredentialCodes)],
+    settings: {
+      variables: identityVariables,
+      resolve(env) {
+        const read = envReader(env);
+        const settings = {
+          emailChangeMaxRequests:
+            overrides.emailChangeMaxRequests ?? read.integer('IDT_EMAIL_CHANGE_MAX_REQUESTS', { default: 3 }),
+          emailChangeWindowSeconds:
+            overrides.emailChangeWindowSeconds ?? read.integer('IDT_EMAIL_CHANGE_WINDOW_SECONDS', { default: 3600, min: 1 }),
+        };
+        if (!Number.isInteger(settings.emailChangeWindowSeconds) || settings.emailChangeWindowSeconds <= 0) {
+          read.problem('IDT_EMAIL_CHANGE_WINDOW_SECONDS: must be a positive whole number of seconds');
+        }
+        read.done();
+        return settings;
+      },
+    },
+    async setup(ctx) {
+      const { createKnexIdentity } = await import('./knex/module.js');
+      const clients = ctx.capability<ClientLookup>(CLIENT_LOOKUP_CAPABILITY);
+      const module = createKnexIdentity({
+        db: ctx.db,
+        settings: {
+          environment: ctx.config.environment,
+          publicBaseUrl: ctx.config.publicBaseUrl,
+          authUrl: ctx.config.authUrl,
+          sessionCookieName: SESSION_COOKIE_NAME,
+          emailChangeMaxRequests: ctx.settings.emailChangeMaxRequests,
+          emailChangeWindowSeconds: ctx.settings.emailChangeWindowSeconds,
+        },
+        secret: ctx.secret,
+        mailer: ctx.mailer,
+        outbox: ctx.events,
+        invalidator: ctx.invalidator,
+        counter: ctx.counter,
+        clock: ctx.clock,
+        logger: ctx.logger,
+        ...(hasher ? { hasher } : {}),
+        ...(clients ? { clients } : {}),
+      });
+      return {
+        services: module,
+        routes: module.routes,
+        events: module.events,
+        handlers: module.handlers,
+        jobs: module.jobs,
+        gates: [createSetupGate({ isSetupRequired: () => module.setup.isSetupRequired() })],
+        authentication: { resolver: module.resolver, sessionCookieName: SESSION_COOKIE_NAME },
+      };
+    },
+  };
+}

@@ -1,0 +1,98 @@
+import { expect } from 'vitest';
+import { Browser } from './browser.js';
+import { oidcClient, redeemCode, signIn } from './oidc.js';
+
+/** What {@link runSignInFlow} needs of a running idt, however it is mounted. */
+export interface FlowTarget {
+  /** The base URL idt answers under (the issuer), mount path included. */
+  readonly baseUrl: string;
+  /** Sends a request: the global `fetch` over HTTP, or an in-process Fetch handler. */
+  readonly fetch?: typeof fetch;
+  /**
+   * Registers a confidential application client in the first administrator's
+   * organization (through the host's services, the way an operator's CLI does)
+   * and returns its credentials.
+   */
+  registerClient(organizationId: string, redirectUri: string, postLogoutRedirectUri: string): Promise<{ clientId: string; clientSecret: string }>;
+}
+
+/** What the flow observed, for further checks. */
+export interface FlowResult {
+  readonly userId: string;
+  readonly organizationId: string;
+  readonly clientId: string;
+  readonly issuer: string;
+  readonly accessToken: string;
+}
+
+/**
+ * Drives a whole session the way a relying party and a person would, with
+ * `openid-client`: setup of the first administrator, discovery, authorize,
+ * the sign-in form, code + PKCE exchange, userinfo, an API call with the
+ * access token, refresh, and RP-initiated logout (after which the refresh
+ * token no longer works).
+ */
+export async function runSignInFlow(target: FlowTarget): Promise<FlowResult> {
+  const send = target.fetch ?? fetch;
+  const base = target.baseUrl.replace(/\/+$/, '');
+  const email = 'admin@example.com';
+  const password = 'correct horse battery staple';
+  const setup = await send(`${base}/v1/identity/setup/admin`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password, firstName: 'Ada', lastName: 'Admin', organizationName: 'Platform' }),
+  });
+  expect(setup.status, await setup.clone().text()).toBe(201);
+  const { userId, organizationId } = (await setup.json()) as { userId: string; organizationId: string };
+
+  const redirectUri = 'https://rp.example.com/callback';
+  const signedOut = 'https://rp.example.com/signed-out';
+  const client = await target.registerClient(organizationId, redirectUri, signedOut);
+
+  const config = await oidcClient.discovery(
+    new URL(base),
+    client.clientId,
+    { id_token_signed_response_alg: 'RS256' },
+    oidcClient.ClientSecretPost(client.clientSecret),
+    { execute: [oidcClient.allowInsecureRequests], [oidcClient.customFetch]: send as never },
+  );
+  const issuer = config.serverMetadata().issuer;
+  expect(issuer).toBe(base);
+  expect(config.serverMetadata().authorization_endpoint).toBe(`${base}/connect/authorize`);
+
+  const browser = new Browser({}, send);
+  const result = await signIn(config, {
+    redirectUri,
+    scope: 'openid profile email roles offline_access users.read',
+    email,
+    password,
+    browser,
+  });
+  const tokens = await redeemCode(config, result);
+  expect(tokens.claims()).toMatchObject({ sub: userId, iss: base });
+  expect(tokens.refresh_token).toBeTruthy();
+
+  const userinfo = await oidcClient.fetchUserInfo(config, tokens.access_token, userId);
+  expect(userinfo).toMatchObject({ sub: userId, email, org_id: organizationId, roles: ['owner'] });
+
+  const me = await send(`${base}/v1/identity/users/me`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+  expect(me.status).toBe(200);
+  expect(await me.json()).toMatchObject({ id: userId, email });
+
+  const refreshed = await oidcClient.refreshTokenGrant(config, tokens.refresh_token ?? '');
+  expect(refreshed.refresh_token).toBeTruthy();
+  expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+
+  // RP-initiated logout through the confirmation page: the session and its tokens end.
+  const logoutUrl = oidcClient.buildEndSessionUrl(config, {
+    id_token_hint: tokens.id_token ?? '',
+    post_logout_redirect_uri: signedOut,
+  });
+  const confirmation = await browser.navigate(logoutUrl.href);
+  expect(confirmation.status).toBe(200);
+  const done = await browser.submit({ form: 'logout', fields: { logout: 'yes' } });
+  expect(done.url.startsWith(signedOut) || done.body.includes(signedOut) || done.status === 200).toBe(true);
+  await expect(oidcClient.refreshTokenGrant(config, refreshed.refresh_token ?? '')).rejects.toThrow();
+
+  return { userId, organizationId, clientId: client.clientId, issuer, accessToken: tokens.access_token };
+}

@@ -1,0 +1,14 @@
+import { coreMigrations, type MigrationSet } from '@idt/core/knex';
+import { identityMigrations } from '@idt/identity/knex';
+import { inquiriesMigrations } from '@idt/inquiries/knex';
+import { oidcMigrations } from '@idt/oidc/knex';
+import { storageMigrations } from '@idt/storage/knex';
+
+/** Every migration set of the reference server. */
+export const referenceMigrationSets: readonly MigrationSet[] = [
+  coreMigrations,
+  identityMigrations,
+  oidcMigrations,
+  inquiriesMigrations,
+  storageMigrations,
+];

@@ -429,3 +429,26 @@ async function defaultMailer(config: IdtConfig, logger: Logger): Promise<Mailer>
   const { createMailerFromConfig } = await import('./mail.js');
   return createMailerFromConfig(config, logger);
 }
+
+/**
+ * Declares a host's composition in an `idt.config.ts` / `idt.config.mjs`
+ * module (its default export), which the `idt` CLI loads to migrate, seed and
+ * register clients for exactly these modules, and which the host passes to
+ * {@link createIdt}.
+ *
+ * @example
+ * // idt.config.mjs
+ * import { defineIdtConfig } from '@idt/core';
+ * import { identity } from '@idt/identity';
+ * import { oidc } from '@idt/oidc';
+ * export default defineIdtConfig({ modules: [identity(), oidc()] });
+ *
+ * // server.mjs
+ * import config from './idt.config.mjs';
+ * const idt = await createIdt(config);
+ */
+export function defineIdtConfig<const Modules extends readonly AnyIdtModule[]>(
+  options: CreateIdtOptions<Modules>,
+): CreateIdtOptions<Modules> {
+  return options;
+}

@@ -103,7 +103,7 @@ export { CoreCodes } from './problems.js';
 export type { Throttle } from './throttle.js';
 export { createThrottle } from './throttle.js';
 export type { CreateIdtOptions, Idt } from './idt.js';
-export { createIdt, UPLOAD_REQUEST_TIMEOUT_MS } from './idt.js';
+export { createIdt, defineIdtConfig, UPLOAD_REQUEST_TIMEOUT_MS } from './idt.js';
 export type {
   AnyIdtModule,
   Env,

@@ -11,8 +11,7 @@
  * organization that setup returned.
  */
 import { createLogger, loadConfig } from '@idt/core';
-import { createDatabase } from '@idt/core/knex';
-import { createIdtServer } from '../examples/server/src/index.js';
+import { createReferenceServer } from '../examples/server/src/index.js';
 
 const organizationId = process.argv[2];
 if (!organizationId) {
@@ -21,9 +20,8 @@ if (!organizationId) {
 }
 
 const config = loadConfig(process.env);
-const db = createDatabase(config.databaseUrl);
 const logger = createLogger({ level: 'warn', fields: { service: 'idt-bench-setup' } });
-const server = await createIdtServer({ config, db, logger });
+const server = await createReferenceServer({ resolvedConfig: config, logger, migrations: 'skip' });
 try {
   const registration = await server.services.oidc.clients.register({ userId: null, platformAdmin: true }, organizationId, {
     kind: 'service-account',
@@ -35,6 +33,5 @@ try {
   );
 } finally {
   await server.close();
-  await db.destroy();
 }
 process.exit(0);

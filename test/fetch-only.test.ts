@@ -1,10 +1,10 @@
 import { createIdt, type Idt } from '@idt/core';
-import { identity } from '@idt/identity';
-import { oidc } from '@idt/oidc';
-import { createTestDatabase, runSignInFlow, type TestDatabase } from '@idt/testing';
 import { coreMigrations } from '@idt/core/knex';
+import { identity } from '@idt/identity';
 import { identityMigrations } from '@idt/identity/knex';
+import { oidc } from '@idt/oidc';
 import { oidcMigrations } from '@idt/oidc/knex';
+import { createTestDatabase, runSignInFlow, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const OPERATOR = { userId: null, platformAdmin: true } as const;
@@ -29,7 +29,8 @@ describe('createIdt(...).fetch with no node:http server', () => {
   });
 
   it('runs discovery, sign-in, code + PKCE, userinfo, an API call, refresh and logout on Request objects', async () => {
-    const inProcess = ((input: RequestInfo | URL, init?: RequestInit) => idt.fetch(new Request(input, init))) as typeof fetch;
+    const inProcess = ((input: string | URL | Request, init?: RequestInit) =>
+      idt.fetch(new Request(input, init))) as typeof fetch;
     const result = await runSignInFlow({
       baseUrl,
       fetch: inProcess,
@@ -46,7 +47,9 @@ describe('createIdt(...).fetch with no node:http server', () => {
     });
     expect(result.issuer).toBe(baseUrl);
     // Modules that are not composed are not there.
-    const storage = await idt.fetch(new Request(`${baseUrl}/v1/storage/buckets`, { headers: { authorization: `Bearer ${result.accessToken}` } }));
+    const storage = await idt.fetch(
+      new Request(`${baseUrl}/v1/storage/buckets`, { headers: { authorization: `Bearer ${result.accessToken}` } }),
+    );
     expect(storage.status).toBe(404);
   });
 });

@@ -13,7 +13,11 @@ export interface FlowTarget {
    * organization (through the host's services, the way an operator's CLI does)
    * and returns its credentials.
    */
-  registerClient(organizationId: string, redirectUri: string, postLogoutRedirectUri: string): Promise<{ clientId: string; clientSecret: string }>;
+  registerClient(
+    organizationId: string,
+    redirectUri: string,
+    postLogoutRedirectUri: string,
+  ): Promise<{ clientId: string; clientSecret: string }>;
 }
 
 /** What the flow observed, for further checks. */

@@ -2,8 +2,11 @@ export type { BrowserResponse, HtmlForm, SubmitOptions } from './browser.js';
 export { Browser, parseForms } from './browser.js';
 export type { TestDatabase, TestDialect } from './database.js';
 export { connectTestDatabase, createTestDatabase, testDialects } from './database.js';
+export type { FlowResult, FlowTarget } from './flow.js';
+export { runSignInFlow } from './flow.js';
 export type { SeededUser } from './identity.js';
 export { bearer, seedMembership, seedOrganization, seedTenant, seedUser } from './identity.js';
+export { referenceMigrationSets } from './migrations.js';
 export type { SignInOptions, SignInResult, TestAdmin, TestClient } from './oidc.js';
 export {
   bootstrapAdmin,
@@ -19,6 +22,3 @@ export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
 export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';
 export { mintAccessToken, mintServiceToken, TEST_CLIENT_ID, tenantWithTokens } from './tokens.js';
-export { referenceMigrationSets } from './migrations.js';
-export type { FlowResult, FlowTarget } from './flow.js';
-export { runSignInFlow } from './flow.js';

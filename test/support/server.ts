@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type IdtConfigOverrides, loadConfig } from '@idt/core';
+import { type Clock, type IdtConfigOverrides, loadConfig, type Mailer } from '@idt/core';
 import { createReferenceServer, type ReferenceServer } from '@idt/example-server';
-import { type Clock, type Mailer } from '@idt/core';
-import { referenceMigrationSets } from './migrations.js';
 import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
+import { referenceMigrationSets } from './migrations.js';
 
 /**
  * Test servers run in the Testing environment, which enforces rate limits;
@@ -52,7 +51,8 @@ export interface TestServer {
  */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const database =
-    options.database ?? (await createTestDatabase(options.dialect ?? 'sqlite', options.migrate === false ? [] : referenceMigrationSets));
+    options.database ??
+    (await createTestDatabase(options.dialect ?? 'sqlite', options.migrate === false ? [] : referenceMigrationSets));
   const http = createServer();
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;

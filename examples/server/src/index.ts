@@ -26,6 +26,8 @@ export type ReferenceServer = Idt<ReferenceModules>;
  * const idt = await createReferenceServer({ database: 'sqlite:./data/idt.sqlite', migrations: 'run' });
  * const { url } = await idt.listen(8080);
  */
-export function createReferenceServer(options: Omit<CreateIdtOptions<ReferenceModules>, 'modules'> = {}): Promise<ReferenceServer> {
+export function createReferenceServer(
+  options: Omit<CreateIdtOptions<ReferenceModules>, 'modules'> = {},
+): Promise<ReferenceServer> {
   return createIdt({ ...options, modules: referenceModules() });
 }

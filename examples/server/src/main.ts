@@ -5,19 +5,24 @@
  *   node dist/main.js serve     start the server (refuses pending migrations outside Testing)
  *   node dist/main.js start     migrate, then serve (what `npm start` runs)
  */
-import { ConfigError, loadConfig } from '@idt/core';
-import { PendingMigrationsError, redactDatabaseUrl } from '@idt/core/knex';
-import { createReferenceServer } from './index.js';
+import { ConfigError, loadConfig, migrationSetsOf } from '@idt/core';
+import { createDatabase, PendingMigrationsError, redactDatabaseUrl, runMigrations } from '@idt/core/knex';
+import { createReferenceServer, referenceModules } from './index.js';
 
 async function main(command: string): Promise<number> {
   const config = loadConfig(process.env);
-  const migrate = command === 'migrate' || command === 'start';
-  const idt = await createReferenceServer({ resolvedConfig: config, migrations: migrate ? 'run' : 'check' });
-  if (command === 'migrate') {
-    console.log(`Migrations applied on ${redactDatabaseUrl(config.databaseUrl)}`);
-    await idt.close();
-    return 0;
+  if (command === 'migrate' || command === 'start') {
+    const db = createDatabase(config.databaseUrl);
+    try {
+      const report = await runMigrations(db, migrationSetsOf(referenceModules()));
+      const applied = report.reduce((sum, set) => sum + set.applied.length, 0);
+      console.log(`Migrations: ${applied} applied on ${redactDatabaseUrl(config.databaseUrl)}`);
+    } finally {
+      await db.destroy();
+    }
+    if (command === 'migrate') return 0;
   }
+  const idt = await createReferenceServer({ resolvedConfig: config });
   const { url } = await idt.listen(config.port, config.host);
   const setupRequired = await idt.services.identity.setup.isSetupRequired();
   const publicUrl = config.publicBaseUrl;

@@ -14,8 +14,8 @@ import { createEventBus, type EventBus } from './events/bus.js';
 import { createApiDocsRoutes } from './http/api-docs.js';
 import { createHttpApp, type HttpApp, type RequestGate, type RequestInfo } from './http/app.js';
 import { createHealthRoutes } from './http/health.js';
-import { createIdtNodeHandler, type IdtNodeHandler } from './http/node-entry.js';
 import { runNodeHandler } from './http/node-bridge.js';
+import { createIdtNodeHandler, type IdtNodeHandler } from './http/node-entry.js';
 import type { Route } from './http/route.js';
 import { resolveKeyEncryptionSecret } from './keys/secret.js';
 import { createKnexSigningKeyStore, publicJwks, type SigningKeyStore } from './keys/store.js';
@@ -166,10 +166,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
   }
   if (problems.length) throw new ConfigError(problems);
 
-  const migrationSets = orderMigrationSets([
-    coreMigrations,
-    ...modules.flatMap((module) => (module.migrations ? [module.migrations] : [])),
-  ]);
+  const migrationSets = migrationSetsOf(modules);
   const ownsDb = typeof options.database !== 'object';
   const db = typeof options.database === 'object' ? options.database : createDatabase(config.databaseUrl);
   const closers: Array<() => Promise<unknown>> = [];
@@ -265,7 +262,11 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       );
       if (config.environment === 'Development') {
         routes.push(
-          ...createAsyncApiRoutes({ catalog: () => events.catalog(), serverUrl: config.publicBaseUrl, pathPrefix: config.pathPrefix }),
+          ...createAsyncApiRoutes({
+            catalog: () => events.catalog(),
+            serverUrl: config.publicBaseUrl,
+            pathPrefix: config.pathPrefix,
+          }),
         );
       }
     }
@@ -411,6 +412,17 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
     await closeAll();
     throw error;
   }
+}
+
+/**
+ * The migration sets of a composition in the order they run: core's, then
+ * each module's (`idt migrate` applies exactly these).
+ *
+ * @example
+ * await runMigrations(db, migrationSetsOf([identity(), oidc()]));
+ */
+export function migrationSetsOf(modules: readonly AnyIdtModule[]): MigrationSet[] {
+  return orderMigrationSets([coreMigrations, ...modules.flatMap((module) => (module.migrations ? [module.migrations] : []))]);
 }
 
 /** `https://host/a/b` → issuer `https://host`, prefix `/a/b`. */

@@ -43,6 +43,8 @@ export {
   normalizePathPrefix,
   ratePolicies,
 } from './config/config.js';
+export type { EnvReader } from './config/env.js';
+export { envReader } from './config/env.js';
 export { isUniqueViolation } from './db/errors.js';
 export type { AsyncApiDocument, AsyncApiOptions } from './events/asyncapi.js';
 export { createAsyncApiRoutes, generateAsyncApiDocument, generateEventFlowchart } from './events/asyncapi.js';
@@ -94,16 +96,13 @@ export { Router } from './http/router.js';
 export type { SetupGateOptions } from './http/setup-gate.js';
 export { createSetupGate, isPathUnder, SETUP_ALLOWLIST } from './http/setup-gate.js';
 export { constantTimeEqual, isUuid, newId, randomToken, sha256Hex } from './ids.js';
+export type { CreateIdtOptions, Idt } from './idt.js';
+export { createIdt, defineIdtConfig, migrationSetsOf, UPLOAD_REQUEST_TIMEOUT_MS } from './idt.js';
 export { resolveKeyEncryptionSecret } from './keys/secret.js';
 export type { Logger, LoggerOptions, LogLevel } from './logger.js';
 export { createLogger, silentLogger } from './logger.js';
 export type { Mailer, MailMessage, MemoryMailer } from './mail/mailer.js';
 export { assertMailMessage, createMemoryMailer } from './mail/mailer.js';
-export { CoreCodes } from './problems.js';
-export type { Throttle } from './throttle.js';
-export { createThrottle } from './throttle.js';
-export type { CreateIdtOptions, Idt } from './idt.js';
-export { createIdt, defineIdtConfig, UPLOAD_REQUEST_TIMEOUT_MS } from './idt.js';
 export type {
   AnyIdtModule,
   Env,
@@ -121,5 +120,6 @@ export type {
   ServicesOf,
 } from './module.js';
 export { orderModules } from './module.js';
-export type { EnvReader } from './config/env.js';
-export { envReader } from './config/env.js';
+export { CoreCodes } from './problems.js';
+export type { Throttle } from './throttle.js';
+export { createThrottle } from './throttle.js';

@@ -169,7 +169,6 @@ export interface IdtModule<Id extends string = string, Services = unknown, Setti
 }
 
 /** Any module. */
-// biome-ignore lint/suspicious/noExplicitAny: a module list mixes service and settings types.
 export type AnyIdtModule = IdtModule<string, any, any>;
 
 /** The services of a module type. */

@@ -204,6 +204,6 @@ function sanitizeHost(host: string | undefined): string {
   return 'localhost';
 }
 
+export { runNodeHandler } from './http/node-bridge.js';
 export type { IdtNodeHandler, IdtNodeHandlerOptions } from './http/node-entry.js';
 export { createIdtNodeHandler } from './http/node-entry.js';
-export { runNodeHandler } from './http/node-bridge.js';

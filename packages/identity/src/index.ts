@@ -143,6 +143,8 @@ export type {
   MembershipsStore,
   OrganizationContext,
 } from './memberships/store.js';
+export type { IdentityModuleOptions, IdentityModuleSettings, IdentityServices } from './module.js';
+export { CLIENT_LOOKUP_CAPABILITY, identity, identityVariables, SESSION_COOKIE_NAME } from './module.js';
 export type { AddedMember, OperatorService, OperatorServiceOptions } from './operator/service.js';
 export { AddMemberInput, createOperatorService } from './operator/service.js';
 export type { OperatorStore } from './operator/store.js';
@@ -194,5 +196,3 @@ export { createTokenMac } from './tokens.js';
 export type { UserListQuery, UsersService, UsersServiceOptions } from './users/service.js';
 export { createUsersService, RegisterInput, UpdateProfileInput } from './users/service.js';
 export type { NewUser, ProfilePatch, UsersStore } from './users/store.js';
-export type { IdentityModuleOptions, IdentityModuleSettings, IdentityServices } from './module.js';
-export { CLIENT_LOOKUP_CAPABILITY, identity, identityVariables, SESSION_COOKIE_NAME } from './module.js';

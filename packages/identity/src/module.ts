@@ -32,7 +32,11 @@ export type IdentityServices = KnexIdentity;
 
 /** The environment variables of the identity module. */
 export const identityVariables: readonly EnvironmentVariable[] = [
-  { name: 'IDT_EMAIL_CHANGE_MAX_REQUESTS', description: 'E-mail change requests per user per window (0 refuses all).', default: '3' },
+  {
+    name: 'IDT_EMAIL_CHANGE_MAX_REQUESTS',
+    description: 'E-mail change requests per user per window (0 refuses all).',
+    default: '3',
+  },
   { name: 'IDT_EMAIL_CHANGE_WINDOW_SECONDS', description: 'The e-mail change window, from the first request.', default: '3600' },
 ];
 

@@ -11,6 +11,8 @@ import './problems.js';
 export type { InquiryDomainEvent, InquirySubmitted, InquirySubmittedPayload } from './events.js';
 export { INQUIRY_EVENTS_NAMESPACE, InquirySubmittedEvent, inquiryEvents, toIntegrationEvents } from './events.js';
 export { createInquiryRoutes } from './http/routes.js';
+export type { InquiriesServices } from './module.js';
+export { inquiries } from './module.js';
 export { InquiriesCodes } from './problems.js';
 export {
   ChangeStatusInput,
@@ -34,5 +36,3 @@ export {
 export type { InquiryStatus } from './status.js';
 export { canTransition, INQUIRY_STATUSES, nextStatus, parseInquiryStatus } from './status.js';
 export type { CommentRecord, InquiriesStore, InquiryFilter, InquiryRecord } from './store.js';
-export type { InquiriesServices } from './module.js';
-export { inquiries } from './module.js';

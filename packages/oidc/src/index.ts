@@ -43,6 +43,7 @@ export type {
   StoredClient,
 } from './clients/store.js';
 export { OidcSessionEndedEvent } from './events.js';
+export { createIdentityDirectory } from './identity-directory.js';
 export type { AccountDirectory, MembershipState, StartedSession } from './interactions/directory.js';
 export { ASSETS_BASE, INTERACTION_BASE } from './interactions/handler.js';
 export type { ConsentStore, GrantContextStore } from './interactions/stores.js';
@@ -55,9 +56,8 @@ export {
   RefusedHostError,
 } from './logout/backchannel.js';
 export { frontchannelUrl } from './logout/frontchannel.js';
+export type { OidcModuleOptions, OidcModuleSettings, OidcServices } from './module.js';
+export { oidc, oidcVariables } from './module.js';
 export { OidcCodes } from './problems.js';
 export type { AccountClaims, GrantContext } from './provider/create-provider.js';
 export { clientMetadata, LOGIN_SCOPES, OIDC_ROUTES, USERINFO_PATH } from './provider/create-provider.js';
-export { createIdentityDirectory } from './identity-directory.js';
-export type { OidcModuleOptions, OidcModuleSettings, OidcServices } from './module.js';
-export { oidc, oidcVariables } from './module.js';

@@ -68,7 +68,8 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
       resolve(env) {
         const read = envReader(env);
         const settings: OidcModuleSettings = {
-          accessTokenMinutes: overrides.accessTokenMinutes ?? read.integer('IDT_ACCESS_TOKEN_MINUTES', { default: 15, min: 1, max: 1440 }),
+          accessTokenMinutes:
+            overrides.accessTokenMinutes ?? read.integer('IDT_ACCESS_TOKEN_MINUTES', { default: 15, min: 1, max: 1440 }),
           refreshReuseLeewaySeconds:
             overrides.refreshReuseLeewaySeconds ??
             read.integer('IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS', { default: 30, max: 3600 }),
@@ -89,7 +90,9 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
         return {
           async findClient(clientId) {
             const client = await store.find(clientId);
-            return client ? { clientId: client.clientId, organizationId: client.organizationId, status: client.status } : undefined;
+            return client
+              ? { clientId: client.clientId, organizationId: client.organizationId, status: client.status }
+              : undefined;
           },
         };
       },

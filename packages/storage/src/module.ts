@@ -1,10 +1,10 @@
 import type { IdtModule } from '@idt/core';
 import type { BlobStore } from './blob/store.js';
 import type { StorageService } from './files/service.js';
+import { storageMigrations } from './knex/migrations.js';
+import { StorageCodes } from './problems.js';
 import type { Scanner } from './scan/scanner.js';
 import { resolveStorageSettings, type StorageSettings, storageVariables } from './settings.js';
-import { StorageCodes } from './problems.js';
-import { storageMigrations } from './knex/migrations.js';
 
 /** Options of {@link storage}; each wins over its environment variable. */
 export interface StorageModuleOptions extends Partial<StorageSettings> {

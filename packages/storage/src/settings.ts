@@ -37,9 +37,17 @@ export const DEFAULT_MAX_UPLOAD_BYTES = 104_857_600;
 /** The environment variables of the storage module. */
 export const storageVariables: readonly EnvironmentVariable[] = [
   { name: 'IDT_STORAGE_DRIVER', description: '`filesystem` or `s3`.', default: 'filesystem' },
-  { name: 'IDT_STORAGE_DIR', description: "The filesystem driver's directory (also the S3 driver's upload spool).", default: '${IDT_DATA_DIR}/files' },
-  { name: 'IDT_STORAGE_MAX_UPLOAD_BYTES', description: 'The largest upload request, in bytes.', default: String(DEFAULT_MAX_UPLOAD_BYTES) },
-  { name: 'IDT_S3_ENDPOINT', description: 'The S3-compatible endpoint.', default: 'https://s3.${IDT_S3_REGION}.amazonaws.com' },
+  {
+    name: 'IDT_STORAGE_DIR',
+    description: "The filesystem driver's directory (also the S3 driver's upload spool).",
+    default: '<IDT_DATA_DIR>/files',
+  },
+  {
+    name: 'IDT_STORAGE_MAX_UPLOAD_BYTES',
+    description: 'The largest upload request, in bytes.',
+    default: String(DEFAULT_MAX_UPLOAD_BYTES),
+  },
+  { name: 'IDT_S3_ENDPOINT', description: 'The S3-compatible endpoint.', default: 'https://s3.<IDT_S3_REGION>.amazonaws.com' },
   { name: 'IDT_S3_REGION', description: 'The S3 region.', default: 'us-east-1' },
   { name: 'IDT_S3_BUCKET', description: 'The bucket (required with the s3 driver).' },
   { name: 'IDT_S3_ACCESS_KEY_ID', description: 'The access key id (required with the s3 driver).' },

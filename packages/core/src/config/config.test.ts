@@ -125,18 +125,3 @@ describe('normalizePathPrefix', () => {
     expect(() => normalizePathPrefix('/a?b')).toThrow(ConfigError);
   });
 });
-
-describe('e-mail change settings', () => {
-  it('default to 3 requests per hour and accept 0', () => {
-    expect(loadConfig({ IDT_ENVIRONMENT: 'Testing' }).emailChange).toEqual({ maxRequests: 3, windowSeconds: 3600 });
-    expect(loadConfig({ IDT_ENVIRONMENT: 'Testing', IDT_EMAIL_CHANGE_MAX_REQUESTS: '0' }).emailChange.maxRequests).toBe(0);
-  });
-
-  it('fail startup on a non-positive window', () => {
-    for (const value of ['0', '-60', 'soon', '1.5']) {
-      expect(() => loadConfig({ IDT_ENVIRONMENT: 'Testing', IDT_EMAIL_CHANGE_WINDOW_SECONDS: value })).toThrow(
-        /IDT_EMAIL_CHANGE_WINDOW_SECONDS/,
-      );
-    }
-  });
-});

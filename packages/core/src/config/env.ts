@@ -1,5 +1,5 @@
-import { ConfigError } from './config.js';
 import type { Env } from '../module.js';
+import { ConfigError } from './config.js';
 
 /**
  * Reads a module's environment variables and collects every problem, so a

@@ -148,7 +148,8 @@ class CapturedResponse {
   }
 
   #push(chunk: unknown, encoding: unknown) {
-    if (typeof chunk === 'string') this.#chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'));
+    if (typeof chunk === 'string')
+      this.#chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'));
     else if (chunk instanceof Uint8Array) this.#chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import type { StorageSettings } from '../settings.js';
 import { createClamAvScanner } from '../scan/clamav.js';
 import type { Scanner } from '../scan/scanner.js';
+import type { StorageSettings } from '../settings.js';
 import { createFileSystemBlobStore } from './filesystem.js';
 import { createS3BlobStore } from './s3.js';
 import type { BlobStore } from './store.js';

@@ -1,18 +1,9 @@
 import { pipeline, type Readable, Transform, type TransformCallback } from 'node:stream';
-import {
-  type Clock,
-  type Logger,
-  newId,
-  type Page,
-  type Principal,
-  silentLogger,
-  systemClock,
-  toPage,
-} from '@idt/core';
-import { DEFAULT_MAX_UPLOAD_BYTES } from '../settings.js';
+import { type Clock, type Logger, newId, type Page, type Principal, silentLogger, systemClock, toPage } from '@idt/core';
 import { fieldErrorsFromIssues, ProblemError, type ProblemFieldErrors, UnauthorizedError, ValidationProblem } from '@idt/problem';
 import type { BlobStore, StagedBlob } from '../blob/store.js';
 import type { Scanner } from '../scan/scanner.js';
+import { DEFAULT_MAX_UPLOAD_BYTES } from '../settings.js';
 import { sanitizeFileName } from './sanitize.js';
 import { type FileMetadata, ListFilesQuery, UploadFields, type UploadResponse } from './schemas.js';
 import { SNIFF_BYTES, sniffContentType } from './sniff.js';

@@ -91,6 +91,12 @@ export function createApiDocsRoutes(options: ApiDocsOptions): Route[] {
       hidden: true,
       responses: { 200: { description: 'HTML page', contentType: 'text/html' } },
       handler: () => {
+        if (!(options.scalarScriptPath ?? resolveScalarScript())) {
+          throw new ProblemError(
+            'Http.NotFound',
+            'The API viewer is optional and not installed: npm install @scalar/api-reference. The document is at /openapi/v1.json.',
+          );
+        }
         const configuration = JSON.stringify({
           withDefaultFonts: false,
           hideClientButton: false,

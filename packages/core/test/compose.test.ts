@@ -173,6 +173,11 @@ describe('createIdt composes a host module through both entry points', () => {
     expect(response.headers.get('x-url')).toBe('/idt/legacy/x?y=1');
     expect(response.headers.getSetCookie()).toEqual(['a=1; Path=/', 'b=2; Path=/']);
     expect(await response.text()).toBe('legacy POST 2030-01-01T00:00:00.000Z');
+    // The bridge reads at most 1 MiB of a body for a node surface.
+    const oversize = await idt.fetch(
+      new Request(`${origin}/idt/legacy/x`, { method: 'POST', body: 'x'.repeat(1024 * 1024 + 1) }),
+    );
+    expect(oversize.status).toBe(413);
     // A surface that declines leaves the request to the routes (404 problem).
     const declined = await idt.fetch(new Request(`${origin}/idt/legacy/decline`));
     expect(declined.status).toBe(404);

@@ -26,7 +26,7 @@ export async function runNodeHandler(
 ): Promise<Response | undefined> {
   const url = new URL(request.url);
   const socket = new Socket();
-  Object.defineProperty(socket, 'remoteAddress', { value: info.remoteAddress ?? '127.0.0.1', configurable: true });
+  Object.defineProperty(socket, 'remoteAddress', { value: info.remoteAddress, configurable: true });
   Object.defineProperty(socket, 'encrypted', { value: url.protocol === 'https:', configurable: true });
   const req = new IncomingMessage(socket);
   req.method = request.method;
@@ -47,13 +47,13 @@ export async function runNodeHandler(
   req.headers = headers;
   req.rawHeaders = rawHeaders;
 
-  const body = request.body ? new Uint8Array(await request.arrayBuffer()) : undefined;
-  if (body && body.byteLength > MAX_BRIDGED_BODY_BYTES) {
-    return new Response('Content Too Large', { status: 413, headers: { 'content-type': 'text/plain' } });
+  const body = await readLimited(request.body, MAX_BRIDGED_BODY_BYTES);
+  if (body === 'too-large') {
+    return new Response('Content Too Large', { status: 413, headers: { 'content-type': 'text/plain', connection: 'close' } });
   }
-  if (body && body.byteLength > 0) {
-    if (!('content-length' in headers) && !('transfer-encoding' in headers)) headers['content-length'] = String(body.byteLength);
-    req.push(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  if (body.byteLength > 0) {
+    if (!('transfer-encoding' in headers)) headers['content-length'] = String(body.byteLength);
+    req.push(body);
   }
   req.push(null);
   req.complete = true;
@@ -69,6 +69,25 @@ export async function runNodeHandler(
   }
   if (taken === false && !capture.started) return undefined;
   return capture.response();
+}
+
+/** The whole body, or `'too-large'` as soon as it passes `limit` bytes (the rest is not read). */
+async function readLimited(stream: ReadableStream<Uint8Array> | null, limit: number): Promise<Buffer | 'too-large'> {
+  if (!stream) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      return 'too-large';
+    }
+    chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+  }
+  return Buffer.concat(chunks);
 }
 
 /**

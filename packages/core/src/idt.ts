@@ -145,11 +145,15 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
   const baseOverrides = options.baseUrl ? splitBaseUrl(options.baseUrl) : {};
   const config =
     options.resolvedConfig ??
-    loadConfig(env, {
-      ...baseOverrides,
-      ...(typeof options.database === 'string' ? { databaseUrl: options.database } : {}),
-      ...options.config,
-    });
+    loadConfig(
+      env,
+      {
+        ...baseOverrides,
+        ...(typeof options.database === 'string' ? { databaseUrl: options.database } : {}),
+        ...options.config,
+      },
+      { hasMailer: options.mailer !== undefined },
+    );
   const modules = orderModules(options.modules);
 
   // Every module's settings, problems of all modules reported at once.
@@ -438,8 +442,16 @@ function splitBaseUrl(baseUrl: string): IdtConfigOverrides {
 
 async function defaultMailer(config: IdtConfig, logger: Logger): Promise<Mailer> {
   // nodemailer is an optional peer dependency: loaded only when no mailer is passed.
-  const { createMailerFromConfig } = await import('./mail.js');
-  return createMailerFromConfig(config, logger);
+  let mail: typeof import('./mail.js');
+  try {
+    mail = await import('./mail.js');
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new ConfigError([
+      'mailer: outgoing mail (SMTP, or .eml files in development) needs the nodemailer package: npm install nodemailer, or pass your own `mailer` to createIdt',
+    ]);
+  }
+  return mail.createMailerFromConfig(config, logger);
 }
 
 /**

@@ -30,6 +30,7 @@ export type {
   Environment,
   IdtConfig,
   IdtConfigOverrides,
+  LoadConfigOptions,
   MailSettings,
   RateLimitSetting,
   RatePolicyName,

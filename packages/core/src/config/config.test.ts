@@ -65,6 +65,13 @@ describe('loadConfig', () => {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^IDT_SMTP_URL: is required in Production/)]);
     }
+    // A host that sends mail itself (a mailer given to createIdt) needs no SMTP URL.
+    const ownMailer = loadConfig(
+      { IDT_ENVIRONMENT: 'Production', IDT_KEY_ENCRYPTION_SECRET: 'x'.repeat(32) },
+      {},
+      { hasMailer: true },
+    );
+    expect(ownMailer.mail.transport).toBe('file');
   });
 
   it('refuses a mail URL of another scheme and a sender without an address', () => {

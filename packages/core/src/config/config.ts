@@ -178,6 +178,12 @@ export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicB
   rateLimits?: Partial<Record<RatePolicyName, Partial<RateLimitSetting>>>;
 };
 
+/** Options of {@link loadConfig}. */
+export interface LoadConfigOptions {
+  /** The host sends mail itself (a `mailer` given to `createIdt`): Production then needs no `IDT_SMTP_URL`. */
+  readonly hasMailer?: boolean;
+}
+
 /**
  * Reads the configuration from environment variables (documented in
  * `docs/configuration.md`), applying `overrides` last.
@@ -188,7 +194,11 @@ export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicB
  * const config = loadConfig(process.env);
  * const testConfig = loadConfig({}, { environment: 'Testing', databaseUrl: 'sqlite::memory:' });
  */
-export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: IdtConfigOverrides = {}): IdtConfig {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: IdtConfigOverrides = {},
+  options: LoadConfigOptions = {},
+): IdtConfig {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
   if (!parsed.success) {
@@ -241,7 +251,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }
     rateLimits[policy] = setting;
   }
-  const mail = resolveMail(environment, dataDir, overrides.mail ?? {}, e, problems);
+  const mail = resolveMail(environment, dataDir, overrides.mail ?? {}, e, problems, options.hasMailer ?? false);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     environment,
@@ -267,6 +277,7 @@ function resolveMail(
   overrides: Partial<Omit<MailSettings, 'transport'>>,
   e: { IDT_SMTP_URL?: string | undefined; IDT_MAIL_FROM?: string | undefined },
   problems: string[],
+  hasMailer: boolean,
 ): MailSettings {
   const smtpUrl = overrides.smtpUrl ?? e.IDT_SMTP_URL;
   const from = overrides.from ?? e.IDT_MAIL_FROM ?? DEFAULT_MAIL_FROM;
@@ -281,7 +292,7 @@ function resolveMail(
     if (protocol !== 'smtp:' && protocol !== 'smtps:') {
       problems.push('IDT_SMTP_URL: must be an smtp:// or smtps:// URL, e.g. smtp://user:password@mail.example.com:587');
     }
-  } else if (environment === 'Production') {
+  } else if (environment === 'Production' && !hasMailer) {
     problems.push(
       'IDT_SMTP_URL: is required in Production (smtp://user:password@host:587 or smtps://…); without it mail is only written to files',
     );

@@ -1,5 +1,7 @@
 export type { BrowserResponse, HtmlForm, SubmitOptions } from './browser.js';
 export { Browser, parseForms } from './browser.js';
+export type { SkippingClock } from './clock.js';
+export { createSkippingClock } from './clock.js';
 export type { TestDatabase, TestDialect } from './database.js';
 export { connectTestDatabase, createTestDatabase, testDialects } from './database.js';
 export type { FlowResult, FlowTarget } from './flow.js';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Clock, type IdtConfigOverrides, loadConfig, type Mailer } from '@idt/core';
-import { createReferenceServer, type ReferenceServer } from '@idt/example-server';
+import { createReferenceServer, type ReferenceModuleOptions, type ReferenceServer } from '@idt/example-server';
 import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
 import { referenceMigrationSets } from './migrations.js';
 
@@ -28,6 +28,8 @@ export interface TestServerOptions {
   /** The clock every policy reads (a manual clock for time rules). */
   readonly clock?: Clock;
   readonly mailer?: Mailer;
+  /** Options of the module factories, e.g. `{ oidc: { backchannelLimits } }`. */
+  readonly modules?: ReferenceModuleOptions;
 }
 
 /** The reference server listening on a loopback port, over a throwaway database. */
@@ -74,6 +76,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     migrations: 'skip',
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.mailer ? { mailer: options.mailer } : {}),
+    ...(options.modules ? { moduleOptions: options.modules } : {}),
   });
   idt.start();
   http.on('request', (req, res) => void idt.handler(req, res));

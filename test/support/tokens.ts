@@ -17,7 +17,7 @@ export interface TestTokenClaims {
 export interface MintOptions {
   /** Lifetime in seconds (default 900). Negative values mint expired tokens. */
   readonly expiresIn?: number;
-  /** `iat` override, epoch seconds. */
+  /** `iat` override, epoch seconds; the server's clock by default. */
   readonly issuedAt?: number;
   /** Sign with the active key of this algorithm (default ES256). */
   readonly alg?: 'ES256' | 'RS256';
@@ -33,7 +33,8 @@ export async function mintAccessToken(server: TestServer, claims: TestTokenClaim
   const keys = await server.idt.infrastructure.keys.listKeys();
   const key = keys.find((candidate) => candidate.status === 'active' && candidate.alg === (options.alg ?? 'ES256'));
   if (!key) throw new Error('The test server has no active signing key');
-  const iat = options.issuedAt ?? Math.floor(Date.now() / 1000);
+  // The server's clock: a manual one moved forward in a test mints tokens valid at its time.
+  const iat = options.issuedAt ?? Math.floor(server.idt.clock.now().getTime() / 1000);
   const base = server.idt.config.publicBaseUrl;
   return signJwt(
     { typ: 'at+jwt' },

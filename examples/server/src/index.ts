@@ -7,11 +7,18 @@
 import { type CreateIdtOptions, createIdt, type Idt } from '@idt/core';
 import { identity } from '@idt/identity';
 import { inquiries } from '@idt/inquiries';
-import { oidc } from '@idt/oidc';
+import { type OidcModuleOptions, oidc } from '@idt/oidc';
 import { storage } from '@idt/storage';
 
+/** Options of the reference modules' factories, each passed to its module (settings still come from the environment). */
+export interface ReferenceModuleOptions {
+  /** Options of `oidc()`, e.g. `backchannelLimits`. */
+  readonly oidc?: OidcModuleOptions;
+}
+
 /** The reference set of modules. */
-export const referenceModules = () => [identity(), oidc(), inquiries(), storage()] as const;
+export const referenceModules = (options: ReferenceModuleOptions = {}) =>
+  [identity(), oidc(options.oidc), inquiries(), storage()] as const;
 
 /** The reference server's modules, as a type. */
 export type ReferenceModules = ReturnType<typeof referenceModules>;
@@ -27,7 +34,11 @@ export type ReferenceServer = Idt<ReferenceModules>;
  * const { url } = await idt.listen(8080);
  */
 export function createReferenceServer(
-  options: Omit<CreateIdtOptions<ReferenceModules>, 'modules'> = {},
+  options: Omit<CreateIdtOptions<ReferenceModules>, 'modules'> & {
+    /** Options of the module factories (e.g. `oidc: { backchannelLimits }`). */
+    readonly moduleOptions?: ReferenceModuleOptions;
+  } = {},
 ): Promise<ReferenceServer> {
-  return createIdt({ ...options, modules: referenceModules() });
+  const { moduleOptions, ...rest } = options;
+  return createIdt({ ...rest, modules: referenceModules(moduleOptions) });
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { newId } from '@idt/core';
+import { createManualClock, newId } from '@idt/core';
 import { BUILT_IN_ROLE_PERMISSIONS, scopesWithin } from '@idt/identity';
 import {
   bearer,
@@ -32,6 +32,8 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
   let viewer: { id: string };
   let platformOwner: { id: string };
   let platformOrg: { id: string };
+  // Key expiry reads this clock.
+  const clock = createManualClock();
 
   const tokenFor = (userId: string, orgId?: string) =>
     mintAccessToken(server, { sub: userId, ...(orgId ? { org_id: orgId } : {}) });
@@ -44,7 +46,7 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
   };
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await startTestServer({ dialect, clock });
     const { db } = server.database;
     tenant = await seedTenant(db);
     otherOrg = await seedOrganization(db);
@@ -111,7 +113,8 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
       [{ name: 'k', scopes: ['openid'] }, ['scopes']],
       [{ name: 'k', scopes: [] }, ['scopes']],
       [{ name: 'k', expiresAt: 'tomorrow' }, ['expiresAt']],
-      [{ name: 'k', expiresAt: new Date(Date.now() - 60_000).toISOString() }, ['expiresAt']],
+      [{ name: 'k', expiresAt: new Date(clock.now().getTime() - 60_000).toISOString() }, ['expiresAt']],
+      [{ name: 'k', expiresAt: clock.now().toISOString() }, ['expiresAt']],
     ];
     for (const [body, fields] of cases) {
       const problem = await expectProblem(await create(token, body), 400, 'Validation.Failed');
@@ -208,17 +211,13 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
     await expectProblem(await create(token, { name: 'eleventh' }), 422, 'ApiKeys.LimitReached');
 
     // A deleted or expired key frees its place.
-    const [first, second] = (await (
-      await server.fetch('/v1/identity/auth/keys', { headers: bearer(token) })
-    ).json()) as Created[];
+    const [first] = (await (await server.fetch('/v1/identity/auth/keys', { headers: bearer(token) })).json()) as Created[];
     expect(
       (await server.fetch(`/v1/identity/auth/keys/${first?.keyId}`, { method: 'DELETE', headers: bearer(token) })).status,
     ).toBe(204);
-    await createOk(token, { name: 'replacement' });
-    await server.database
-      .db('identity_api_keys')
-      .where({ id: second?.keyId })
-      .update({ expires_at: new Date(Date.now() - 1000).toISOString() });
+    await createOk(token, { name: 'replacement', expiresAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+    await expectProblem(await create(token, { name: 'still full' }), 422, 'ApiKeys.LimitReached');
+    clock.advance(60_000);
     await createOk(token, { name: 'after expiry' });
     await expectProblem(await create(token, { name: 'one too many' }), 422, 'ApiKeys.LimitReached');
   });
@@ -277,11 +276,13 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
 
   it('refuses an expired key with 401', async () => {
     const token = await tokenFor(tenant.user.id, tenant.organization.id);
-    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const expiresAt = new Date(clock.now().getTime() + 1500).toISOString();
     const created = await createOk(token, { name: 'short-lived', expiresAt });
     expect(created.expiresAt).toBe(expiresAt);
     expect((await server.fetch('/v1/identity/auth/keys', { headers: { 'x-api-key': created.apiKey } })).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1600));
+    clock.advance(1499);
+    expect((await server.fetch('/v1/identity/auth/keys', { headers: { 'x-api-key': created.apiKey } })).status).toBe(200);
+    clock.advance(1);
     await expectProblem(
       await server.fetch('/v1/identity/auth/keys', { headers: { 'x-api-key': created.apiKey } }),
       401,

@@ -26,6 +26,7 @@ export async function waitForMail(server: TestServer, to: string, template: stri
     const messages = await mailsTo(server, to, template);
     if (messages.length > already) return messages.at(-1) as MailboxMessage;
     if (Date.now() > deadline) throw new Error(`No ${template} mail reached ${to}`);
+    // Real I/O: the next look at the mailbox directory, which a background send writes to.
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -34,6 +34,7 @@ function run(command: string, env: Record<string, string>) {
       const match = pattern.exec(stdout);
       if (match) return match;
       if (child.exitCode !== null) break;
+      // Real I/O: the next look at the server process's output.
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     throw new Error(`"${pattern}" never appeared:\n${stdout}\n${stderr}`);

@@ -1,4 +1,4 @@
-import { defineEventHandler, type EventEnvelope } from '@idt/core';
+import { createManualClock, defineEventHandler, type EventEnvelope } from '@idt/core';
 import { UserSessionEvictedEvent } from '@idt/identity';
 import {
   bearer,
@@ -19,12 +19,14 @@ const COOKIE = 'idt_session';
 describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
   let server: TestServer;
   let tenant: Awaited<ReturnType<typeof seedTenant>>;
+  // Session expiry reads this clock.
+  const clock = createManualClock();
   const evictions: Array<EventEnvelope<{ userId: string; sessionId: string; evictedAt: string }>> = [];
   const sessions = () => server.idt.services.identity.credentials.sessions;
   const cookie = (value: string, extra: Record<string, string> = {}) => ({ cookie: `${COOKIE}=${value}`, ...extra });
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await startTestServer({ dialect, clock });
     tenant = await seedTenant(server.database.db);
     server.idt.infrastructure.events.subscribe(
       defineEventHandler({
@@ -254,12 +256,14 @@ describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
     const user = await seedUser(server.database.db);
     const revoked = await sessions().start(user.id);
     const expired = await sessions().start(user.id);
+    clock.advance(1);
     const live = await sessions().start(user.id);
     await sessions().revoke(user.id, revoked.session.id);
-    await server.database
-      .db('identity_sessions')
-      .where({ id: expired.session.id })
-      .update({ expires_at: new Date(Date.now() - 1000).toISOString() });
+    const listed = async () => (await sessions().list(user.id)).map((entry) => entry.id).sort();
+    expect(await listed()).toEqual([expired.session.id, live.session.id].sort());
+    // Sessions last 24 hours: `expired` ends now, `live` a millisecond later.
+    clock.advance(86_400_000 - 1);
+    expect(await listed()).toEqual([live.session.id]);
     expect(await sessions().prune()).toBeGreaterThanOrEqual(2);
     const left = await server.database.db('identity_sessions').where({ user_id: user.id }).pluck('id');
     expect(left).toEqual([live.session.id]);

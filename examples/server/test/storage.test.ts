@@ -247,7 +247,7 @@ describe.each(testDialects())('storage over HTTP on %s', (dialect) => {
         for (let i = 0; i < 1000; i++) {
           sent.bytes += chunk.length;
           if (i === 20) {
-            // Give the server time to stage what it got, then hang up.
+            // Real I/O: give the server time to stage what it got over the socket, then hang up.
             await new Promise((resolve) => setTimeout(resolve, 100));
             sent.staged = staging().length;
             controller.abort();
@@ -267,6 +267,7 @@ describe.each(testDialects())('storage over HTTP on %s', (dialect) => {
       );
       await expect(aborted).rejects.toThrow();
       expect(sent.staged).toBe(1);
+      // Real I/O: polls until the server has noticed the hang-up and deleted its staged file.
       for (let i = 0; i < 50 && staging().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(staging()).toEqual([]);
       expect(objects()).toEqual(before);

@@ -18,15 +18,25 @@ export const CLI_VERSION = '0.1.0';
 export function createProgram(io: CliIo): Command {
   const program = new Command('idt')
     .description(
-      'The idt command line: migrate and serve the reference server, bootstrap setup mode, seed, and manage OAuth clients. Settings come from the environment variables of docs/configuration.md.',
+      'The idt command line: migrate and serve a composition of idt modules, bootstrap setup mode, seed, and manage OAuth clients. The modules come from the config file (--config, else idt.config.ts, .mts, .mjs or .js in the working directory), else the reference modules (identity, oidc, and inquiries and storage when installed). Settings come from the environment variables of docs/configuration.md.',
     )
     .version(CLI_VERSION)
+    .option(
+      '--config <path>',
+      'the config file whose default export composes the modules (default: ./idt.config.{ts,mts,mjs,js}, else the reference modules)',
+    )
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
+    .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError('(run idt <command> --help for usage and examples)')
     .addHelpText(
       'after',
-      '\nExit codes: 0 success, 1 failed, 2 usage.\nEvery command takes --database <url> (default: IDT_DATABASE_URL) and --json.\nDocumentation: docs/cli.md',
+      [
+        '',
+        'Exit codes: 0 success, 1 failed, 2 usage.',
+        "Every command takes --config <path>, --database <url> (default: the config file's database, else IDT_DATABASE_URL) and --json.",
+        'Documentation: docs/cli.md',
+      ].join('\n'),
     );
   registerMigrate(program, io);
   registerServe(program, io);

@@ -1,12 +1,15 @@
 /**
  * The `idt` command line as a library: {@link run} executes a command
- * in-process (what the binary and the tests do), and the seed-file and
+ * in-process (what the binary and the tests do), the config-file helpers find
+ * and load an `idt.config` module as the commands do, and the seed-file and
  * env-file helpers serve embedders who bootstrap deployments from code.
  *
  * @packageDocumentation
  */
 export { CLI_VERSION, createProgram, run } from './cli.js';
 export { DEMO_ADMIN_EMAIL, demoSeed } from './commands/demo.js';
+export type { Composition, ConfigImporters, IdtConfigOptions } from './composition.js';
+export { CONFIG_FILE_NAMES, findConfigFile, loadComposition, loadConfigFile, referenceModules } from './composition.js';
 export type { EnvFileSource } from './env-file.js';
 export {
   assertEnvFileFree,
@@ -23,8 +26,8 @@ export type { CliIo, RunOptions, RunResult } from './io.js';
 export { ExitCode } from './io.js';
 export type { AnswerCheck, Prompter } from './prompter.js';
 export { createTerminalPrompter } from './prompter.js';
-export type { ApplySeedOptions, SeededSecret, SeedOutcome, SeedReport, SeedStep } from './seed/apply.js';
-export { applySeed } from './seed/apply.js';
+export type { ApplySeedOptions, SeededSecret, SeedOutcome, SeedReport, SeedServices, SeedStep } from './seed/apply.js';
+export { applySeed, seedModules } from './seed/apply.js';
 export type { SeedFile, SeedFileInput } from './seed/schema.js';
 export {
   loadSeedFile,

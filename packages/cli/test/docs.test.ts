@@ -2,8 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrationStatus } from '@idt/core/knex';
-import { migrationSets } from '@idt/example-server';
-import { createTestDatabase, startTestServer, type TestDatabase, type TestServer } from '@idt/testing';
+import { createTestDatabase, referenceMigrationSets, startTestServer, type TestDatabase, type TestServer } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProgram } from '../src/cli.js';
 import { createIo } from '../src/io.js';
@@ -94,7 +93,7 @@ for (const page of ['docs/cli.md', 'docs/seed-file.md']) {
           return;
         }
         // The reference server listens as soon as the database is migrated, so examples can call it.
-        if (!server && (await migrationStatus(database.db, migrationSets)).every((set) => set.pending.length === 0)) {
+        if (!server && (await migrationStatus(database.db, referenceMigrationSets)).every((set) => set.pending.length === 0)) {
           server = await startTestServer({ database });
           env = { ...env, IDT_ISSUER: server.origin };
         }

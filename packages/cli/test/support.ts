@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseEnv } from 'node:util';
 import { type RunOptions, type RunResult, run } from '@idt/cli';
-import { migrationSets } from '@idt/example-server';
 import {
   createTestDatabase,
   oidcClient,
+  referenceMigrationSets,
   startTestServer,
   type TestDatabase,
   type TestDialect,
@@ -46,7 +46,7 @@ export interface CliFixture {
 /** Starts a {@link CliFixture}: the server first, so the CLI writes its issuer into env files. */
 export async function startCliFixture(dialect: TestDialect, prefix: string): Promise<CliFixture> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const database = await createTestDatabase(dialect, migrationSets);
+  const database = await createTestDatabase(dialect, referenceMigrationSets);
   const server = await startTestServer({ database });
   return {
     dir,
@@ -168,8 +168,10 @@ export async function tokenRequest(server: TestServer, clientId: string, clientS
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-/** Waits until the clock is in a later whole second (revocation watermarks are whole seconds). */
+/** Waits until the wall clock is in a later whole second (revocation watermarks are whole seconds). */
 export async function nextSecond(since = Date.now()): Promise<void> {
   const wait = (Math.floor(since / 1000) + 1) * 1000 + 50 - Date.now();
+  // Not a time rule of ours: the CLI runs in its own process on the wall clock, and oidc-provider stamps
+  // `iat` from its own Date.now(); no injected clock reaches either, so only the next real second does (≤ 1 s).
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
 }

@@ -1,8 +1,9 @@
 import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTtlCache } from '../src/index.js';
+import { createManualClock, createTtlCache } from '../src/index.js';
 import { ALL_KEYS, coreMigrations, createCacheInvalidator, createDatabase } from '../src/knex.js';
 
+/** Polls until `check` passes: evictions reach listeners over Postgres NOTIFY or SQLite polling (real I/O). */
 async function eventually(check: () => void, timeoutMs = 3000) {
   const started = Date.now();
   for (;;) {
@@ -11,6 +12,7 @@ async function eventually(check: () => void, timeoutMs = 3000) {
       return;
     } catch (error) {
       if (Date.now() - started > timeoutMs) throw error;
+      // Real I/O: the next look at an eviction delivered by the database connection.
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -39,14 +41,20 @@ describe('TTL cache', () => {
   });
 
   it('expires entries and bounds its size', async () => {
-    const cache = createTtlCache<string>({ ttlMs: 5, max: 2 });
+    const clock = createManualClock('2030-01-01T00:00:00Z');
+    const cache = createTtlCache<string>({ ttlMs: 5, max: 2, clock });
     cache.set('a', 'A');
     cache.set('b', 'B');
     cache.set('c', 'C');
     expect(cache.get('a')).toBeUndefined();
     expect(cache.size).toBe(2);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    clock.advance(4);
+    expect(cache.get('b')).toBe('B');
+    clock.advance(1);
     expect(cache.get('b')).toBeUndefined();
+    cache.set('d', 'D', 60_000);
+    clock.advance(59_999);
+    expect(cache.get('d')).toBe('D');
   });
 });
 
@@ -69,6 +77,7 @@ describe.each(testDialects())('cache invalidation on %s', (dialect) => {
       await database.db.transaction(async (trx) => {
         await trx('things').insert({ id: '1' });
         await invalidator.invalidate('users', 'u1', trx);
+        // Real I/O: gives a premature eviction (a NOTIFY or an in-process emit before the commit) time to arrive.
         await new Promise((resolve) => setTimeout(resolve, 50));
         expect(seen).toEqual([]);
       });
@@ -79,7 +88,9 @@ describe.each(testDialects())('cache invalidation on %s', (dialect) => {
           throw new Error('rollback');
         })
         .catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // A later committed eviction arrives; none of the rolled-back transaction came before it.
+      await invalidator.invalidate('users', 'u3');
+      await eventually(() => expect(seen).toContain('u3'));
       expect(seen).not.toContain('u2');
     } finally {
       await invalidator.close();

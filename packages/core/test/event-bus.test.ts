@@ -20,7 +20,20 @@ const OtherHappened = defineEvent({
   schema: z.object({ id: z.string() }),
 });
 
+/**
+ * A real pause, only for concurrency and real I/O (background delivery, interleaving of two
+ * dispatchers); time rules (retries, leases) move the manual clock instead.
+ */
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A promise and the function that settles it, to hold a handler until the test lets it go. */
+function gate() {
+  let open: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
 
 interface DeliveryRow {
   id: string;
@@ -43,7 +56,7 @@ async function deliveries(db: Knex, handler?: string): Promise<DeliveryRow[]> {
 }
 
 /** A handler that records its envelopes and fails while `failures` is positive. */
-function recorder(name: string, options: { failures?: number; delayMs?: number; event?: typeof ThingHappened } = {}) {
+function recorder(name: string, options: { failures?: number; event?: typeof ThingHappened } = {}) {
   const seen: EventEnvelope[] = [];
   let failures = options.failures ?? 0;
   const handler = defineEventHandler({
@@ -53,7 +66,6 @@ function recorder(name: string, options: { failures?: number; delayMs?: number; 
     description: `records ${name}`,
     handle: async (envelope) => {
       seen.push(envelope as EventEnvelope);
-      if (options.delayMs) await sleep(options.delayMs);
       if (failures > 0) {
         failures -= 1;
         throw new Error(`${name} failed on attempt ${envelope.attempt}`);
@@ -113,6 +125,7 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
 
     const trx = await database.db.transaction();
     await events.write(trx, [{ event: ThingHappened, payload: { thingId: 't1', n: 1 } }]);
+    // Real I/O: gives a (wrong) delivery before the commit time to reach the background dispatcher's handler.
     await sleep(200);
     expect(seen).toEqual([]);
     await trx.commit();
@@ -144,6 +157,7 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     await outer.transaction(async (inner) => {
       await events.write(inner, [{ event: ThingHappened, payload: { thingId: 'nested', n: 1 } }]);
     });
+    // Real I/O: gives a (wrong) delivery at the inner commit time to reach the background dispatcher's handler.
     await sleep(200);
     expect(seen).toEqual([]);
     await outer.commit();
@@ -267,7 +281,13 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
   it('counts a handler that runs past its timeout as a failed attempt', async () => {
     const events = bus({ handlerTimeoutMs: 50, retryBaseMs: 1000 });
     events.subscribe(
-      defineEventHandler({ name: 'tests.slow', module: 'tests', event: ThingHappened, handle: () => sleep(10_000) }),
+      // A handler that never finishes: the bus's own timer (handlerTimeoutMs) ends the attempt.
+      defineEventHandler({
+        name: 'tests.slow',
+        module: 'tests',
+        event: ThingHappened,
+        handle: () => new Promise<void>(() => undefined),
+      }),
     );
     await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
     expect(await events.dispatchPending()).toBe(1);
@@ -280,13 +300,16 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     const publisher = bus({ pollIntervalMs: 60_000 });
     const stranger = bus();
     let finished = false;
+    const started = gate();
+    const release = gate();
     publisher.subscribe(
       defineEventHandler({
         name: 'tests.slow',
         module: 'tests',
         event: ThingHappened,
         handle: async () => {
-          await sleep(150);
+          started.open();
+          await release.opened;
           finished = true;
         },
       }),
@@ -298,8 +321,16 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     expect((await deliveries(database.db, 'tests.slow'))[0]?.status).toBe('pending');
 
     const running = publisher.dispatchPending();
-    await sleep(20);
-    await publisher.stop();
+    await started.opened;
+    let stopped = false;
+    const stopping = publisher.stop().then(() => {
+      stopped = true;
+    });
+    // Every microtask has run: stop() is still waiting for the running handler.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(stopped).toBe(false);
+    release.open();
+    await stopping;
     expect(finished).toBe(true);
     expect(await running).toBe(1);
     expect((await deliveries(database.db, 'tests.slow'))[0]?.status).toBe('delivered');
@@ -358,6 +389,7 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
           event: ThingHappened,
           handle: async (envelope) => {
             delivered.push({ instance, eventId: envelope.id });
+            // Concurrency: random handler durations interleave the two dispatchers' claims.
             await sleep(Math.random() * 5);
           },
         }),
@@ -391,8 +423,10 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
   });
 
   it('still delivers an event whose dispatcher was killed mid-delivery', { timeout: 60_000 }, async () => {
-    const leaseMs = 2000;
-    const writer = createEventBus({ db: database.db, leaseMs });
+    const leaseMs = 30_000;
+    // The child claims by the wall clock; this instance reads its own clock, moved past the lease below.
+    const writerClock = createManualClock();
+    const writer = createEventBus({ db: database.db, leaseMs, clock: writerClock });
     cleanups.push(() => writer.stop());
     const delivered: EventEnvelope[] = [];
     writer.subscribe(
@@ -429,7 +463,9 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     expect(delivered).toEqual([]);
 
     const leaseEnd = new Date(toIso(claimed?.claimed_until)).getTime();
-    await sleep(Math.max(0, leaseEnd - Date.now()) + 50);
+    writerClock.set(leaseEnd - 1);
+    expect(await writer.dispatchPending()).toBe(0);
+    writerClock.set(leaseEnd);
     expect(await writer.dispatchPending()).toBe(1);
     expect(delivered).toHaveLength(1);
     expect(delivered[0]).toMatchObject({ id: event.id, attempt: 2, payload: { thingId: 'k', n: 1 } });
@@ -447,6 +483,7 @@ function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): P
   return new Promise((resolve, reject) => {
     let stdout = '';
     let stderr = '';
+    // Real I/O: a guard on the child process's output, not a time rule.
     const timer = setTimeout(() => fail(new Error(`timed out waiting for ${pattern}`)), timeoutMs);
     const fail = (error: Error) => {
       clearTimeout(timer);

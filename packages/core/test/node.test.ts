@@ -9,6 +9,8 @@ let server: Server;
 let base: string;
 let aborted: Promise<void>;
 let reportAbort: () => void;
+let reached: Promise<void>;
+let reportReached: () => void;
 
 const app = createHttpApp({
   environment: 'Production',
@@ -67,6 +69,7 @@ const app = createHttpApp({
       auth: 'anonymous',
       responses: { 200: { description: 'ok' } },
       handler: async ({ signal }) => {
+        reportReached();
         await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
         reportAbort();
         return new LightResponse('late');
@@ -78,6 +81,9 @@ const app = createHttpApp({
 beforeAll(async () => {
   aborted = new Promise<void>((resolve) => {
     reportAbort = resolve;
+  });
+  reached = new Promise<void>((resolve) => {
+    reportReached = resolve;
   });
   server = createServer(createNodeHandler(app));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -122,6 +128,7 @@ describe('node:http adapter', () => {
         req.on('error', reject);
         // Chunked, so the size is only known while reading.
         req.write(body.slice(0, 10));
+        // Real I/O: the rest of the body follows in a later chunk, after the server has started reading.
         setTimeout(() => req.end(body.slice(10)), 20);
       });
     const large = await send(JSON.stringify({ name: 'x'.repeat(500) }));
@@ -168,7 +175,7 @@ describe('node:http adapter', () => {
   it('aborts the handler signal when the client goes away', async () => {
     const controller = new AbortController();
     const pending = fetch(`${base}/slow`, { signal: controller.signal }).catch((error: Error) => error);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await reached;
     controller.abort();
     await expect(pending).resolves.toBeInstanceOf(Error);
     await aborted;

@@ -127,6 +127,7 @@ describe.each(testDialects())('credential resolver on %s', (dialect) => {
         await writeRevocation(trx, 'session', 'session-x', new Date(), { all: true });
         await invalidator.invalidate(CacheNamespaces.revocations, 'session:session-x', trx);
       });
+      // Real I/O: the eviction reaches the resolver's cache after the commit (over NOTIFY on Postgres).
       await new Promise((resolve) => setTimeout(resolve, 50));
       await expect(resolver.resolveToken(token, ids.orgA)).rejects.toMatchObject({ name: 'UnauthorizedError' });
       await database.db.transaction(async (trx) => {
@@ -134,6 +135,7 @@ describe.each(testDialects())('credential resolver on %s', (dialect) => {
         await writeRevocation(trx, 'user', ids.user, new Date(Date.now() - 3_600_000));
         await invalidator.invalidate(CacheNamespaces.revocations, `user:${ids.user}`, trx);
       });
+      // Real I/O: as above, the eviction arrives after the commit.
       await new Promise((resolve) => setTimeout(resolve, 50));
       await expect(resolver.resolveToken(claims({ org_id: ids.orgA }), ids.orgA)).rejects.toMatchObject({
         name: 'UnauthorizedError',

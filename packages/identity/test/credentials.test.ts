@@ -22,12 +22,38 @@ import {
 
 const START = '2030-01-01T00:00:00.000Z';
 
+/** Polls until `check` holds: mail is sent in the background, after the call that causes it answered. */
 async function until(check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 3000;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not reached');
+    // Real I/O: the next look at a send that was not awaited.
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * Records the calls of a store method that services call without awaiting
+ * (session activity, API key use), so a test counts the writes and waits for
+ * them instead of sleeping.
+ */
+function recordCalls<T extends object>(store: T, method: keyof T & string) {
+  const calls: Array<Promise<unknown>> = [];
+  const original = store[method] as unknown as (...args: unknown[]) => Promise<unknown>;
+  Object.assign(store, {
+    [method]: (...args: unknown[]) => {
+      const call = original.apply(store, args);
+      calls.push(call);
+      return call;
+    },
+  });
+  return {
+    get count() {
+      return calls.length;
+    },
+    /** Resolves once every recorded call has finished. */
+    settled: () => Promise.allSettled(calls).then(() => undefined),
+  };
 }
 
 function codeOf(error: unknown): string | undefined {
@@ -45,10 +71,14 @@ describe.each(testDialects())('credential services with a manual clock on %s', (
     const { db } = database;
     const storeOptions = { db, outbox: createEventBus({ db, clock }), invalidator: createCacheInvalidator({ db }) };
     const counter = createWindowCounter({ db, clock });
-    const sessions = createSessionService({ store: createKnexSessionStore(storeOptions), cookieName: 'sid', clock });
+    const sessionStore = createKnexSessionStore(storeOptions);
+    const apiKeyStore = createKnexApiKeyStore(storeOptions);
+    const sessions = createSessionService({ store: sessionStore, cookieName: 'sid', clock });
     return {
+      sessionTouches: recordCalls(sessionStore, 'touch'),
+      apiKeyUses: recordCalls(apiKeyStore, 'markUsed'),
       sessions,
-      apiKeys: createApiKeyService({ store: createKnexApiKeyStore(storeOptions), clock }),
+      apiKeys: createApiKeyService({ store: apiKeyStore, clock }),
       emailChange: createEmailChangeService({
         store: createKnexEmailChangeStore(storeOptions),
         counter,
@@ -121,16 +151,20 @@ describe.each(testDialects())('credential services with a manual clock on %s', (
     const { session } = await services.sessions.start(user.id);
     const activity = async () =>
       new Date((await database.db('identity_sessions').where({ id: session.id }).first()).last_activity_at).toISOString();
+    const { sessionTouches: writes } = services;
+    const before = writes.count;
     clock.advance(30_000);
     services.sessions.touch(session.id);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(writes.count).toBe(before);
     expect(await activity()).toBe(START);
     clock.advance(31_000);
     services.sessions.touch(session.id);
-    await until(async () => (await activity()) === '2030-01-01T00:01:01.000Z');
+    expect(writes.count).toBe(before + 1);
+    await writes.settled();
+    expect(await activity()).toBe('2030-01-01T00:01:01.000Z');
     clock.advance(10_000);
     services.sessions.touch(session.id);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(writes.count).toBe(before + 1);
     expect(await activity()).toBe('2030-01-01T00:01:01.000Z');
   });
 
@@ -223,16 +257,21 @@ describe.each(testDialects())('credential services with a manual clock on %s', (
     );
     expect(created.scopes).toEqual(['apikeys.read']);
     const lastUsed = async () => (await database.db('identity_api_keys').where({ id: created.keyId }).first()).last_used_at;
+    const { apiKeyUses: writes } = services;
+    const before = writes.count;
     services.apiKeys.markUsed(created.keyId);
-    await until(async () => (await lastUsed()) !== null);
-    const first = new Date(await lastUsed()).toISOString();
+    expect(writes.count).toBe(before + 1);
+    await writes.settled();
+    expect(new Date(await lastUsed()).toISOString()).toBe(START);
     clock.advance(59_000);
     services.apiKeys.markUsed(created.keyId);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(new Date(await lastUsed()).toISOString()).toBe(first);
+    expect(writes.count).toBe(before + 1);
+    expect(new Date(await lastUsed()).toISOString()).toBe(START);
     clock.advance(2_000);
     services.apiKeys.markUsed(created.keyId);
-    await until(async () => new Date(await lastUsed()).toISOString() === '2030-01-01T00:01:01.000Z');
+    expect(writes.count).toBe(before + 2);
+    await writes.settled();
+    expect(new Date(await lastUsed()).toISOString()).toBe('2030-01-01T00:01:01.000Z');
     expect(await services.apiKeys.findByKey(created.apiKey)).toMatchObject({ id: created.keyId, organizationId: organization });
     expect(await services.apiKeys.findByKey(`${created.apiKey.slice(0, -1)}x`)).toBeUndefined();
   });

@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mintAccessToken, seedOrganization, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import {
+  createSkippingClock,
+  mintAccessToken,
+  seedOrganization,
+  startTestServer,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   caller,
@@ -60,6 +67,8 @@ describe.each(testDialects())('OAuth clients over HTTP on %s', (dialect) => {
   let server: TestServer;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
+  // The wall clock, skipped ahead where a test needs a later `updatedAt` (rows keep their creation order).
+  const clock = createSkippingClock();
   const orgClients = (orgId: string, rest = '') => `/v1/identity/organizations/${orgId}/clients${rest}`;
 
   const app = (overrides: Record<string, unknown> = {}) => ({
@@ -77,7 +86,7 @@ describe.each(testDialects())('OAuth clients over HTTP on %s', (dialect) => {
   });
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await startTestServer({ dialect, clock, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
     call = caller(server);
     world = await seedWorld(server);
   });
@@ -543,7 +552,7 @@ describe.each(testDialects())('OAuth clients over HTTP on %s', (dialect) => {
         }),
       );
       const path = orgClients(world.a.organization.id, `/${registration.clientId}`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      clock.advance(5);
       const changed = await expectJson(
         await call('PATCH', path, {
           token: world.a.tokens.manager,

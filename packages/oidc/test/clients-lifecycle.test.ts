@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { createManualClock } from '@idt/core';
 import {
   Browser,
   oidcClient,
@@ -34,6 +35,22 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
   let call: ReturnType<typeof caller>;
   let tenant: TenantWithTokens;
   const path = (clientId: string, rest = '') => `/v1/identity/organizations/${tenant.organization.id}/clients/${clientId}${rest}`;
+  // `lastUsedAt` (and its once-a-minute throttle) and the revocation watermarks read this clock.
+  const clock = createManualClock();
+  /**
+   * Brings the clock to the wall clock before an operation that writes a
+   * revocation watermark: the tokens it must refuse carry an `iat` that
+   * oidc-provider stamped from its own Date.now(). Returns the instant.
+   */
+  const revokingNow = () => {
+    clock.set(Date.now());
+    return clock.now().getTime();
+  };
+  /** The client's `lastUsedAt` once the background write of a successful client authentication has landed. */
+  const lastUsedAt = async (clientId: string): Promise<string> => {
+    await expect.poll(async () => (await clientRow(server, clientId))?.last_used_at ?? null).not.toBeNull();
+    return new Date((await clientRow(server, clientId))?.last_used_at).toISOString();
+  };
 
   /** A bearer call a users.read service token may make. */
   const usersWith = (token: string) => call('GET', '/v1/identity/users', { token });
@@ -45,7 +62,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
     });
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await startTestServer({ dialect, clock, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
     call = caller(server);
     tenant = await tenantWithTokens(server, 'Lifecycle');
   });
@@ -75,6 +92,8 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
     it('issues a new secret, shown once; the old one is invalid_client at once; tokens survive by default', async () => {
       const sa = await newServiceAccount();
       const before = await serviceToken(server, sa, 'users.read');
+      const usedAt = await lastUsedAt(sa.clientId);
+      expect(usedAt).toBe(clock.now().toISOString());
       // No body at all.
       const response = await call('POST', path(sa.clientId, '/rotate-secret'), { token: tenant.tokens.manager });
       expect(response.headers.get('cache-control')).toBe('no-store');
@@ -84,8 +103,8 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
           ...sa.client,
           lastRotatedAt: expect.stringMatching(/Z$/),
           lastRotatedByUserId: tenant.manager.id,
-          updatedAt: expect.any(String),
-          lastUsedAt: expect.any(String),
+          updatedAt: clock.now().toISOString(),
+          lastUsedAt: usedAt,
         },
         clientSecret: expect.any(String),
         issuer: server.url,
@@ -110,13 +129,13 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       const sa = await newServiceAccount();
       const old = await serviceToken(server, sa, 'users.read');
       await expectJson(await usersWith(old.access_token));
+      const rotatedAt = revokingNow();
       const rotated = await expectJson(
         await call('POST', path(sa.clientId, '/rotate-secret'), {
           token: tenant.tokens.admin,
           body: { revokeActiveTokens: true },
         }),
       );
-      const rotatedAt = Date.now();
       await expectProblem(await usersWith(old.access_token), 401, 'Auth.Unauthenticated');
       const userinfo = await server.fetch('/connect/userinfo', { headers: { authorization: `Bearer ${old.access_token}` } });
       expect(userinfo.status).toBe(401);
@@ -147,14 +166,15 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       const sa = await newServiceAccount();
       const old = await serviceToken(server, sa, 'users.read');
       await expectJson(await usersWith(old.access_token));
+      const usedAt = await lastUsedAt(sa.clientId);
 
+      const suspendedAt = revokingNow();
       const suspended = await expectJson(await call('POST', path(sa.clientId, '/suspend'), { token: tenant.tokens.admin }));
-      const suspendedAt = Date.now();
       expect(suspended).toEqual({
         ...sa.client,
         status: 'suspended',
-        updatedAt: expect.any(String),
-        lastUsedAt: expect.any(String),
+        updatedAt: new Date(suspendedAt).toISOString(),
+        lastUsedAt: usedAt,
       });
       await expectProblem(
         await call('POST', path(sa.clientId, '/suspend'), { token: tenant.tokens.admin }),
@@ -170,8 +190,8 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       expect(reinstated).toEqual({
         ...sa.client,
         status: 'active',
-        updatedAt: expect.any(String),
-        lastUsedAt: expect.any(String),
+        updatedAt: new Date(suspendedAt).toISOString(),
+        lastUsedAt: usedAt,
       });
       await expectProblem(
         await call('POST', path(sa.clientId, '/reinstate'), { token: tenant.tokens.owner }),
@@ -183,6 +203,13 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       const fresh = await serviceToken(server, sa, 'users.read');
       await expectJson(await usersWith(fresh.access_token));
       await expectProblem(await usersWith(old.access_token), 401, 'Auth.Unauthenticated');
+      // Within a minute of that use (by the clock) `lastUsedAt` stays; a minute on, the next use moves it.
+      clock.set(Date.parse(usedAt) + 59_999);
+      await serviceToken(server, sa, 'users.read');
+      expect(await lastUsedAt(sa.clientId)).toBe(usedAt);
+      clock.set(Date.parse(usedAt) + 60_000);
+      await serviceToken(server, sa, 'users.read');
+      await expect.poll(() => lastUsedAt(sa.clientId)).toBe(new Date(Date.parse(usedAt) + 60_000).toISOString());
     });
 
     it("suspending an application ends its users' tokens, refresh tokens included, also after reinstatement", async () => {
@@ -208,8 +235,8 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       expect(tokens.refresh_token).toBeTruthy();
       await expectJson(await call('GET', '/v1/identity/users/me', { token: tokens.access_token }));
 
+      const suspendedAt = revokingNow();
       await expectJson(await call('POST', path(application.clientId, '/suspend'), { token: tenant.tokens.admin }));
-      const suspendedAt = Date.now();
       await expectProblem(
         await call('GET', '/v1/identity/users/me', { token: tokens.access_token }),
         401,
@@ -255,6 +282,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       const sa = await newServiceAccount();
       const old = await serviceToken(server, sa, 'users.read');
       await expectJson(await usersWith(old.access_token));
+      revokingNow();
       const response = await call('DELETE', path(sa.clientId), { token: tenant.tokens.admin });
       expect(response.status).toBe(204);
       expect(await response.text()).toBe('');
@@ -274,8 +302,8 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       const name = unique('Reborn');
       const first = await newServiceAccount(name);
       const old = await serviceToken(server, first, 'users.read');
+      const deletedAt = revokingNow();
       expect((await call('DELETE', path(first.clientId), { token: tenant.tokens.admin })).status).toBe(204);
-      const deletedAt = Date.now();
 
       const second = await newServiceAccount(name);
       expect(second.clientId).toBe(first.clientId);

@@ -149,10 +149,16 @@ export async function serviceToken(server: TestServer, client: { clientId: strin
   return oidcClient.clientCredentialsGrant(config, { scope });
 }
 
-/** Waits until the clock is in a later whole second than `since` (revocation watermarks are whole seconds). */
+/**
+ * Waits until the wall clock is in a later whole second than `since`, the
+ * instant a revocation watermark was written at (watermarks are whole
+ * seconds: tokens issued up to the end of that second are refused).
+ */
 export async function nextSecond(since = Date.now()): Promise<void> {
   const target = (Math.floor(since / 1000) + 1) * 1000 + 50;
   const wait = target - Date.now();
+  // Not one of our time rules: a token newer than the watermark must come from oidc-provider, which stamps
+  // `iat` from its own Date.now(); no injected clock reaches it, so only the wall clock's next second does (≤ 1 s).
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
 }
 

@@ -17,7 +17,13 @@ import {
   type TestServer,
   testDialects,
 } from '@idt/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+/**
+ * Back-channel delivery limits small enough that the slow-receiver case takes
+ * well under a second: 250 ms per attempt, one retry 150 ms later, a 2 s budget.
+ */
+const LIMITS = { perClientTimeoutMs: 250, retryDelayMs: 150, overallTimeoutMs: 2000 } as const;
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const SIGNED_OUT = 'http://127.0.0.1:9/signed-out';
@@ -25,7 +31,7 @@ const SIGNED_OUT = 'http://127.0.0.1:9/signed-out';
 interface Receiver {
   readonly url: string;
   readonly received: Array<{ at: number; token: string }>;
-  /** Per-request behaviour: `ok`, `fail` (500) or `slow` (answers after 4 s). */
+  /** Per-request behaviour: `ok`, `fail` (500) or `slow` (never answers: the notifier's per-attempt timeout gives up). */
   plan: Array<'ok' | 'fail' | 'slow'>;
   close(): Promise<void>;
 }
@@ -44,7 +50,7 @@ async function startReceiver(): Promise<Receiver> {
       if (behaviour === 'fail') {
         res.writeHead(500).end();
       } else if (behaviour === 'slow') {
-        setTimeout(() => res.writeHead(200).end(), 4000).unref();
+        // No answer; the connection is dropped by the notifier's timeout or by close().
       } else {
         res.writeHead(200).end();
       }
@@ -62,14 +68,30 @@ async function startReceiver(): Promise<Receiver> {
   });
 }
 
+/** Polls until `check` answers: back-channel logout reaches the receiver over HTTP, from the event bus in the background. */
 async function waitFor<T>(check: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
   const started = Date.now();
   for (;;) {
     const value = check();
     if (value) return value;
     if (Date.now() - started > timeoutMs) throw new Error('timed out waiting');
+    // Real I/O: the next look at the receiver, which an asynchronous delivery reaches.
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Resolves once no back-channel logout delivery is pending (each handler run has finished: delivered or given up). */
+async function backchannelSettled(server: TestServer): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const pending = await server.database
+        .db('core_outbox_deliveries')
+        .where({ handler: 'oidc.backchannel-logout' })
+        .whereNot({ status: 'delivered' });
+      expect(pending).toEqual([]);
+    },
+    { timeout: 15_000, interval: 25 },
+  );
 }
 
 function parts(token: string) {
@@ -87,7 +109,11 @@ describe.each(testDialects())('logout on %s', (dialect) => {
   let admin: TestAdmin;
   let receiver: Receiver;
   beforeAll(async () => {
-    server = await startTestServer({ dialect, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await startTestServer({
+      dialect,
+      env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' },
+      modules: { oidc: { backchannelLimits: LIMITS } },
+    });
     admin = await bootstrapAdmin(server);
     receiver = await startReceiver();
   });
@@ -180,7 +206,7 @@ describe.each(testDialects())('logout on %s', (dialect) => {
     expect(session.revoked_at).toBeTruthy();
   });
 
-  it('retries a failing receiver once after about a second', async () => {
+  it('retries a failing receiver once after the retry delay', async () => {
     const client = await appWithLogout({ frontchannelLogoutUri: null });
     const { config, tokens, browser } = await login(client);
     const before = receiver.received.length;
@@ -189,8 +215,10 @@ describe.each(testDialects())('logout on %s', (dialect) => {
     await browser.submit({ form: 'logout', fields: { logout: 'yes' } });
     await waitFor(() => receiver.received.length >= before + 2);
     const [first, second] = receiver.received.slice(before);
-    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(900);
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(LIMITS.retryDelayMs - 10);
     expect(first?.token).toBe(second?.token);
+    await backchannelSettled(server);
+    expect(receiver.received.length).toBe(before + 2);
   });
 
   it('gives up on a slow receiver after one retry, within the overall budget', async () => {
@@ -198,19 +226,20 @@ describe.each(testDialects())('logout on %s', (dialect) => {
     const { config, tokens, browser } = await login(client);
     const before = receiver.received.length;
     receiver.plan = ['slow', 'slow', 'ok'];
-    const started = Date.now();
     await browser.navigate(oidcClient.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '' }).href);
     await browser.submit({ form: 'logout', fields: { logout: 'yes' } });
     await waitFor(() => receiver.received.length >= before + 2);
-    await new Promise((resolve) => setTimeout(resolve, 4500));
+    // The handler has returned: the notifier gave up, and no third attempt can come.
+    await backchannelSettled(server);
     const attempts = receiver.received.slice(before);
     expect(attempts).toHaveLength(2);
+    expect(receiver.plan).toEqual(['ok']);
+    // The second attempt follows the first one's timeout and the retry delay, and starts within the budget.
     const gap = (attempts[1]?.at ?? 0) - (attempts[0]?.at ?? 0);
-    expect(gap).toBeGreaterThanOrEqual(3900);
-    expect(gap).toBeLessThan(5500);
-    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(gap).toBeGreaterThanOrEqual(LIMITS.perClientTimeoutMs + LIMITS.retryDelayMs - 50);
+    expect(gap).toBeLessThan(LIMITS.overallTimeoutMs);
     receiver.plan = [];
-  }, 30_000);
+  });
 
   it('ends the single sign-on session when the session is revoked through the API, and notifies', async () => {
     const client = await appWithLogout({ frontchannelLogoutUri: null });
@@ -327,7 +356,8 @@ describe('back-channel logout to private hosts is refused unless allowed', () =>
     await result.browser.navigate(oidcClient.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '' }).href);
     await result.browser.submit({ form: 'logout', fields: { logout: 'yes' } });
     await server.idt.infrastructure.events.dispatchPending();
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Once the handler has run (whoever dispatched it), a request it made would already have reached the receiver.
+    await backchannelSettled(server);
     expect(receiver.received).toHaveLength(0);
     const delivery = await server.database.db('core_outbox_deliveries').where({ handler: 'oidc.backchannel-logout' }).first();
     expect(delivery.status).toBe('delivered');

@@ -1,4 +1,4 @@
-import { sha256Hex } from '@idt/core';
+import { createManualClock, type ManualClock, sha256Hex } from '@idt/core';
 import {
   bootstrapAdmin,
   discover,
@@ -22,13 +22,17 @@ async function refreshRow(server: TestServer, token: string) {
     .first();
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The default reuse leeway (IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS), in milliseconds. */
+const LEEWAY_MS = 30_000;
 
 describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
   let server: TestServer;
   let admin: TestAdmin;
+  // The leeway and the adapter's expiries read this clock. It starts on a whole second, as oidc-provider's
+  // `iat` (its own Date.now()) does, so that absolute expiries come out exact to the millisecond.
+  const clock: ManualClock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
   beforeAll(async () => {
-    server = await startTestServer({ dialect, env: { IDT_REFRESH_TOKEN_REUSE_LEEWAY_SECONDS: '2' } });
+    server = await startTestServer({ dialect, clock });
     admin = await bootstrapAdmin(server);
   });
   afterAll(async () => {
@@ -67,6 +71,8 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     expect(first.status).toBe(200);
     const rotated = (await first.json()) as { refresh_token: string; access_token: string };
     expect(rotated.refresh_token).not.toBe(refreshToken);
+    // The last millisecond of the leeway still tolerates the replay.
+    clock.advance(LEEWAY_MS);
     const replay = await refreshTokenRequest(server, client, refreshToken);
     expect(replay.status).toBe(200);
     const replayed = (await replay.json()) as { refresh_token: string };
@@ -80,7 +86,7 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     const { client, refreshToken, tokens } = await login();
     const rotated = (await (await refreshTokenRequest(server, client, refreshToken)).json()) as { refresh_token: string };
     const next = (await (await refreshTokenRequest(server, client, rotated.refresh_token)).json()) as { refresh_token: string };
-    await sleep(2300);
+    clock.advance(LEEWAY_MS + 1);
     const replay = await refreshTokenRequest(server, client, refreshToken);
     expect(replay.status).toBe(400);
     expect(await replay.json()).toMatchObject({ error: 'invalid_grant' });
@@ -106,7 +112,7 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
       await Promise.all(successors.map(async (token) => JSON.parse((await refreshRow(server, token)).payload).grantId as string)),
     );
     expect(grantIds.size).toBe(1);
-    await sleep(2300);
+    clock.advance(LEEWAY_MS + 1);
     expect((await refreshTokenRequest(server, client, refreshToken)).status).toBe(400);
     for (const token of successors) expect((await refreshTokenRequest(server, client, token)).status).toBe(400);
   });
@@ -117,7 +123,8 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     const firstExpiry = new Date(firstRow.expires_at).getTime();
     expect(firstExpiry - Date.now()).toBeGreaterThan(590_000);
     expect(firstExpiry - Date.now()).toBeLessThanOrEqual(600_000);
-    await sleep(1100);
+    // Five minutes on: a sliding expiry would move by as much.
+    clock.advance(300_000);
     const rotated = (await (await refreshTokenRequest(server, custom.client, custom.refreshToken)).json()) as {
       refresh_token: string;
     };
@@ -133,9 +140,13 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     const again = (await (await refreshTokenRequest(server, custom.client, rotated.refresh_token)).json()) as {
       refresh_token: string;
     };
-    expect(Math.abs(new Date((await refreshRow(server, again.refresh_token)).expires_at).getTime() - firstExpiry)).toBeLessThan(
-      2000,
-    );
+    const againExpiry = new Date((await refreshRow(server, again.refresh_token)).expires_at).getTime();
+    expect(Math.abs(againExpiry - firstExpiry)).toBeLessThan(2000);
+    // The chain ends at that instant, by the server's clock.
+    clock.set(againExpiry);
+    const expired = await refreshTokenRequest(server, custom.client, again.refresh_token);
+    expect(expired.status).toBe(400);
+    expect(await expired.json()).toMatchObject({ error: 'invalid_grant' });
     // An application without its own lifetime gets the one-day default.
     const plain = await login();
     const plainExpiry = new Date((await refreshRow(server, plain.refreshToken)).expires_at).getTime() - Date.now();

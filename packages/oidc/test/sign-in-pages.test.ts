@@ -26,6 +26,7 @@ async function latestMail(server: TestServer, to: string, marker: string) {
     const match = messages.filter((message) => message.text.includes(marker) || message.subject.toLowerCase().includes(marker));
     const latest = match.at(-1);
     if (latest && !seen.has(latest.file) && Date.now() - new Date(latest.headers.date ?? 0).getTime() < 60_000) return latest;
+    // Real I/O: the next look at the mailbox directory, which a background send writes to.
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`no ${marker} mail for ${to}`);

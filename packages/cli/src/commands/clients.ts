@@ -1,8 +1,8 @@
-import type { IdtServer } from '@idt/example-server';
+import type { IdentityServices } from '@idt/identity';
 import { CLIENT_KINDS } from '@idt/oidc';
 import { ProblemError } from '@idt/problem';
 import { type Command, Option } from 'commander';
-import { type CommonOptions, commandConfig, OPERATOR, withServices } from '../context.js';
+import { type CommonOptions, commandTarget, type GlobalOptions, OPERATOR, requireModules, withServices } from '../context.js';
 import { assertEnvFileFree, type EnvFileSource, writeClientEnvFile } from '../env-file.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
@@ -37,8 +37,8 @@ interface RotateSecretOptions extends CommonOptions, EnvFileOptions {
  *
  * @throws ProblemError `Clients.NotFound`, as the organization surface answers for one it cannot reach.
  */
-async function organizationOf(server: IdtServer, reference: string) {
-  const organization = await server.services.identity.accounts.operator.findOrganization(reference);
+async function organizationOf(identity: IdentityServices, reference: string) {
+  const organization = await identity.accounts.operator.findOrganization(reference);
   if (!organization) throw new ProblemError('Clients.NotFound', `No organization "${reference}".`);
   return organization;
 }
@@ -63,6 +63,9 @@ async function deliverSecret(
   if (written !== undefined) out.line(`  Env file:       ${envFile} (mode 0600): ${written.join(', ')}`);
   out.result({ ...source, ...(envFile !== undefined ? { envFile } : {}) });
 }
+
+/** The modules the client commands need. */
+const CLIENT_MODULES = ['identity', 'oidc'] as const;
 
 /** `idt register-client` and `idt rotate-secret`: the organization clients surface (SPEC 4.1) from the command line. */
 export function registerClientCommands(program: Command, io: CliIo): void {
@@ -99,12 +102,14 @@ export function registerClientCommands(program: Command, io: CliIo): void {
     )
     .action(async (options: RegisterClientOptions) => {
       const out = createOutput(io, options.json === true);
-      const config = commandConfig(io, options);
+      const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
+      requireModules(target, 'register-client', CLIENT_MODULES);
       const envFile = envFileOption(io, options);
       if (envFile !== undefined) await assertEnvFileFree(envFile, options.force === true);
-      await withServices(io, out, config, async (server) => {
-        const organization = await organizationOf(server, options.org);
-        const registration = await server.services.oidc.clients.register(OPERATOR, organization.id, {
+      const needs = { command: 'register-client', modules: CLIENT_MODULES };
+      await withServices(io, out, target, needs, async ({ identity, oidc }) => {
+        const organization = await organizationOf(identity, options.org);
+        const registration = await oidc.clients.register(OPERATOR, organization.id, {
           kind: options.kind,
           name: options.name,
           scopes: splitList(options.scope),
@@ -142,12 +147,14 @@ export function registerClientCommands(program: Command, io: CliIo): void {
     )
     .action(async (clientId: string, options: RotateSecretOptions) => {
       const out = createOutput(io, options.json === true);
-      const config = commandConfig(io, options);
+      const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
+      requireModules(target, 'rotate-secret', CLIENT_MODULES);
       const envFile = envFileOption(io, options);
       if (envFile !== undefined) await assertEnvFileFree(envFile, options.force === true);
-      await withServices(io, out, config, async (server) => {
-        const organizationId = options.org === undefined ? undefined : (await organizationOf(server, options.org)).id;
-        const rotated = await server.services.oidc.clients.rotateSecret(OPERATOR, organizationId, clientId, {
+      const needs = { command: 'rotate-secret', modules: CLIENT_MODULES };
+      await withServices(io, out, target, needs, async ({ identity, oidc }) => {
+        const organizationId = options.org === undefined ? undefined : (await organizationOf(identity, options.org)).id;
+        const rotated = await oidc.clients.rotateSecret(OPERATOR, organizationId, clientId, {
           revokeActiveTokens: options.revokeActiveTokens === true,
         });
         out.line(

@@ -1,9 +1,16 @@
 import { resolve } from 'node:path';
 import { randomToken } from '@idt/core';
-import { redactDatabaseUrl, runMigrations } from '@idt/core/knex';
-import { migrationSets } from '@idt/example-server';
+import { runMigrations } from '@idt/core/knex';
 import type { Command } from 'commander';
-import { type CommonOptions, commandConfig, withDatabase, withServices } from '../context.js';
+import {
+  type CommonOptions,
+  commandTarget,
+  describeComposition,
+  type GlobalOptions,
+  requireModules,
+  withDatabase,
+  withServices,
+} from '../context.js';
 import type { CliIo } from '../io.js';
 import { createOutput } from '../output.js';
 import { applySeed } from '../seed/apply.js';
@@ -18,6 +25,9 @@ interface DemoOptions extends CommonOptions {
 
 /** The demo administrator's e-mail address. */
 export const DEMO_ADMIN_EMAIL = 'demo@example.com';
+
+/** The modules the demo needs: it seeds an administrator, an organization and clients. */
+const DEMO_MODULES = ['identity', 'oidc'] as const;
 
 /** Where the example dashboard runs. */
 const DASHBOARD_ORIGIN = 'http://localhost:3000';
@@ -64,7 +74,7 @@ export function registerDemo(program: Command, io: CliIo): void {
       .command('demo')
       .summary('migrate and seed a ready-to-try demo, with env files for the example dashboard')
       .description(
-        `Applies the migrations, then seeds a demo: the organization Demo, its administrator ${DEMO_ADMIN_EMAIL} (the generated password is shown once), the application Dashboard (redirect ${DASHBOARD_ORIGIN}/auth/callback) and the service account sa-demo-service, and writes dashboard.env and service.env. Runs in the Development environment unless IDT_ENVIRONMENT says otherwise. Idempotent.`,
+        `Applies the migrations of the composition (it needs the identity and oidc modules), then seeds a demo: the organization Demo, its administrator ${DEMO_ADMIN_EMAIL} (the generated password is shown once), the application Dashboard (redirect ${DASHBOARD_ORIGIN}/auth/callback) and the service account sa-demo-service, and writes dashboard.env and service.env. Runs in the Development environment unless IDT_ENVIRONMENT says otherwise. Idempotent.`,
       )
       .option('--dir <dir>', 'where to write dashboard.env and service.env', './data/demo')
       .option('--force', 'overwrite existing env files'),
@@ -72,14 +82,18 @@ export function registerDemo(program: Command, io: CliIo): void {
     .addHelpText('after', examples('idt demo', 'idt demo --dir ./demo --database sqlite:./demo/idt.sqlite'))
     .action(async (options: DemoOptions) => {
       const out = createOutput(io, options.json === true);
-      const config = commandConfig(io, options, io.env.IDT_ENVIRONMENT ? {} : { environment: 'Development' });
-      out.progress(`Applying migrations to ${redactDatabaseUrl(config.databaseUrl)}…`);
-      await withDatabase(config, (db) => runMigrations(db, migrationSets));
+      const target = await commandTarget(io, program.opts<GlobalOptions>(), options, {
+        defaults: (env) => (env.IDT_ENVIRONMENT ? {} : { environment: 'Development' }),
+      });
+      const { config } = target;
+      requireModules(target, 'demo', DEMO_MODULES);
+      out.progress(`Applying migrations to ${target.database} for ${describeComposition(target)}…`);
+      await withDatabase(target, (db) => runMigrations(db, target.migrationSets));
       const password = randomToken(18);
       const seed = parseSeed(demoSeed(password), {}, 'The demo seed');
       const dir = resolve(io.cwd, options.dir);
-      await withServices(io, out, config, async (server) => {
-        const report = await applySeed(server, seed, {
+      await withServices(io, out, target, { command: 'demo', modules: DEMO_MODULES }, async (services) => {
+        const report = await applySeed({ services }, seed, {
           baseDir: dir,
           force: options.force === true,
           command: 'idt demo',

@@ -1,9 +1,9 @@
 import { basename, dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { type CommonOptions, commandConfig, withServices } from '../context.js';
+import { type CommonOptions, commandTarget, type GlobalOptions, withServices } from '../context.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
-import { applySeed, type SeedReport } from '../seed/apply.js';
+import { applySeed, type SeedReport, seedModules } from '../seed/apply.js';
 import { loadSeedFile } from '../seed/schema.js';
 import { type EnvFileOptions, envFileOption, examples, withCommonOptions, withEnvFileOptions } from './shared.js';
 
@@ -42,7 +42,7 @@ export function registerSeed(program: Command, io: CliIo): void {
         .command('seed')
         .summary('apply a seed file: admin, organizations, users, scopes, clients')
         .description(
-          'Applies a seed file (JSON or YAML, docs/seed-file.md): the first administrator, organizations, users and memberships, scope rows and first-party clients, through the same services as the HTTP API. Idempotent: what exists is left unchanged, and a second run says that nothing changed. Secrets of new clients are shown once or written to their env files.',
+          'Applies a seed file (JSON or YAML, docs/seed-file.md): the first administrator, organizations, users and memberships, scope rows and first-party clients, through the same services as the HTTP API. Needs the identity module, and the oidc module for scopes and clients. Idempotent: what exists is left unchanged, and a second run says that nothing changed. Secrets of new clients are shown once or written to their env files.',
         )
         .requiredOption('--file <path>', 'the seed file: .json, or .yaml / .yml'),
     ),
@@ -54,9 +54,9 @@ export function registerSeed(program: Command, io: CliIo): void {
       const file = resolve(io.cwd, options.file);
       const seed = await loadSeedFile(file, io.env);
       const envFile = envFileOption(io, options);
-      const config = commandConfig(io, options);
-      await withServices(io, out, config, async (server) => {
-        const report = await applySeed(server, seed, {
+      const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
+      await withServices(io, out, target, { command: 'seed', modules: seedModules(seed) }, async (services) => {
+        const report = await applySeed({ services }, seed, {
           baseDir: dirname(file),
           ...(envFile !== undefined ? { envFile } : {}),
           force: options.force === true,

@@ -1,7 +1,16 @@
-import { assertMigrated, redactDatabaseUrl } from '@idt/core/knex';
-import { createIdtServer, migrationSets } from '@idt/example-server';
+import { resolveScalarScript } from '@idt/core';
+import { assertMigrated } from '@idt/core/knex';
+import type { IdentityServices } from '@idt/identity';
 import type { Command } from 'commander';
-import { type CommonOptions, commandConfig, commandLogger, withDatabase } from '../context.js';
+import {
+  type CommonOptions,
+  commandLogger,
+  commandTarget,
+  composeIdt,
+  describeComposition,
+  type GlobalOptions,
+  withDatabase,
+} from '../context.js';
 import { usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { createOutput } from '../output.js';
@@ -32,21 +41,25 @@ function stopRequested(io: CliIo): Promise<string> {
 }
 
 /**
- * `idt serve`: the reference server, exactly as `npm start` serves it
- * (settings from the environment; refuses pending migrations outside Testing).
+ * `idt serve`: the composition (the config file's, else the reference
+ * modules) on node:http through `idt.listen`; refuses pending migrations
+ * outside Testing.
  */
 export function registerServe(program: Command, io: CliIo): void {
   withCommonOptions(
     program
       .command('serve')
-      .summary('start the reference server')
+      .summary('serve the composed modules on node:http')
       .description(
-        'Starts the reference server with the settings of docs/configuration.md, as `npm start` does after migrating. Outside the Testing environment it refuses a database with pending migrations. Stops on SIGINT or SIGTERM.',
+        'Serves the modules of the config file (without one, the reference modules) with the settings of docs/configuration.md, as `npm start` serves the reference server after migrating. Outside the Testing environment it refuses a database with pending migrations. Stops on SIGINT or SIGTERM.',
       )
       .option('--port <port>', 'the port to listen on; 0 picks a free one (default: PORT, else 8080)')
       .option('--host <host>', 'the interface to bind (default: HOST, else 127.0.0.1)'),
   )
-    .addHelpText('after', examples('idt serve', 'IDT_ENVIRONMENT=Development idt serve --port 9090'))
+    .addHelpText(
+      'after',
+      examples('idt serve', 'IDT_ENVIRONMENT=Development idt serve --port 9090', 'idt serve --config deploy/idt.config.mjs'),
+    )
     .action(async (options: ServeOptions) => {
       const out = createOutput(io, options.json === true);
       let port: number | undefined;
@@ -54,32 +67,51 @@ export function registerServe(program: Command, io: CliIo): void {
         port = Number(options.port);
         if (!/^\d+$/.test(options.port) || port > 65535) throw usageError(`--port must be a port number, not "${options.port}".`);
       }
-      const config = commandConfig(io, options, {
-        ...(port !== undefined ? { port } : {}),
-        ...(options.host !== undefined ? { host: options.host } : {}),
+      const target = await commandTarget(io, program.opts<GlobalOptions>(), options, {
+        overrides: {
+          ...(port !== undefined ? { port } : {}),
+          ...(options.host !== undefined ? { host: options.host } : {}),
+        },
       });
-      await withDatabase(config, async (db) => {
-        if (config.environment !== 'Testing') await assertMigrated(db, migrationSets);
-        const server = await createIdtServer({ config, db, logger: commandLogger(io, config) });
+      const { config, database } = target;
+      await withDatabase(target, async (db) => {
+        if (config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
+        // The host's logger when the config file gives one, as its own server would log.
+        const idt = await composeIdt(target, db, target.composition.options.logger ?? commandLogger(io, target));
         try {
-          const { url } = await server.listen(config.port, config.host);
-          const setupRequired = await server.services.identity.setup.isSetupRequired();
+          const { url } = await idt.listen(config.port, config.host);
+          const identity = (idt.services as { identity?: IdentityServices }).identity;
+          const setupRequired = identity ? await identity.setup.isSetupRequired() : undefined;
           const publicUrl = config.publicBaseUrl;
-          const database = redactDatabaseUrl(config.databaseUrl);
+          const modules = idt.modules.map((module) => module.id);
           out.line(`idt ${config.environment} server listening on ${url}`);
           if (publicUrl !== url) out.line(`  Public URL:     ${publicUrl}`);
           out.line(`  Database:       ${database}`);
-          out.line(`  API reference:  ${publicUrl}/scalar`);
-          out.line(
-            setupRequired
-              ? `  Setup required: yes. Create the first administrator: POST ${publicUrl}/v1/identity/setup/admin (or run \`idt setup\`)`
-              : '  Setup required: no',
-          );
-          out.result({ url, publicUrl, environment: config.environment, database, setupRequired });
+          out.line(`  Modules:        ${describeComposition(target)}`);
+          if (target.composition.options.docs !== false) {
+            // The viewer needs the optional @scalar/api-reference; the document is always there.
+            out.line(`  API reference:  ${publicUrl}${resolveScalarScript() ? '/scalar' : '/openapi/v1.json'}`);
+          }
+          if (setupRequired !== undefined) {
+            out.line(
+              setupRequired
+                ? `  Setup required: yes. Create the first administrator: POST ${publicUrl}/v1/identity/setup/admin (or run \`idt setup\`)`
+                : '  Setup required: no',
+            );
+          }
+          out.result({
+            url,
+            publicUrl,
+            environment: config.environment,
+            database,
+            config: target.composition.file ?? null,
+            modules,
+            ...(setupRequired !== undefined ? { setupRequired } : {}),
+          });
           const reason = await stopRequested(io);
           out.progress(`Received ${reason}; shutting down.`);
         } finally {
-          await server.close();
+          await idt.close();
         }
       });
     });

@@ -2,7 +2,7 @@ import { SetupAdminInput } from '@idt/identity';
 import { ProblemError } from '@idt/problem';
 import type { Command } from 'commander';
 import type { z } from 'zod';
-import { type CommonOptions, commandConfig, withServices } from '../context.js';
+import { type CommonOptions, commandTarget, type GlobalOptions, requireModules, withServices } from '../context.js';
 import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { createOutput } from '../output.js';
@@ -60,7 +60,8 @@ export function registerSetup(program: Command, io: CliIo): void {
     )
     .action(async (options: SetupOptions) => {
       const out = createOutput(io, options.json === true);
-      const config = commandConfig(io, options);
+      const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
+      requireModules(target, 'setup', ['identity']);
       const given = {
         email: options.email,
         firstName: options.firstName,
@@ -76,8 +77,8 @@ export function registerSetup(program: Command, io: CliIo): void {
       const password = options.passwordStdin ? passwordFromStdin(await io.readStdin()) : undefined;
       if (options.passwordStdin && !password) throw usageError('--password-stdin read an empty password.');
 
-      await withServices(io, out, config, async (server) => {
-        const { setup } = server.services;
+      await withServices(io, out, target, { command: 'setup', modules: ['identity'] }, async ({ identity }) => {
+        const { setup } = identity;
         // Refuse before asking anything.
         if (!(await setup.isSetupRequired())) throw new ProblemError('Setup.AlreadyCompleted');
         const fields = SetupAdminInput.shape;

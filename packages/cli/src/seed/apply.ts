@@ -1,13 +1,23 @@
 import { resolve } from 'node:path';
 import { randomToken } from '@idt/core';
-import type { IdtServer } from '@idt/example-server';
-import type { AccountsActor, OrganizationRecord } from '@idt/identity';
-import type { ClientRecord } from '@idt/oidc';
+import type { AccountsActor, IdentityServices, OrganizationRecord } from '@idt/identity';
+import type { ClientRecord, OidcServices } from '@idt/oidc';
 import { ProblemError, toProblemError, ValidationProblem } from '@idt/problem';
 import { OPERATOR } from '../context.js';
 import { assertEnvFileFree, writeClientEnvFile } from '../env-file.js';
 import { CliError, usageError } from '../errors.js';
 import { type SeedClient, type SeedFile, seededClientKind } from './schema.js';
+
+/** The services a seed is applied through: an `idt.services` with identity, and oidc for scopes and clients. */
+export interface SeedServices {
+  readonly identity: IdentityServices;
+  readonly oidc?: OidcServices;
+}
+
+/** The modules a seed needs: identity, and oidc when it has scopes or clients. */
+export function seedModules(seed: SeedFile): Array<'identity' | 'oidc'> {
+  return (seed.scopes?.length ?? 0) + (seed.clients?.length ?? 0) > 0 ? ['identity', 'oidc'] : ['identity'];
+}
 
 /** What seeding did with one entry of the file. */
 export type SeedOutcome = 'created' | 'updated' | 'unchanged' | 'skipped';
@@ -84,19 +94,37 @@ async function entryAt<T>(path: string, work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Applies a validated seed file through the services of the reference server
- * (the same ones the HTTP API uses). Idempotent: what exists is left as it
+ * Applies a validated seed file through the services of a composition, such
+ * as a composed `idt` (the same ones the HTTP API uses). Idempotent: what exists is left as it
  * is and reported `unchanged`; only new clients get a secret. Everything that
  * can be checked before writing is checked first: references to
  * organizations, and env files that would be overwritten.
  *
  * @throws ValidationProblem for a reference to an unknown organization; CliError
- *   `Cli.EnvFileExists` (before any write) or `Cli.NoOwner`; the services' problems.
+ *   `Cli.ModuleMissing` (scopes or clients without the oidc module), `Cli.EnvFileExists`
+ *   (before any write) or `Cli.NoOwner`; the services' problems.
+ *
+ * @example
+ * const idt = await createIdt({ database: 'sqlite:./data/idt.sqlite', modules: [identity(), oidc()], migrations: 'run' });
+ * const report = await applySeed(idt, await loadSeedFile('seed.yaml', process.env), { baseDir: '.' });
  */
-export async function applySeed(server: IdtServer, seed: SeedFile, options: ApplySeedOptions): Promise<SeedReport> {
-  const { setup, identity, oidc } = server.services;
+export async function applySeed(
+  composed: { readonly services: SeedServices },
+  seed: SeedFile,
+  options: ApplySeedOptions,
+): Promise<SeedReport> {
+  const { identity, oidc } = composed.services;
+  if (!identity) throw new CliError('Cli.ModuleMissing', 'Seeding needs the identity module; add identity() to the modules.');
+  if (!oidc && seedModules(seed).includes('oidc')) {
+    throw new CliError(
+      'Cli.ModuleMissing',
+      'The seed has scopes or clients, which need the oidc module; add oidc() to the modules.',
+    );
+  }
+  const { setup } = identity;
   const { operator } = identity.accounts;
-  const clients = oidc.clients;
+  // Only reached with scopes or clients, which need the oidc module (checked above).
+  const clients = oidc?.clients as OidcServices['clients'];
   const steps: SeedStep[] = [];
   const secrets: SeededSecret[] = [];
   const seededOrganizations = new Map<string, OrganizationRecord>();

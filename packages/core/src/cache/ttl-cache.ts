@@ -1,3 +1,5 @@
+import type { Clock } from '../clock.js';
+
 /** A small in-memory cache with a time-to-live and a size bound. */
 export interface TtlCache<V> {
   get(key: string): V | undefined;
@@ -15,6 +17,8 @@ export interface TtlCacheOptions {
   readonly ttlMs: number;
   /** Most entries kept; the oldest is dropped first. Default 10,000. */
   readonly max?: number;
+  /** What entries expire by; the system clock by default. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -28,6 +32,9 @@ export interface TtlCacheOptions {
  */
 export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
   const max = options.max ?? 10_000;
+  const clock = options.clock;
+  // Date.now() itself when no clock is given: get() is on every request's path.
+  const nowMs = clock ? () => clock.now().getTime() : Date.now;
   const entries = new Map<string, { value: V; expiresAt: number }>();
   const inflight = new Map<string, Promise<V>>();
   const generations = new Map<string, number>();
@@ -39,13 +46,13 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       if (oldest !== undefined) entries.delete(oldest);
     }
     entries.delete(key);
-    entries.set(key, { value, expiresAt: Date.now() + ttlMs });
+    entries.set(key, { value, expiresAt: nowMs() + ttlMs });
   };
 
   const get = (key: string) => {
     const entry = entries.get(key);
     if (!entry) return undefined;
-    if (entry.expiresAt <= Date.now()) {
+    if (entry.expiresAt <= nowMs()) {
       entries.delete(key);
       return undefined;
     }

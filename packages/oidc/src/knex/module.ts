@@ -187,6 +187,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     issuer: settings.issuer,
     allowPrivateHosts: settings.backchannelAllowPrivateHosts,
     ...(settings.backchannelLimits ? { limits: settings.backchannelLimits } : {}),
+    clock,
     logger,
     signingKey: async () => {
       const key = (await options.keys.listKeys()).find((candidate) => candidate.status === 'active' && candidate.alg === 'RS256');
@@ -342,6 +343,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
       logoutSource,
       postLogoutSuccessSource,
       isLocked: (clientId) => lockout.isLocked(clientId),
+      clock,
     });
     installProviderMiddleware(provider, {
       lockout,

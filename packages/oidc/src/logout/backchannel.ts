@@ -2,7 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP } from 'node:net';
-import { type Logger, randomToken, signJwt, silentLogger } from '@idt/core';
+import { type Clock, type Logger, randomToken, signJwt, silentLogger, systemClock } from '@idt/core';
 
 /** Delivery limits of back-channel logout (SPEC 8.2). */
 export interface BackchannelLimits {
@@ -166,6 +166,11 @@ export interface BackchannelNotifierOptions {
   /** Deliver to loopback and private hosts too (local demos and tests only). */
   readonly allowPrivateHosts: boolean;
   readonly limits?: BackchannelLimits;
+  /**
+   * Stamps the logout token's `iat` and `exp`; the system clock by default.
+   * The delivery limits are real time: they bound waiting on the network.
+   */
+  readonly clock?: Clock;
   readonly logger?: Logger;
 }
 
@@ -178,11 +183,12 @@ export interface BackchannelNotifierOptions {
  */
 export function createBackchannelNotifier(options: BackchannelNotifierOptions) {
   const limits = options.limits ?? DEFAULT_BACKCHANNEL_LIMITS;
+  const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
 
   async function logoutToken(clientId: string, sub: string, sid: string): Promise<string> {
     const key = await options.signingKey();
-    const iat = Math.floor(Date.now() / 1000);
+    const iat = Math.floor(clock.now().getTime() / 1000);
     return signJwt(
       { typ: 'logout+jwt' },
       {

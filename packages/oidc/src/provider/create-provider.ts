@@ -1,5 +1,5 @@
 import { hkdfSync } from 'node:crypto';
-import { constantTimeEqual } from '@idt/core';
+import { type Clock, constantTimeEqual, systemClock } from '@idt/core';
 import type { SigningKey } from '@idt/core/knex';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
@@ -97,6 +97,12 @@ export interface OidcProviderOptions {
   readonly postLogoutSuccessSource: (ctx: KoaContextWithOIDC) => Promise<void> | void;
   /** A locked-out client id gets `invalid_client` even with the right secret (SPEC 8.2). */
   readonly isLocked?: (clientId: string) => boolean;
+  /**
+   * The clock the adapter stores expiries by: a refresh token's remaining
+   * lifetime is computed against it, so its absolute expiry stays `iiat` +
+   * lifetime whatever clock the adapter adds it to. The system clock by default.
+   */
+  readonly clock?: Clock;
 }
 
 /** Maps a client record to oidc-provider client metadata. */
@@ -156,6 +162,7 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
   const accessTtl = options.accessTokenTtlSeconds ?? 900;
   const secure = options.issuer.startsWith('https://');
   const { hooks } = options;
+  const clock = options.clock ?? systemClock;
   const { Provider: ProviderClass, errors } = options.oidc;
 
   const provider = new ProviderClass(options.issuer, {
@@ -239,8 +246,9 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
         const context = token.grantId ? hooks.cachedGrantContext(token.grantId) : undefined;
         const lifetime = context?.refreshTokenLifetime ?? 604_800;
         // Sliding expiration is off: a rotated token keeps the chain's absolute expiry.
-        const start = token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000);
-        return Math.max(1, start + lifetime - Math.floor(Date.now() / 1000));
+        const now = Math.floor(clock.now().getTime() / 1000);
+        const start = token.iiat ?? token.iat ?? now;
+        return Math.max(1, start + lifetime - now);
       },
     } as never,
     rotateRefreshToken: true,

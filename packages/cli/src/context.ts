@@ -1,5 +1,4 @@
 import {
-  ConfigError,
   createIdt,
   createLogger,
   type Env,
@@ -9,6 +8,7 @@ import {
   type Logger,
   loadConfig,
   migrationSetsOf,
+  splitBaseUrl,
 } from '@idt/core';
 import { assertMigrated, createDatabase, type MigrationSet, redactDatabaseUrl } from '@idt/core/knex';
 import type { IdentityServices } from '@idt/identity';
@@ -65,18 +65,6 @@ export interface TargetSettings {
   readonly overrides?: IdtConfigOverrides;
 }
 
-/** `https://host/a/b` → issuer `https://host`, prefix `/a/b`, as `createIdt` reads its `baseUrl`. */
-function baseUrlOverrides(baseUrl: string | undefined): IdtConfigOverrides {
-  if (baseUrl === undefined) return {};
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new ConfigError([`baseUrl: "${baseUrl}" is not an absolute URL`]);
-  }
-  return { issuer: url.origin, pathPrefix: url.pathname.replace(/\/+$/, '') };
-}
-
 /**
  * Loads what a command works on: the config file (`--config`, else
  * `idt.config.*` in the working directory) or the reference modules, and the
@@ -99,7 +87,16 @@ export async function commandTarget(
   const top: IdtConfigOverrides = { ...settings.overrides, ...(databaseUrl !== undefined ? { databaseUrl } : {}) };
   const config = file.resolvedConfig
     ? { ...file.resolvedConfig, ...top }
-    : loadConfig(env, { ...settings.defaults?.(env), ...baseUrlOverrides(file.baseUrl), ...file.config, ...top });
+    : loadConfig(
+        env,
+        {
+          ...settings.defaults?.(env),
+          ...(file.baseUrl === undefined ? {} : splitBaseUrl(file.baseUrl)),
+          ...file.config,
+          ...top,
+        },
+        { hasMailer: file.mailer !== undefined },
+      );
   return {
     composition,
     config: config as IdtConfig,

@@ -429,8 +429,13 @@ export function migrationSetsOf(modules: readonly AnyIdtModule[]): MigrationSet[
   return orderMigrationSets([coreMigrations, ...modules.flatMap((module) => (module.migrations ? [module.migrations] : []))]);
 }
 
-/** `https://host/a/b` → issuer `https://host`, prefix `/a/b`. */
-function splitBaseUrl(baseUrl: string): IdtConfigOverrides {
+/**
+ * The configuration a `baseUrl` stands for: `https://host/a/b` → issuer
+ * `https://host`, path prefix `/a/b`.
+ *
+ * @throws ConfigError when it is not an absolute URL.
+ */
+export function splitBaseUrl(baseUrl: string): IdtConfigOverrides {
   let url: URL;
   try {
     url = new URL(baseUrl);

@@ -48,7 +48,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
   };
   /** The client's `lastUsedAt` once the background write of a successful client authentication has landed. */
   const lastUsedAt = async (clientId: string): Promise<string> => {
-    await expect.poll(async () => (await clientRow(server, clientId))?.last_used_at ?? null).not.toBeNull();
+    await expect.poll(async () => (await clientRow(server, clientId))?.last_used_at ?? null, { timeout: 5000 }).not.toBeNull();
     return new Date((await clientRow(server, clientId))?.last_used_at).toISOString();
   };
 
@@ -209,7 +209,9 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       expect(await lastUsedAt(sa.clientId)).toBe(usedAt);
       clock.set(Date.parse(usedAt) + 60_000);
       await serviceToken(server, sa, 'users.read');
-      await expect.poll(() => lastUsedAt(sa.clientId)).toBe(new Date(Date.parse(usedAt) + 60_000).toISOString());
+      await expect
+        .poll(() => lastUsedAt(sa.clientId), { timeout: 5000 })
+        .toBe(new Date(Date.parse(usedAt) + 60_000).toISOString());
     });
 
     it("suspending an application ends its users' tokens, refresh tokens included, also after reinstatement", async () => {

@@ -85,6 +85,7 @@ async function awaitExports(pkg: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (!targets.every((target) => existsSync(join(dir, target)))) {
     if (Date.now() > deadline) throw new Error(`packages/${pkg} is missing ${targets.filter((t) => !existsSync(join(dir, t)))}`);
+    // Real I/O: polls the file system while a build writes the declarations.
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
@@ -226,6 +227,7 @@ describe.skipIf(!adminUrl)('the packed packages installed into a fresh project (
     });
     child = started;
     ready = await new Promise<Ready>((resolve, reject) => {
+      // Real I/O: a guard in case the child process never prints its ready line.
       const timer = setTimeout(() => reject(new Error(`The server script did not start:\n${output}`)), 45_000);
       started.stderr?.on('data', (chunk) => {
         output += chunk;
@@ -249,6 +251,7 @@ describe.skipIf(!adminUrl)('the packed packages installed into a fresh project (
     if (child && child.exitCode === null) {
       const exited = new Promise((resolve) => child?.once('exit', resolve));
       child.kill('SIGTERM');
+      // Real I/O: give the child up to 5 s to exit on SIGTERM before it is killed.
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
       if (child.exitCode === null) child.kill('SIGKILL');
     }

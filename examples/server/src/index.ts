@@ -4,11 +4,11 @@
  *
  * @packageDocumentation
  */
-import { type CreateIdtOptions, createIdt, type Idt } from '@idt/core';
-import { identity } from '@idt/identity';
-import { inquiries } from '@idt/inquiries';
-import { type OidcModuleOptions, oidc } from '@idt/oidc';
-import { storage } from '@idt/storage';
+import { type CreateIdtOptions, createIdt, type Idt, type IdtModule } from '@idt/core';
+import { type IdentityModuleSettings, type IdentityServices, identity } from '@idt/identity';
+import { type InquiriesServices, inquiries } from '@idt/inquiries';
+import { type OidcModuleOptions, type OidcModuleSettings, type OidcServices, oidc } from '@idt/oidc';
+import { type StorageServices, type StorageSettings, storage } from '@idt/storage';
 
 /** Options of the reference modules' factories, each passed to its module (settings still come from the environment). */
 export interface ReferenceModuleOptions {
@@ -16,12 +16,18 @@ export interface ReferenceModuleOptions {
   readonly oidc?: OidcModuleOptions;
 }
 
-/** The reference set of modules. */
-export const referenceModules = (options: ReferenceModuleOptions = {}) =>
-  [identity(), oidc(options.oidc), inquiries(), storage()] as const;
-
 /** The reference server's modules, as a type. */
-export type ReferenceModules = ReturnType<typeof referenceModules>;
+export type ReferenceModules = readonly [
+  IdtModule<'identity', IdentityServices, IdentityModuleSettings>,
+  IdtModule<'oidc', OidcServices, OidcModuleSettings>,
+  IdtModule<'inquiries', InquiriesServices>,
+  IdtModule<'storage', StorageServices, StorageSettings>,
+];
+
+/** The reference set of modules. */
+export function referenceModules(options: ReferenceModuleOptions = {}): ReferenceModules {
+  return [identity(), oidc(options.oidc), inquiries(), storage()] as const;
+}
 
 /** The reference server: a composed idt with every module. */
 export type ReferenceServer = Idt<ReferenceModules>;

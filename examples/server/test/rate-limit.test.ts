@@ -1,7 +1,7 @@
-import { referenceMigrationSets as migrationSets } from '@idt/testing';
 import {
   connectTestDatabase,
   createTestDatabase,
+  referenceMigrationSets as migrationSets,
   startTestServer,
   type TestDatabase,
   type TestServer,

@@ -1,0 +1,122 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createTestDatabase, type FlowResult, runSignInFlow, type TestDatabase, testDialects } from '@idt/testing';
+import express, { type RequestHandler } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createExpressApp, type ExampleIdt, startExpressApp } from '../src/app.js';
+
+const OPERATOR = { userId: null, platformAdmin: true } as const;
+
+/** Registers a confidential client the way an operator's CLI does. */
+async function registerClient(
+  idt: ExampleIdt,
+  organizationId: string,
+  redirectUri: string,
+  postLogoutRedirectUri: string,
+  name: string,
+) {
+  const registration = await idt.services.oidc.clients.register(OPERATOR, organizationId, {
+    kind: 'application',
+    name,
+    redirectUris: [redirectUri],
+    postLogoutRedirectUris: [postLogoutRedirectUri],
+    scopes: ['openid', 'profile', 'email', 'roles', 'offline_access', 'users.read'],
+  });
+  return { clientId: registration.client.clientId, clientSecret: registration.clientSecret };
+}
+
+/** What multer does to a multipart body: reads the whole stream and leaves the fields on req.body. */
+const multipartFields: RequestHandler = (req, _res, next) => {
+  if (!req.is('multipart/form-data')) return next();
+  req.on('data', () => undefined);
+  req.on('end', () => {
+    req.body = { note: 'parsed by the host' };
+    next();
+  });
+};
+
+describe.each(testDialects())('Express 5 with idt under /idt (%s)', (dialect) => {
+  let database: TestDatabase;
+  let app: Awaited<ReturnType<typeof startExpressApp>>;
+  let flow: FlowResult;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    app = await startExpressApp({
+      port: 0,
+      host: '127.0.0.1',
+      database: database.db,
+      env: { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', IDT_DATA_DIR: database.dataDir },
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await database?.destroy();
+  });
+
+  it('runs setup, discovery, sign-in, code + PKCE, userinfo, an API call, refresh and logout over HTTP', async () => {
+    expect(app.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idt$/);
+    flow = await runSignInFlow({
+      baseUrl: app.baseUrl,
+      registerClient: (organizationId, redirectUri, postLogoutRedirectUri) =>
+        registerClient(app.idt, organizationId, redirectUri, postLogoutRedirectUri, 'Express host'),
+    });
+    expect(flow.issuer).toBe(app.baseUrl);
+  });
+
+  it('reads the JSON body express.json() parsed first', async () => {
+    const response = await fetch(`${app.baseUrl}/v1/identity/setup/admin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'not an address', password: 'correct horse battery staple', firstName: 'Ada' }),
+    });
+    // Setup is done; the fields were still read and checked (an empty body would name every field).
+    expect(response.status).toBe(400);
+    const problem = (await response.json()) as { code: string; errors: Record<string, string[]> };
+    expect(problem.code).toBe('Validation.Failed');
+    expect(Object.keys(problem.errors).sort()).toEqual(['email', 'lastName', 'organizationName']);
+  });
+
+  it('reads the form body express.urlencoded() parsed first', async () => {
+    const client = await registerClient(
+      app.idt,
+      flow.organizationId,
+      'https://rp.example.com/cb',
+      'https://rp.example.com/out',
+      'Probe',
+    );
+    const response = await fetch(`${app.baseUrl}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: 'not-a-token',
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+      }),
+    });
+    // The client authenticated from the rebuilt form, and the grant itself was judged.
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('refuses a body a parser consumed and left as something it cannot rebuild (multipart)', async () => {
+    const host = express().use(multipartFields, createExpressApp(app.idt));
+    const server = createServer(host);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const form = new FormData();
+      form.set('note', 'hello');
+      const { port } = server.address() as AddressInfo;
+      const response = await fetch(`http://127.0.0.1:${port}/idt/v1/identity/setup/admin`, { method: 'POST', body: form });
+      expect(response.status).toBe(400);
+      expect(response.headers.get('content-type')).toBe('application/problem+json');
+      const problem = (await response.json()) as { code: string; detail: string };
+      expect(problem.code).toBe('Http.BodyAlreadyRead');
+      expect(problem.detail).toContain('multer');
+      expect(problem.detail).toContain('multipart/form-data');
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});

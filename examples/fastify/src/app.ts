@@ -1,0 +1,75 @@
+/**
+ * idt in a Fastify 5 app, served from an encapsulated plugin under `/idt`.
+ *
+ * @packageDocumentation
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type CreateIdtOptions, createIdt, type Idt } from '@idt/core';
+import { identity } from '@idt/identity';
+import { oidc } from '@idt/oidc';
+import Fastify, { type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
+
+/** The modules this app composes. */
+const modules = () => [identity(), oidc()] as const;
+
+/** The app's idt. */
+export type ExampleIdt = Idt<ReturnType<typeof modules>>;
+
+/**
+ * A plugin that hands every request under its prefix to idt. Fastify's body
+ * parsing is off inside it, so the raw request stream reaches idt.
+ */
+export function idtPlugin(idt: ExampleIdt): FastifyPluginAsync {
+  return async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    const handle = async (request: FastifyRequest, reply: FastifyReply) => {
+      reply.hijack();
+      await idt.handler(request.raw, reply.raw);
+    };
+    scope.all('/', handle);
+    scope.all('/*', handle);
+  };
+}
+
+/** Options of {@link startFastifyApp}: where to listen, and createIdt's options (database, env, mailer...). */
+export interface FastifyAppOptions extends Omit<CreateIdtOptions<[]>, 'modules' | 'baseUrl'> {
+  /** 0 picks a free port. */
+  readonly port?: number;
+  readonly host?: string;
+}
+
+/**
+ * Listens, then composes idt with the bound address as its issuer
+ * (`http://host:port/idt`), then hands requests to the Fastify app.
+ */
+export async function startFastifyApp({ port = 3000, host = 'localhost', ...options }: FastifyAppOptions) {
+  // Until idt is composed, requests get 503.
+  const server = createServer((_req, res) => void res.writeHead(503, { 'retry-after': '1' }).end());
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  const baseUrl = `http://${host}:${(server.address() as AddressInfo).port}/idt`;
+  const idt = await createIdt({ migrations: 'run', ...options, baseUrl, modules: modules() });
+
+  const app = Fastify({ serverFactory: () => server });
+  app.get('/', async (_request, reply) =>
+    reply.type('text/html').send('<a href="/idt/.well-known/openid-configuration">OpenID configuration</a>'),
+  );
+  await app.register(idtPlugin(idt), { prefix: '/idt' });
+  await app.ready();
+  server.removeAllListeners('request').on('request', app.routing);
+  idt.start();
+  return {
+    app,
+    idt,
+    baseUrl,
+    async close() {
+      await app.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await idt.close();
+    },
+  };
+}

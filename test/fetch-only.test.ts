@@ -4,10 +4,8 @@ import { identity } from '@idt/identity';
 import { identityMigrations } from '@idt/identity/knex';
 import { oidc } from '@idt/oidc';
 import { oidcMigrations } from '@idt/oidc/knex';
-import { createTestDatabase, runSignInFlow, type TestDatabase } from '@idt/testing';
+import { createTestDatabase, registerFlowClient, runSignInFlow, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const OPERATOR = { userId: null, platformAdmin: true } as const;
 
 describe('createIdt(...).fetch with no node:http server', () => {
   let database: TestDatabase;
@@ -34,16 +32,7 @@ describe('createIdt(...).fetch with no node:http server', () => {
     const result = await runSignInFlow({
       baseUrl,
       fetch: inProcess,
-      async registerClient(organizationId, redirectUri, postLogoutRedirectUri) {
-        const registration = await idt.services.oidc.clients.register(OPERATOR, organizationId, {
-          kind: 'application',
-          name: 'Fetch host',
-          redirectUris: [redirectUri],
-          postLogoutRedirectUris: [postLogoutRedirectUri],
-          scopes: ['openid', 'profile', 'email', 'roles', 'offline_access', 'users.read'],
-        });
-        return { clientId: registration.client.clientId, clientSecret: registration.clientSecret };
-      },
+      registerClient: (...args) => registerFlowClient(idt, 'Fetch host', ...args),
     });
     expect(result.issuer).toBe(baseUrl);
     // Modules that are not composed are not there.

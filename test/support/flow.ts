@@ -1,5 +1,7 @@
-import { expect } from 'vitest';
+import type { Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Browser } from './browser.js';
+import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
 import { oidcClient, redeemCode, signIn } from './oidc.js';
 
 /** What {@link runSignInFlow} needs of a running idt, however it is mounted. */
@@ -99,4 +101,95 @@ export async function runSignInFlow(target: FlowTarget): Promise<FlowResult> {
   await expect(oidcClient.refreshTokenGrant(config, refreshed.refresh_token ?? '')).rejects.toThrow();
 
   return { userId, organizationId, clientId: client.clientId, issuer, accessToken: tokens.access_token };
+}
+
+/** What {@link registerFlowClient} needs: a composed idt with the OpenID provider module. */
+export interface IdtWithClients {
+  readonly services: {
+    readonly oidc: {
+      readonly clients: {
+        register(
+          actor: { userId: null; platformAdmin: true },
+          organizationId: string,
+          input: unknown,
+        ): Promise<{ client: { clientId: string }; clientSecret: string }>;
+      };
+    };
+  };
+}
+
+/**
+ * Registers a confidential application client for {@link runSignInFlow}
+ * through the host's services, as the platform operator (the way `idt
+ * register-client` does).
+ */
+export async function registerFlowClient(
+  idt: IdtWithClients,
+  name: string,
+  organizationId: string,
+  redirectUri: string,
+  postLogoutRedirectUri: string,
+): Promise<{ clientId: string; clientSecret: string }> {
+  const registration = await idt.services.oidc.clients.register({ userId: null, platformAdmin: true }, organizationId, {
+    kind: 'application',
+    name,
+    redirectUris: [redirectUri],
+    postLogoutRedirectUris: [postLogoutRedirectUri],
+    scopes: ['openid', 'profile', 'email', 'roles', 'offline_access', 'users.read'],
+  });
+  return { clientId: registration.client.clientId, clientSecret: registration.clientSecret };
+}
+
+/** An example app started by its own `start…App` function. */
+export interface StartedExampleApp {
+  /** idt's base URL under the app's mount, e.g. `http://127.0.0.1:1234/idt`. */
+  readonly baseUrl: string;
+  readonly idt: IdtWithClients;
+  close(): Promise<void>;
+}
+
+/**
+ * The suite every framework example passes: started on a loopback port over
+ * a throwaway database, idt signs a user in through its mount with
+ * openid-client, and the host keeps the paths outside the mount.
+ */
+export function describeExampleApp(
+  title: string,
+  start: (options: { port: number; host: string; database: Knex; env: Record<string, string> }) => Promise<StartedExampleApp>,
+  dialects: readonly TestDialect[] = ['sqlite'],
+): void {
+  describe.each(dialects)(`${title} on %s`, (dialect) => {
+    let database: TestDatabase;
+    let app: StartedExampleApp;
+    beforeAll(async () => {
+      database = await createTestDatabase(dialect);
+      app = await start({
+        port: 0,
+        host: '127.0.0.1',
+        database: database.db,
+        env: { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', IDT_DATA_DIR: database.dataDir },
+      });
+    });
+    afterAll(async () => {
+      await app?.close();
+      await database?.destroy();
+    });
+
+    it('runs setup, discovery, sign-in, code + PKCE, userinfo, an API call, refresh and logout over HTTP', async () => {
+      expect(app.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idt$/);
+      const flow = await runSignInFlow({
+        baseUrl: app.baseUrl,
+        registerClient: (...args) => registerFlowClient(app.idt, title, ...args),
+      });
+      expect(flow.issuer).toBe(app.baseUrl);
+    });
+
+    it('leaves the rest of the app to the host', async () => {
+      const home = await fetch(app.baseUrl.replace(/\/idt$/, '/'));
+      expect(home.status).toBe(200);
+      expect(await home.text()).toContain('/idt/.well-known/openid-configuration');
+      const outside = await fetch(app.baseUrl.replace(/\/idt$/, '/v1/identity/setup/status'));
+      expect(outside.status).toBe(404);
+    });
+  });
 }

@@ -1,29 +1,16 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createTestDatabase, type FlowResult, runSignInFlow, type TestDatabase, testDialects } from '@idt/testing';
+import {
+  createTestDatabase,
+  type FlowResult,
+  registerFlowClient,
+  runSignInFlow,
+  type TestDatabase,
+  testDialects,
+} from '@idt/testing';
 import express, { type RequestHandler } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createExpressApp, type ExampleIdt, startExpressApp } from '../src/app.js';
-
-const OPERATOR = { userId: null, platformAdmin: true } as const;
-
-/** Registers a confidential client the way an operator's CLI does. */
-async function registerClient(
-  idt: ExampleIdt,
-  organizationId: string,
-  redirectUri: string,
-  postLogoutRedirectUri: string,
-  name: string,
-) {
-  const registration = await idt.services.oidc.clients.register(OPERATOR, organizationId, {
-    kind: 'application',
-    name,
-    redirectUris: [redirectUri],
-    postLogoutRedirectUris: [postLogoutRedirectUri],
-    scopes: ['openid', 'profile', 'email', 'roles', 'offline_access', 'users.read'],
-  });
-  return { clientId: registration.client.clientId, clientSecret: registration.clientSecret };
-}
+import { createExpressApp, startExpressApp } from '../src/app.js';
 
 /** What multer does to a multipart body: reads the whole stream and leaves the fields on req.body. */
 const multipartFields: RequestHandler = (req, _res, next) => {
@@ -58,8 +45,7 @@ describe.each(testDialects())('Express 5 with idt under /idt (%s)', (dialect) =>
     expect(app.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idt$/);
     flow = await runSignInFlow({
       baseUrl: app.baseUrl,
-      registerClient: (organizationId, redirectUri, postLogoutRedirectUri) =>
-        registerClient(app.idt, organizationId, redirectUri, postLogoutRedirectUri, 'Express host'),
+      registerClient: (...args) => registerFlowClient(app.idt, 'Express host', ...args),
     });
     expect(flow.issuer).toBe(app.baseUrl);
   });
@@ -78,12 +64,12 @@ describe.each(testDialects())('Express 5 with idt under /idt (%s)', (dialect) =>
   });
 
   it('reads the form body express.urlencoded() parsed first', async () => {
-    const client = await registerClient(
+    const client = await registerFlowClient(
       app.idt,
+      'Probe',
       flow.organizationId,
       'https://rp.example.com/cb',
       'https://rp.example.com/out',
-      'Probe',
     );
     const response = await fetch(`${app.baseUrl}/connect/token`, {
       method: 'POST',

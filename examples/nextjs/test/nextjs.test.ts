@@ -1,11 +1,10 @@
 import { createIdt } from '@idt/core';
 import { identity } from '@idt/identity';
 import { oidc } from '@idt/oidc';
-import { createTestDatabase, runSignInFlow, type TestDatabase } from '@idt/testing';
+import { createTestDatabase, registerFlowClient, runSignInFlow, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ExampleIdt } from '../src/lib/idt.js';
 
-const OPERATOR = { userId: null, platformAdmin: true } as const;
 const baseUrl = 'http://localhost:3000/idt';
 
 // The route module asks getIdt() for the app's idt: here it is one over a throwaway database.
@@ -57,16 +56,7 @@ describe('Next.js App Router route handlers at app/idt/[...path]/route.ts', () =
     const flow = await runSignInFlow({
       baseUrl,
       fetch: next,
-      async registerClient(organizationId, redirectUri, postLogoutRedirectUri) {
-        const registration = await idt.services.oidc.clients.register(OPERATOR, organizationId, {
-          kind: 'application',
-          name: 'Next.js host',
-          redirectUris: [redirectUri],
-          postLogoutRedirectUris: [postLogoutRedirectUri],
-          scopes: ['openid', 'profile', 'email', 'roles', 'offline_access', 'users.read'],
-        });
-        return { clientId: registration.client.clientId, clientSecret: registration.clientSecret };
-      },
+      registerClient: (...args) => registerFlowClient(idt, 'Next.js host', ...args),
     });
     expect(flow.issuer).toBe(baseUrl);
   });

@@ -153,14 +153,16 @@ export interface StartedExampleApp {
  * a throwaway database, idt signs a user in through its mount with
  * openid-client, and the host keeps the paths outside the mount.
  */
-export function describeExampleApp(
+export function describeExampleApp<App extends StartedExampleApp>(
   title: string,
-  start: (options: { port: number; host: string; database: Knex; env: Record<string, string> }) => Promise<StartedExampleApp>,
+  start: (options: { port: number; host: string; database: Knex; env: Record<string, string> }) => Promise<App>,
   dialects: readonly TestDialect[] = ['sqlite'],
+  more?: (started: { app(): App; flow(): FlowResult }) => void,
 ): void {
   describe.each(dialects)(`${title} on %s`, (dialect) => {
     let database: TestDatabase;
-    let app: StartedExampleApp;
+    let app: App;
+    let flow: FlowResult;
     beforeAll(async () => {
       database = await createTestDatabase(dialect);
       app = await start({
@@ -177,7 +179,7 @@ export function describeExampleApp(
 
     it('runs setup, discovery, sign-in, code + PKCE, userinfo, an API call, refresh and logout over HTTP', async () => {
       expect(app.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idt$/);
-      const flow = await runSignInFlow({
+      flow = await runSignInFlow({
         baseUrl: app.baseUrl,
         registerClient: (...args) => registerFlowClient(app.idt, title, ...args),
       });
@@ -191,5 +193,7 @@ export function describeExampleApp(
       const outside = await fetch(app.baseUrl.replace(/\/idt$/, '/v1/identity/setup/status'));
       expect(outside.status).toBe(404);
     });
+
+    more?.({ app: () => app, flow: () => flow });
   });
 }

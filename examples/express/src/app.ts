@@ -4,9 +4,8 @@
  *
  * @packageDocumentation
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type CreateIdtOptions, createIdt, type Idt } from '@idt/core';
+import { listenFirst } from '@idt/core/node';
 import { identity } from '@idt/identity';
 import { oidc } from '@idt/oidc';
 import express, { type Express } from 'express';
@@ -42,23 +41,19 @@ export interface ExpressAppOptions extends Omit<CreateIdtOptions<[]>, 'modules' 
  * (`http://host:port/idt`), then hands requests to the Express app.
  */
 export async function startExpressApp({ port = 3000, host = 'localhost', ...options }: ExpressAppOptions) {
-  // Until idt is composed, requests get 503.
-  const server = createServer((_req, res) => void res.writeHead(503, { 'retry-after': '1' }).end());
-  await new Promise<void>((resolve) => server.listen(port, host, resolve));
-  const baseUrl = `http://${host}:${(server.address() as AddressInfo).port}/idt`;
+  // Listen first: the bound address is idt's issuer. Until idt is composed, requests get 503.
+  const bound = await listenFirst(port, host);
+  const baseUrl = `${bound.origin}/idt`;
   const idt = await createIdt({ migrations: 'run', ...options, baseUrl, modules: modules() });
   const app = createExpressApp(idt);
-  server.removeAllListeners('request').on('request', app);
+  bound.use(app);
   idt.start();
   return {
     app,
     idt,
     baseUrl,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await bound.close();
       await idt.close();
     },
   };

@@ -1,15 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  createTestDatabase,
-  type FlowResult,
-  registerFlowClient,
-  runSignInFlow,
-  type TestDatabase,
-  testDialects,
-} from '@idt/testing';
+import { describeExampleApp, registerFlowClient, testDialects } from '@idt/testing';
 import express, { type RequestHandler } from 'express';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { createExpressApp, startExpressApp } from '../src/app.js';
 
 /** What multer does to a multipart body: reads the whole stream and leaves the fields on req.body. */
@@ -22,36 +15,9 @@ const multipartFields: RequestHandler = (req, _res, next) => {
   });
 };
 
-describe.each(testDialects())('Express 5 with idt under /idt (%s)', (dialect) => {
-  let database: TestDatabase;
-  let app: Awaited<ReturnType<typeof startExpressApp>>;
-  let flow: FlowResult;
-
-  beforeAll(async () => {
-    database = await createTestDatabase(dialect);
-    app = await startExpressApp({
-      port: 0,
-      host: '127.0.0.1',
-      database: database.db,
-      env: { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', IDT_DATA_DIR: database.dataDir },
-    });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await database?.destroy();
-  });
-
-  it('runs setup, discovery, sign-in, code + PKCE, userinfo, an API call, refresh and logout over HTTP', async () => {
-    expect(app.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idt$/);
-    flow = await runSignInFlow({
-      baseUrl: app.baseUrl,
-      registerClient: (...args) => registerFlowClient(app.idt, 'Express host', ...args),
-    });
-    expect(flow.issuer).toBe(app.baseUrl);
-  });
-
+describeExampleApp('Express 5 with idt under /idt', startExpressApp, testDialects(), (started) => {
   it('reads the JSON body express.json() parsed first', async () => {
-    const response = await fetch(`${app.baseUrl}/v1/identity/setup/admin`, {
+    const response = await fetch(`${started.app().baseUrl}/v1/identity/setup/admin`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: 'not an address', password: 'correct horse battery staple', firstName: 'Ada' }),
@@ -65,13 +31,13 @@ describe.each(testDialects())('Express 5 with idt under /idt (%s)', (dialect) =>
 
   it('reads the form body express.urlencoded() parsed first', async () => {
     const client = await registerFlowClient(
-      app.idt,
+      started.app().idt,
       'Probe',
-      flow.organizationId,
+      started.flow().organizationId,
       'https://rp.example.com/cb',
       'https://rp.example.com/out',
     );
-    const response = await fetch(`${app.baseUrl}/connect/token`, {
+    const response = await fetch(`${started.app().baseUrl}/connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({
@@ -87,7 +53,7 @@ describe.each(testDialects())('Express 5 with idt under /idt (%s)', (dialect) =>
   });
 
   it('refuses a body a parser consumed and left as something it cannot rebuild (multipart)', async () => {
-    const host = express().use(multipartFields, createExpressApp(app.idt));
+    const host = express().use(multipartFields, createExpressApp(started.app().idt));
     const server = createServer(host);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {

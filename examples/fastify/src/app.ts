@@ -3,9 +3,8 @@
  *
  * @packageDocumentation
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type CreateIdtOptions, createIdt, type Idt } from '@idt/core';
+import { listenFirst } from '@idt/core/node';
 import { identity } from '@idt/identity';
 import { oidc } from '@idt/oidc';
 import Fastify, { type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -45,19 +44,17 @@ export interface FastifyAppOptions extends Omit<CreateIdtOptions<[]>, 'modules' 
  * (`http://host:port/idt`), then hands requests to the Fastify app.
  */
 export async function startFastifyApp({ port = 3000, host = 'localhost', ...options }: FastifyAppOptions) {
-  // Until idt is composed, requests get 503.
-  const server = createServer((_req, res) => void res.writeHead(503, { 'retry-after': '1' }).end());
-  await new Promise<void>((resolve) => server.listen(port, host, resolve));
-  const baseUrl = `http://${host}:${(server.address() as AddressInfo).port}/idt`;
+  // Listen first: the bound address is idt's issuer. Until idt is composed, requests get 503.
+  const bound = await listenFirst(port, host);
+  const baseUrl = `${bound.origin}/idt`;
   const idt = await createIdt({ migrations: 'run', ...options, baseUrl, modules: modules() });
-
-  const app = Fastify({ serverFactory: () => server });
+  const app = Fastify({ serverFactory: () => bound.server });
   app.get('/', async (_request, reply) =>
     reply.type('text/html').send('<a href="/idt/.well-known/openid-configuration">OpenID configuration</a>'),
   );
   await app.register(idtPlugin(idt), { prefix: '/idt' });
   await app.ready();
-  server.removeAllListeners('request').on('request', app.routing);
+  bound.use(app.routing);
   idt.start();
   return {
     app,
@@ -65,10 +62,7 @@ export async function startFastifyApp({ port = 3000, host = 'localhost', ...opti
     baseUrl,
     async close() {
       await app.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await bound.close();
       await idt.close();
     },
   };

@@ -4,11 +4,10 @@
  *
  * @packageDocumentation
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type CreateIdtOptions, createIdt, type Idt } from '@idt/core';
+import { listenFirst } from '@idt/core/node';
 import { identity } from '@idt/identity';
 import { oidc } from '@idt/oidc';
 import { Hono } from 'hono';
@@ -40,23 +39,19 @@ export interface HonoAppOptions extends Omit<CreateIdtOptions<[]>, 'modules' | '
  * (`http://host:port/idt`), then hands requests to the Hono app.
  */
 export async function startHonoApp({ port = 3000, host = 'localhost', ...options }: HonoAppOptions) {
-  // Until idt is composed, requests get 503.
-  const server = createServer((_req, res) => void res.writeHead(503, { 'retry-after': '1' }).end());
-  await new Promise<void>((resolve) => server.listen(port, host, resolve));
-  const baseUrl = `http://${host}:${(server.address() as AddressInfo).port}/idt`;
+  // Listen first: the bound address is idt's issuer. Until idt is composed, requests get 503.
+  const bound = await listenFirst(port, host);
+  const baseUrl = `${bound.origin}/idt`;
   const idt = await createIdt({ migrations: 'run', ...options, baseUrl, modules: modules() });
   const app = createHonoApp(idt);
-  server.removeAllListeners('request').on('request', getRequestListener(app.fetch));
+  bound.use(getRequestListener(app.fetch));
   idt.start();
   return {
     app,
     idt,
     baseUrl,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await bound.close();
       await idt.close();
     },
   };

@@ -199,7 +199,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       audience: config.publicBaseUrl,
       clock,
     });
-    const invalidator = createCacheInvalidator({ db, logger });
+    const invalidator = createCacheInvalidator({ db, logger, clock });
     await invalidator.start();
     closers.push(() => invalidator.close());
     const events: EventBus = createEventBus({ db, logger, clock });
@@ -307,7 +307,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       return surfaces.filter((surface) => surface.matches(path));
     };
 
-    async function fetchHandler(request: Request, info: RequestInfo = {}): Promise<Response> {
+    async function serve(request: Request, info: RequestInfo = {}): Promise<Response> {
       const matching = surfaces.length ? surfaceFor(new URL(request.url).pathname) : [];
       for (const surface of matching) {
         const answered = surface.fetch
@@ -320,14 +320,26 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       return app.fetch(request, info);
     }
 
-    const handler = createIdtNodeHandler({
+    // Before any cache is consulted: another process's changes (the CLI, another instance) take effect on
+    // this very request. One `PRAGMA data_version` on SQLite; nothing on Postgres, where NOTIFY arrives by itself.
+    async function fetchHandler(request: Request, info?: RequestInfo): Promise<Response> {
+      await invalidator.freshen();
+      return serve(request, info);
+    }
+
+    const nodeHandler = createIdtNodeHandler({
       app,
       trustProxy: config.trustProxy,
       pathPrefix: prefix,
       surfaces: (pathname) => surfaceFor(pathname).flatMap((surface) => (surface.node ? [surface.node] : [])),
-      fetch: fetchHandler,
+      fetch: serve,
       logger,
     });
+    const handler: IdtNodeHandler = async (req, res, next) => {
+      const freshening = invalidator.freshen();
+      if (freshening) await freshening;
+      return nodeHandler(req, res, next);
+    };
 
     const jobs: ModuleJob[] = [
       ...instances.flatMap(({ instance }) => instance.jobs ?? []),

@@ -24,7 +24,7 @@ describe.each(testDialects())('setup on %s', (dialect) => {
   });
 
   it('validates every field and writes nothing on bad input', async () => {
-    const setup = createSetupService({ store: createKnexSetupStore(database.db), hasher, cacheMs: 0 });
+    const setup = createSetupService({ store: createKnexSetupStore(database.db), hasher });
     await expect(setup.completeSetup({ ...admin, email: 'nope', password: 'short' })).rejects.toMatchObject({
       issues: expect.arrayContaining([
         expect.objectContaining({ path: ['email'] }),
@@ -40,7 +40,7 @@ describe.each(testDialects())('setup on %s', (dialect) => {
     const other = createDatabase(database.url);
     try {
       const services = [database.db, other, database.db, other].map((db) =>
-        createSetupService({ store: createKnexSetupStore(db), hasher, cacheMs: 0 }),
+        createSetupService({ store: createKnexSetupStore(db), hasher }),
       );
       const results = await Promise.allSettled(
         services.map((service, index) => service.completeSetup({ ...admin, email: `admin${index}@example.com` })),
@@ -73,7 +73,7 @@ describe.each(testDialects())('setup on %s', (dialect) => {
     expect(membership).toMatchObject({ user_id: user.id, organization_id: organization.id, status: 'active' });
     const roles = await database.db('identity_membership_roles').where({ membership_id: membership.id }).pluck('role');
     expect(roles).toEqual(['owner']);
-    const setup = createSetupService({ store: createKnexSetupStore(database.db), hasher, cacheMs: 0 });
+    const setup = createSetupService({ store: createKnexSetupStore(database.db), hasher });
     expect(await setup.isSetupRequired()).toBe(false);
     await expect(setup.completeSetup(admin)).rejects.toMatchObject({ code: 'Setup.AlreadyCompleted' });
   });

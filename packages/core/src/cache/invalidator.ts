@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import { type Clock, systemClock } from '../clock.js';
 import { dialectOf } from '../db/database.js';
 import { type Logger, silentLogger } from '../logger.js';
 
@@ -10,7 +11,15 @@ export const ALL_KEYS = '*';
  * Spreads cache invalidations to every instance sharing the database:
  * Postgres `LISTEN/NOTIFY` (delivered at commit); on SQLite, in-process at
  * once and to other processes on the same file (the `idt` CLI, a second
- * server) through the `core_cache_invalidations` table, polled every second.
+ * server) through the `core_cache_invalidations` table, read whenever
+ * `PRAGMA data_version` says another connection committed (on every
+ * {@link CacheInvalidator.freshen} and every second).
+ *
+ * When the Postgres listening connection is lost, it reconnects with
+ * exponential backoff until it succeeds or the invalidator is closed. While
+ * it is down, every subscriber is sent {@link ALL_KEYS} at once and then at
+ * most every second (on `freshen`), so caches keep nothing for longer than a
+ * second; after reconnecting, once more, because notifications were missed.
  */
 export interface CacheInvalidator {
   /**
@@ -20,19 +29,63 @@ export interface CacheInvalidator {
   invalidate(namespace: string, key: string, trx?: Knex.Transaction): Promise<void>;
   /** Calls `listener` for every eviction of `namespace`; returns an unsubscribe function. */
   subscribe(namespace: string, listener: (key: string) => void): () => void;
-  /** Starts listening (Postgres) or polling (SQLite); resolves once ready. */
+  /**
+   * Whether other processes' evictions are being received: false before
+   * `start`, after `close`, and while the Postgres listener reconnects.
+   * Caches that are not evicted through {@link subscribe} should not trust
+   * their entries while it is false.
+   */
+  isLive(): boolean;
+  /**
+   * Call before serving a request that consults a cache. On SQLite, when
+   * another process committed since the last look (one `PRAGMA data_version`),
+   * reads its evictions and resolves once they are applied. On Postgres,
+   * where notifications arrive by themselves, it costs nothing and returns
+   * `undefined`, except while the listener is down: then every cache is
+   * evicted once a second.
+   */
+  freshen(): Promise<void> | undefined;
+  /** Starts listening (Postgres) or watching the file (SQLite); resolves once ready. */
   start(): Promise<void>;
   close(): Promise<void>;
 }
 
 const CHANNEL = 'idt_cache_invalidation';
 
+/** While the listener is down, caches are emptied at most this often, in milliseconds. */
+export const DISTRUST_INTERVAL_MS = 1000;
+
+/**
+ * The default wait before reconnect attempt `attempt` (0, 1, …): 100 ms
+ * doubling up to 5 s, with jitter (a random half to the whole of it), so
+ * instances that lost the database together do not reconnect in lockstep.
+ */
+export function reconnectDelayMs(attempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(5000, 100 * 2 ** Math.min(attempt, 16));
+  return Math.round(ceiling / 2 + (ceiling / 2) * random());
+}
+
+/** Runs `run` after `ms` milliseconds; returns a function that cancels it. */
+export type SetTimer = (run: () => void, ms: number) => () => void;
+
+const unrefTimer: SetTimer = (run, ms) => {
+  const timer = setTimeout(run, ms);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
+
 /** Options of {@link createCacheInvalidator}. */
 export interface CacheInvalidatorOptions {
   readonly db: Knex;
   readonly logger?: Logger;
-  /** How often SQLite instances look for other processes' evictions, in milliseconds (default 1000). */
+  /** How often SQLite instances look for other processes' evictions without a request asking, in milliseconds (default 1000). */
   readonly pollIntervalMs?: number;
+  /** What the once-a-second eviction while the listener is down is measured by; the system clock by default. */
+  readonly clock?: Clock;
+  /** The wait before each reconnect attempt of the Postgres listener; {@link reconnectDelayMs} by default. */
+  readonly reconnectDelayMs?: (attempt: number) => number;
+  /** Schedules reconnect attempts; `setTimeout` (unref'd) by default. Tests pass one they fire by hand. */
+  readonly setTimer?: SetTimer;
 }
 
 const TABLE = 'core_cache_invalidations';
@@ -57,15 +110,25 @@ interface PgClient {
 export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheInvalidator {
   const { db } = options;
   const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? systemClock;
+  const delayOf = options.reconnectDelayMs ?? ((attempt: number) => reconnectDelayMs(attempt));
+  const setTimer = options.setTimer ?? unrefTimer;
   const isPostgres = dialectOf(db) === 'postgres';
   const listeners = new Map<string, Set<(key: string) => void>>();
   const origin = randomUUID();
-  let lastSeen = 0;
-  let poller: NodeJS.Timeout | undefined;
-  let polling = false;
-  let client: PgClient | undefined;
+  let started = false;
   let closed = false;
-  let reconnectTimer: NodeJS.Timeout | undefined;
+  // SQLite: the last row read, the file's data_version at the last look, reads in order.
+  let lastSeen = 0;
+  let dataVersion: number | undefined;
+  let reads: Promise<void> = Promise.resolve();
+  let poller: NodeJS.Timeout | undefined;
+  let watching = false;
+  // Postgres: the listening connection while it is up, the pending reconnect, when caches were last emptied.
+  let client: PgClient | undefined;
+  let attempt = 0;
+  let cancelReconnect: (() => void) | undefined;
+  let distrustedAt = 0;
 
   const emit = (namespace: string, key: string) => {
     for (const listener of listeners.get(namespace) ?? []) {
@@ -79,6 +142,10 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   const emitAll = () => {
     for (const namespace of listeners.keys()) emit(namespace, ALL_KEYS);
   };
+  const distrust = () => {
+    distrustedAt = clock.now().getTime();
+    emitAll();
+  };
 
   async function connect(): Promise<void> {
     const raw = (await (db.client as { acquireRawConnection(): Promise<PgClient> }).acquireRawConnection()) as PgClient;
@@ -91,39 +158,77 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
         logger.warn('ignored a malformed cache invalidation', { payload: message.payload });
       }
     });
-    const onLost = (error?: Error) => {
-      if (closed || client !== raw) return;
-      client = undefined;
-      logger.warn('cache invalidation listener lost its connection; reconnecting', { error });
-      raw.removeAllListeners();
-      raw.end().catch(() => undefined);
-      emitAll();
-      reconnectTimer = setTimeout(() => void connect().catch(() => onLost()), 1000);
-      reconnectTimer.unref();
-    };
+    const onLost = (error?: Error) => lost(raw, error);
     raw.on('error', onLost);
     raw.on('end', onLost);
-    await raw.query(`LISTEN ${CHANNEL}`);
+    try {
+      await raw.query(`LISTEN ${CHANNEL}`);
+    } catch (error) {
+      release(raw);
+      throw error;
+    }
+    if (closed) {
+      release(raw);
+      return;
+    }
     client = raw;
   }
 
-  async function poll(): Promise<void> {
-    if (polling) return;
-    polling = true;
+  function release(raw: PgClient) {
+    raw.removeAllListeners();
+    // A late error of a connection given up must not be an unhandled 'error' event.
+    raw.on('error', () => undefined);
+    raw.end().catch(() => undefined);
+  }
+
+  function lost(raw: PgClient, error?: Error) {
+    if (closed || client !== raw) return;
+    client = undefined;
+    logger.warn('cache invalidation listener lost its connection; reconnecting', { error });
+    release(raw);
+    distrust();
+    scheduleReconnect();
+  }
+
+  function scheduleReconnect() {
+    if (closed || cancelReconnect) return;
+    const delay = delayOf(attempt++);
+    cancelReconnect = setTimer(() => {
+      cancelReconnect = undefined;
+      void reconnect();
+    }, delay);
+  }
+
+  async function reconnect(): Promise<void> {
+    if (closed || client) return;
     try {
-      const rows = (await db(TABLE)
-        .where('id', '>', lastSeen)
-        .orderBy('id')
-        .limit(1000)
-        .select('id', 'origin', 'namespace', 'key')) as Array<{
-        id: number;
-        origin: string;
-        namespace: string;
-        key: string;
-      }>;
-      for (const row of rows) {
-        lastSeen = Math.max(lastSeen, Number(row.id));
-        if (row.origin !== origin) emit(row.namespace, row.key);
+      await connect();
+    } catch (error) {
+      logger.warn('cache invalidation listener could not reconnect; retrying', { error, attempt });
+      scheduleReconnect();
+      return;
+    }
+    if (!client) return;
+    logger.info('cache invalidation listener reconnected', { attempts: attempt });
+    attempt = 0;
+    // Notifications sent while it was down are lost: nothing cached can be trusted.
+    distrust();
+  }
+
+  /** Reads the evictions other processes wrote since the last read (SQLite). */
+  async function readNew(): Promise<void> {
+    try {
+      for (;;) {
+        const rows = (await db(TABLE)
+          .where('id', '>', lastSeen)
+          .orderBy('id')
+          .limit(1000)
+          .select('id', 'origin', 'namespace', 'key')) as Array<{ id: number; origin: string; namespace: string; key: string }>;
+        for (const row of rows) {
+          lastSeen = Math.max(lastSeen, Number(row.id));
+          if (row.origin !== origin) emit(row.namespace, row.key);
+        }
+        if (rows.length < 1000) break;
       }
       if (Math.random() < 0.02) {
         await db(TABLE)
@@ -131,10 +236,28 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
           .delete();
       }
     } catch (error) {
-      logger.warn('polling cache invalidations failed', { error });
-    } finally {
-      polling = false;
+      // Look again next time, whatever data_version says.
+      dataVersion = undefined;
+      logger.warn('reading cache invalidations failed', { error });
     }
+  }
+
+  /** SQLite: one pragma; when another connection committed since the last look, reads its evictions. */
+  async function freshenSqlite(): Promise<void> {
+    let version: number;
+    try {
+      const rows = (await db.raw('PRAGMA data_version')) as Array<{ data_version: number }>;
+      version = Number(rows[0]?.data_version);
+    } catch (error) {
+      logger.warn('reading the data version failed', { error });
+      return;
+    }
+    if (version !== dataVersion) {
+      dataVersion = version;
+      reads = reads.then(readNew);
+    }
+    // A read another request started (after the same commit) may still be running: wait for it too.
+    await reads;
   }
 
   return {
@@ -143,7 +266,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
         // Delivered to every listening instance, this one included, when the transaction commits.
         await (trx ?? db).raw('select pg_notify(?, ?)', [CHANNEL, JSON.stringify({ ns: namespace, key })]);
       } else {
-        // Other processes on the same SQLite file pick this row up when they poll.
+        // Other processes on the same SQLite file read this row on their next request.
         await (trx ?? db)(TABLE).insert({ origin, namespace, key: key.slice(0, 400), created_at: new Date().toISOString() });
       }
       if (trx) {
@@ -164,27 +287,47 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       listeners.set(namespace, set);
       return () => set.delete(listener);
     },
+    isLive() {
+      return started && !closed && (!isPostgres || client !== undefined);
+    },
+    freshen() {
+      if (!started || closed) return undefined;
+      if (!isPostgres) return freshenSqlite();
+      if (!client && clock.now().getTime() - distrustedAt >= DISTRUST_INTERVAL_MS) distrust();
+      return undefined;
+    },
     async start() {
-      if (closed) return;
+      if (closed || started) return;
       if (isPostgres) {
-        if (!client) await connect();
+        await connect();
+        started = true;
         return;
       }
-      if (poller) return;
+      const rows = (await db.raw('PRAGMA data_version')) as Array<{ data_version: number }>;
+      dataVersion = Number(rows[0]?.data_version);
       const latest = (await db(TABLE).max({ id: 'id' }).first()) as { id: number | null } | undefined;
       lastSeen = Number(latest?.id ?? 0);
-      poller = setInterval(() => void poll(), options.pollIntervalMs ?? 1000);
+      started = true;
+      poller = setInterval(() => {
+        if (watching) return;
+        watching = true;
+        void freshenSqlite().finally(() => {
+          watching = false;
+        });
+      }, options.pollIntervalMs ?? 1000);
       poller.unref();
     },
     async close() {
       closed = true;
       if (poller) clearInterval(poller);
       poller = undefined;
-      if (reconnectTimer) clearTimeout(reconnectTimer);
+      cancelReconnect?.();
+      cancelReconnect = undefined;
       const current = client;
       client = undefined;
       if (current) {
         current.removeAllListeners();
+        current.on('error', () => undefined);
         await current.end().catch(() => undefined);
       }
     },

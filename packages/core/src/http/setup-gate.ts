@@ -18,44 +18,30 @@ export function isPathUnder(path: string, base: string): boolean {
 
 /** Options of {@link createSetupGate}. */
 export interface SetupGateOptions {
-  /** Whether the service still needs its first administrator. */
+  /** Whether the service still needs its first administrator; asked on every gated request until it answers false. */
   isSetupRequired(): Promise<boolean>;
   /** Paths that stay reachable; {@link SETUP_ALLOWLIST} by default. */
   allowlist?: readonly string[];
-  /**
-   * How long an answer of "set up" is trusted without asking again, in
-   * milliseconds (default 1000); requests in that time pass without waiting.
-   */
-  cacheMs?: number;
 }
 
 /**
  * The setup gate: while setup is required, every path outside the allowlist
- * answers 503 `Setup.Required`.
+ * answers 503 `Setup.Required`. Until then every gated request asks again,
+ * so a setup done elsewhere (the `idt` CLI, another instance) lifts the gate
+ * on the very next request; once set up, it never asks again (setup cannot
+ * be undone) and costs nothing.
  */
 export function createSetupGate(options: SetupGateOptions): RequestGate {
   const allowlist = options.allowlist ?? SETUP_ALLOWLIST;
-  const cacheMs = options.cacheMs ?? 1000;
-  let setUpUntil = 0;
-  let checking: Promise<void> | undefined;
+  let setUp = false;
   const check = async () => {
     if (await options.isSetupRequired()) {
       throw new ProblemError('Setup.Required', 'The service needs its first administrator: POST /v1/identity/setup/admin.');
     }
-    setUpUntil = Date.now() + cacheMs;
+    setUp = true;
   };
   return ({ path }) => {
-    if (setUpUntil > Date.now()) return;
-    if (allowlist.some((base) => isPathUnder(path, base))) return;
-    // Concurrent requests share one check.
-    if (!checking) {
-      const pending = check();
-      checking = pending;
-      const done = () => {
-        if (checking === pending) checking = undefined;
-      };
-      pending.then(done, done);
-    }
-    return checking;
+    if (setUp || allowlist.some((base) => isPathUnder(path, base))) return;
+    return check();
   };
 }

@@ -26,7 +26,7 @@ export interface SetupResult {
 
 /** Setup mode (SPEC 3.1): whether it is on, and the bootstrap that ends it. */
 export interface SetupService {
-  /** Whether the service still needs its first administrator (cached briefly). */
+  /** Whether the service still needs its first administrator; asks the store until it has one. */
   isSetupRequired(): Promise<boolean>;
   /**
    * Creates the first administrator: user, platform organization and owner
@@ -43,8 +43,6 @@ export interface SetupServiceOptions {
   readonly store: SetupStore;
   readonly hasher: PasswordHasher;
   readonly clock?: Clock;
-  /** How long a setup-state answer is reused, in milliseconds (default 2000). */
-  readonly cacheMs?: number;
   /** Called after the bootstrap commits. */
   readonly onCompleted?: (result: SetupResult & { email: string }) => void | Promise<void>;
 }
@@ -59,15 +57,13 @@ export interface SetupServiceOptions {
  */
 export function createSetupService(options: SetupServiceOptions): SetupService {
   const clock = options.clock ?? systemClock;
-  const cacheMs = options.cacheMs ?? 2000;
-  let cached: { required: boolean; at: number } | undefined;
+  // Setup cannot be undone: once done, it is remembered; until then, the store is asked every time.
+  let setUp = false;
 
   async function isSetupRequired(): Promise<boolean> {
-    const now = Date.now();
-    if (cached && now - cached.at < cacheMs) return cached.required;
-    const required = !(await options.store.hasAdministrator());
-    cached = { required, at: now };
-    return required;
+    if (setUp) return false;
+    setUp = await options.store.hasAdministrator();
+    return !setUp;
   }
 
   async function completeSetup(input: SetupAdminInput): Promise<SetupResult> {
@@ -97,7 +93,7 @@ export function createSetupService(options: SetupServiceOptions): SetupService {
       throw error;
     }
     if (outcome === 'already-complete') throw new ProblemError('Setup.AlreadyCompleted');
-    cached = { required: false, at: Date.now() };
+    setUp = true;
     await options.onCompleted?.({ ...result, email: parsed.email });
     return result;
   }

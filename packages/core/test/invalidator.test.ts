@@ -1,0 +1,200 @@
+import { connectTestDatabase, createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
+import type { Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { reconnectDelayMs } from '../src/cache/invalidator.js';
+import { createManualClock } from '../src/index.js';
+import { ALL_KEYS, coreMigrations, createCacheInvalidator, createDatabase } from '../src/knex.js';
+
+/** Polls until `check` passes (real I/O: a connection ending, a reconnect, a NOTIFY arriving). */
+async function eventually(check: () => void | Promise<void>, timeoutMs = 5000) {
+  const started = Date.now();
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() - started > timeoutMs) throw error;
+      // Real I/O: the next look at what the database connection delivered.
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}
+
+/** Timers the test fires by hand: the reconnect schedule is a time rule, so no test waits for it. */
+function manualTimers() {
+  const pending: Array<{ ms: number; run: () => void; cancelled: boolean }> = [];
+  const delays: number[] = [];
+  return {
+    delays,
+    setTimer(run: () => void, ms: number) {
+      const timer = { ms, run, cancelled: false };
+      pending.push(timer);
+      delays.push(ms);
+      return () => {
+        timer.cancelled = true;
+      };
+    },
+    /** Fires the one scheduled reconnect attempt. */
+    fire() {
+      const live = pending.splice(0).filter((timer) => !timer.cancelled);
+      expect(live).toHaveLength(1);
+      live[0]?.run();
+    },
+    get scheduled() {
+      return pending.filter((timer) => !timer.cancelled).length;
+    },
+  };
+}
+
+describe('reconnectDelayMs', () => {
+  it('doubles from 100 ms up to 5 s, jittered between half and all of it', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 30].map((attempt) => reconnectDelayMs(attempt, () => 1))).toEqual([
+      100, 200, 400, 800, 1600, 3200, 5000, 5000,
+    ]);
+    expect(reconnectDelayMs(0, () => 0)).toBe(50);
+    expect(reconnectDelayMs(30, () => 0)).toBe(2500);
+  });
+});
+
+describe('SQLite freshen', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite', [coreMigrations]);
+  });
+  afterAll(async () => {
+    await database.destroy();
+  });
+
+  it("applies another connection's evictions before it resolves, without polling", async () => {
+    const other = connectTestDatabase(database);
+    // No background poll in this test: only freshen() reads the table.
+    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
+    const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
+    await mine.start();
+    await theirs.start();
+    const seen: string[] = [];
+    mine.subscribe('clients', (key) => seen.push(key));
+    try {
+      expect(mine.isLive()).toBe(true);
+      await theirs.invalidate('clients', 'c1');
+      await theirs.invalidate('clients', 'c2');
+      expect(seen).toEqual([]);
+      await mine.freshen();
+      expect(seen).toEqual(['c1', 'c2']);
+      // Nothing committed elsewhere since: nothing read again; its own evictions arrive at once, once.
+      await mine.invalidate('clients', 'c3');
+      await mine.freshen();
+      expect(seen).toEqual(['c1', 'c2', 'c3']);
+    } finally {
+      await mine.close();
+      await theirs.close();
+      await other.destroy();
+    }
+    expect(mine.isLive()).toBe(false);
+  });
+});
+
+describe.runIf(testDialects().includes('postgres'))('Postgres listener reconnect', () => {
+  let database: TestDatabase;
+  let admin: Knex;
+  let name: string;
+  beforeAll(async () => {
+    database = await createTestDatabase('postgres', [coreMigrations]);
+    admin = createDatabase(inject('postgresAdminUrl') as string);
+    name = new URL(database.url).pathname.slice(1);
+  });
+  afterAll(async () => {
+    await admin.raw(`alter database "${name}" allow_connections true`);
+    await admin.destroy();
+    await database.destroy();
+  });
+
+  /** Kills the listening connection of this test's database from the server side; resolves with how many. */
+  const killListener = async () => {
+    const result = await admin.raw(
+      "select pg_terminate_backend(pid) from pg_stat_activity where datname = ? and query like 'LISTEN%'",
+      [name],
+    );
+    return (result.rows as unknown[]).length;
+  };
+
+  it('reconnects with backoff through repeated failures, evicts everything, and hears NOTIFY again', async () => {
+    const clock = createManualClock('2026-01-01T00:00:00Z');
+    const timers = manualTimers();
+    const invalidator = createCacheInvalidator({
+      db: database.db,
+      clock,
+      setTimer: timers.setTimer,
+      reconnectDelayMs: (attempt) => 100 * 2 ** attempt,
+    });
+    const other = connectTestDatabase(database);
+    // Not started: it only sends (pg_notify on its own pool), so the only LISTEN on this database is the one under test.
+    const notifier = createCacheInvalidator({ db: other.db });
+    await invalidator.start();
+    const seen: string[] = [];
+    invalidator.subscribe('users', (key) => seen.push(key));
+    try {
+      expect(invalidator.isLive()).toBe(true);
+
+      // First outage: the server kills the listener and refuses new connections for a while.
+      await admin.raw(`alter database "${name}" allow_connections false`);
+      expect(await killListener()).toBe(1);
+      await eventually(() => expect(invalidator.isLive()).toBe(false));
+      expect(seen).toEqual([ALL_KEYS]);
+
+      // Every failed attempt schedules the next, doubling: the old code stopped after the first.
+      for (let failed = 0; failed < 4; failed++) {
+        await eventually(() => expect(timers.scheduled).toBe(1));
+        timers.fire();
+        await eventually(() => expect(timers.delays).toHaveLength(failed + 2));
+      }
+      expect(timers.delays).toEqual([100, 200, 400, 800, 1600]);
+      expect(invalidator.isLive()).toBe(false);
+
+      // While down, caches are emptied at most once a second, on freshen().
+      seen.length = 0;
+      expect(invalidator.freshen()).toBeUndefined();
+      expect(seen).toEqual([]);
+      clock.advance(1000);
+      invalidator.freshen();
+      expect(seen).toEqual([ALL_KEYS]);
+
+      // The database comes back: the next attempt reconnects and evicts everything (notifications were missed).
+      await admin.raw(`alter database "${name}" allow_connections true`);
+      seen.length = 0;
+      timers.fire();
+      await eventually(() => expect(invalidator.isLive()).toBe(true));
+      expect(seen).toEqual([ALL_KEYS]);
+      expect(timers.scheduled).toBe(0);
+
+      // A second kill right after: it reconnects again, the backoff starting over.
+      seen.length = 0;
+      expect(await killListener()).toBe(1);
+      await eventually(() => expect(timers.scheduled).toBe(1));
+      expect(timers.delays.at(-1)).toBe(100);
+      timers.fire();
+      await eventually(() => expect(invalidator.isLive()).toBe(true));
+      expect(seen).toEqual([ALL_KEYS, ALL_KEYS]);
+
+      // NOTIFY from another connection reaches the listener again.
+      await notifier.invalidate('users', 'u1');
+      await eventually(() => expect(seen).toContain('u1'));
+    } finally {
+      await invalidator.close();
+      await notifier.close();
+      await other.destroy();
+    }
+    expect(timers.scheduled).toBe(0);
+  });
+
+  it('stops retrying once closed', async () => {
+    const timers = manualTimers();
+    const invalidator = createCacheInvalidator({ db: database.db, setTimer: timers.setTimer });
+    await invalidator.start();
+    expect(await killListener()).toBe(1);
+    await eventually(() => expect(timers.scheduled).toBe(1));
+    await invalidator.close();
+    expect(timers.scheduled).toBe(0);
+    expect(invalidator.isLive()).toBe(false);
+  });
+});

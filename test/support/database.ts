@@ -59,10 +59,11 @@ export async function createTestDatabase(dialect: TestDialect, migrations: reado
 
 /**
  * Another connection pool on an existing throwaway database, as a second
- * server instance (a separate process) would have. Destroying it closes the
- * pool only; the database stays.
+ * server instance (a separate process) would have; `url` reaches it another
+ * way (e.g. through a fault-injecting proxy). Destroying it closes the pool
+ * only; the database stays.
  */
-export function connectTestDatabase(database: TestDatabase): TestDatabase {
-  const db = createDatabase(database.url);
-  return { dialect: database.dialect, url: database.url, dataDir: database.dataDir, db, destroy: () => db.destroy() };
+export function connectTestDatabase(database: TestDatabase, url = database.url): TestDatabase {
+  const db = createDatabase(url);
+  return { dialect: database.dialect, url, dataDir: database.dataDir, db, destroy: () => db.destroy() };
 }

@@ -23,6 +23,10 @@ async function main(command: string): Promise<number> {
     if (command === 'migrate') return 0;
   }
   const idt = await createReferenceServer({ resolvedConfig: config });
+  // Last resort, not a fix: a promise nobody handled is a bug to log, not a reason to drop every other request.
+  process.on('unhandledRejection', (reason: unknown) =>
+    idt.logger.error('unhandled promise rejection (a bug; the server keeps running)', { error: reason }),
+  );
   const { url } = await idt.listen(config.port, config.host);
   const setupRequired = await idt.services.identity.setup.isSetupRequired();
   const publicUrl = config.publicBaseUrl;

@@ -47,6 +47,7 @@ export {
 export type { EnvReader } from './config/env.js';
 export { envReader } from './config/env.js';
 export { isUniqueViolation } from './db/errors.js';
+export { asDatabaseUnavailable, DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './db/unavailable.js';
 export type { AsyncApiDocument, AsyncApiOptions } from './events/asyncapi.js';
 export { createAsyncApiRoutes, generateAsyncApiDocument, generateEventFlowchart } from './events/asyncapi.js';
 export type {
@@ -65,14 +66,19 @@ export { createHttpApp, partitionKey, resolveRequestId } from './http/app.js';
 export type { BodySource } from './http/body.js';
 export {
   DEFAULT_MAX_BODY_BYTES,
+  decodeComponent,
+  isSafeText,
   mediaTypeOf,
+  parseParams,
   readBodyText,
   readFormBody,
   readJsonBody,
   searchParamsToObject,
+  UNSAFE_TEXT_MESSAGE,
+  unsafeTextProblem,
 } from './http/body.js';
 export { clientIpOf } from './http/client-ip.js';
-export type { ReadinessCheck } from './http/health.js';
+export type { HealthRoutesOptions, ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';
 export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from './http/light.js';
 export { incomingFromRequest, LightHeaders, LightResponse, toFetchResponse } from './http/light.js';

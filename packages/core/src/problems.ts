@@ -9,4 +9,5 @@ export const CoreCodes = registerProblemCodes('@idt/core', {
     description: 'Another middleware read the request body before idt and it cannot be rebuilt; mount idt before body parsers.',
   },
   'Health.Unavailable': { kind: 'Unavailable', description: 'A dependency of the service is unavailable.' },
+  'Database.Unavailable': { kind: 'Unavailable', description: 'The database is unreachable; retry shortly.' },
 });

@@ -1,6 +1,6 @@
 import { type JwtClaims, newId } from '@idt/core';
 import { coreMigrations, createCacheInvalidator } from '@idt/core/knex';
-import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
+import { connectTestDatabase, createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CacheNamespaces, createCredentialResolver } from '../src/index.js';
 import { createKnexAccessStore, identityMigrations, writeRevocation } from '../src/knex.js';
@@ -144,6 +144,22 @@ describe.each(testDialects())('credential resolver on %s', (dialect) => {
       await expect(resolver.resolveToken(claims({ org_id: ids.orgA, iat: later }), ids.orgA)).resolves.toBeTruthy();
     } finally {
       await invalidator.close();
+    }
+  });
+  it('rejects once, leaving no unhandled rejection, when the revocation lookup fails (database unreachable)', async () => {
+    const closed = connectTestDatabase(database);
+    await closed.destroy();
+    const resolver = createCredentialResolver({ store: createKnexAccessStore(closed.db) });
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      await expect(resolver.resolveToken(claims({ org_id: ids.orgA, sid: 'session-y' }), ids.orgA)).rejects.toThrow();
+      // Real I/O: unhandled rejections are reported after the event loop turns.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', record);
     }
   });
 });

@@ -12,4 +12,10 @@ export { createKnexClientStore } from './knex/client-store.js';
 export { oidcMigrations } from './knex/migrations.js';
 export type { KnexOidc, KnexOidcOptions, OidcSettings } from './knex/module.js';
 export { createKnexOidc } from './knex/module.js';
-export { createKnexClientLockout, createKnexConsentStore, createKnexGrantContextStore } from './knex/stores.js';
+export type { ClientLockoutOptions, KnexClientLockout } from './knex/stores.js';
+export {
+  createKnexClientLockout,
+  createKnexConsentStore,
+  createKnexGrantContextStore,
+  UNKNOWN_CLIENT_LIMIT,
+} from './knex/stores.js';

@@ -78,6 +78,10 @@ export function registerServe(program: Command, io: CliIo): void {
         if (config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
         // The host's logger when the config file gives one, as its own server would log.
         const idt = await composeIdt(target, db, target.composition.options.logger ?? commandLogger(io, target));
+        // Last resort, not a fix: a promise nobody handled is a bug to log, not a reason to drop every other request.
+        const onUnhandled = (reason: unknown) =>
+          idt.logger.error('unhandled promise rejection (a bug; the server keeps running)', { error: reason });
+        process.on('unhandledRejection', onUnhandled);
         try {
           const { url } = await idt.listen(config.port, config.host);
           const identity = (idt.services as { identity?: IdentityServices }).identity;
@@ -111,6 +115,7 @@ export function registerServe(program: Command, io: CliIo): void {
           const reason = await stopRequested(io);
           out.progress(`Received ${reason}; shutting down.`);
         } finally {
+          process.off('unhandledRejection', onUnhandled);
           await idt.close();
         }
       });

@@ -48,9 +48,14 @@ export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex
     };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    // Bounded waits, so an outage answers 503 in seconds rather than a minute: a connection attempt
+    // gives up after 5 s (a black-holed server), a request waiting for a pooled connection after 10 s.
+    // Broken connections are dropped by knex (it marks them on their `error` event), so the pool
+    // refills by itself once the server is back; keep-alive notices silent peers.
     return {
       client: 'pg',
-      connection: url,
+      connection: { connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true },
+      acquireConnectionTimeout: 10_000,
       pool: { min: options.pool?.min ?? 0, max: options.pool?.max ?? 10 },
     };
   }

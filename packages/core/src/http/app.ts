@@ -12,8 +12,9 @@ import type { z } from 'zod';
 import { $ZodAsyncError } from 'zod/v4/core';
 import type { Authenticator, Principal, RateLimitDecision } from '../auth/principal.js';
 import type { Environment, RatePolicyName } from '../config/config.js';
+import { asDatabaseUnavailable } from '../db/unavailable.js';
 import { type Logger, silentLogger } from '../logger.js';
-import { DEFAULT_MAX_BODY_BYTES, readFormBody, readJsonBody, searchParamsToObject } from './body.js';
+import { DEFAULT_MAX_BODY_BYTES, parseParams, readFormBody, readJsonBody, unsafeTextProblem } from './body.js';
 import { clientIpOf } from './client-ip.js';
 import {
   type HandlerResponse,
@@ -162,7 +163,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         headers: { allow: allow.join(', ') },
       });
     }
-    const { route, params: rawParams } = lookup.match;
+    const { route, params: rawParams, unsafe } = lookup.match;
     matched.route = route;
     const auth = route.auth ?? 'required';
 
@@ -207,10 +208,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
 
     const schemas = route.request ?? {};
+    if (unsafe) throw unsafeTextProblem(unsafe);
     // Awaited only when a schema's refinements are async: most requests need no extra promise.
     let params = validate(schemas.params, rawParams);
     if (params instanceof Promise) params = await params;
-    let query = validate(schemas.query, url.search === '' ? {} : searchParamsToObject(url.searchParams));
+    let query = validate(schemas.query, url.search === '' ? {} : parseParams(url.search));
     if (query instanceof Promise) query = await query;
     let body: unknown;
     if (schemas.body && (schemas.bodyKind ?? 'json') !== 'raw') {
@@ -247,7 +249,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       response = await run(request, url, info, { requestId, traceId }, matched);
       if (closed()) throw new ClientClosedError();
     } catch (caught) {
-      const error = closed() ? new ClientClosedError() : caught;
+      const error = closed() ? new ClientClosedError() : asDatabaseUnavailable(caught);
       const own = renderOwnError(matched.route, error);
       if (own) {
         own.headers.set('x-request-id', requestId);

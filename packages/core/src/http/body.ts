@@ -1,4 +1,4 @@
-import { ProblemError } from '@idt/problem';
+import { memberPath, ProblemError, ValidationProblem } from '@idt/problem';
 import type { HeaderReader } from './light.js';
 
 /** Where a body comes from: the request's headers and its bytes (a Fetch `Request` fits). */
@@ -11,9 +11,128 @@ export interface BodySource {
 /** The default largest JSON or form body: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
+/** The field message of text refused at the edge (see {@link isSafeText}). */
+export const UNSAFE_TEXT_MESSAGE = 'Contains a NUL character or bytes that are not valid UTF-8.';
+
+/** NUL, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
+const UNSAFE_TEXT = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Whether a string can be stored as text on every supported database: no NUL
+ * character (Postgres refuses it) and no lone surrogate (not valid UTF-8).
+ */
+export function isSafeText(value: string): boolean {
+  return !UNSAFE_TEXT.test(value);
+}
+
+/** A 400 `Validation.Failed` naming the fields that hold unsafe text. */
+export function unsafeTextProblem(fields: readonly string[]): ValidationProblem {
+  return new ValidationProblem(Object.fromEntries(fields.map((field) => [field, [UNSAFE_TEXT_MESSAGE]])));
+}
+
+/**
+ * Percent-decodes a URL component strictly: `undefined` when an escape is
+ * malformed, the bytes are not valid UTF-8 (overlong forms and encoded
+ * surrogates included) or the result holds a NUL character.
+ */
+export function decodeComponent(value: string): string | undefined {
+  let decoded: string;
+  try {
+    decoded = value.includes('%') ? decodeURIComponent(value) : value;
+  } catch {
+    return undefined;
+  }
+  return isSafeText(decoded) ? decoded : undefined;
+}
+
+/** Runs of well-formed percent escapes; a `%` not followed by two hex digits stays literal, as in URLSearchParams. */
+const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g;
+
+function decodeFormComponent(value: string): string | undefined {
+  const spaced = value.includes('+') ? value.replace(/\+/g, ' ') : value;
+  let decoded: string;
+  try {
+    decoded = spaced.includes('%') ? spaced.replace(ESCAPE_RUN, (run) => decodeURIComponent(run)) : spaced;
+  } catch {
+    return undefined;
+  }
+  return isSafeText(decoded) ? decoded : undefined;
+}
+
+/**
+ * Parses a query string (with or without its `?`) or a URL-encoded form like
+ * `URLSearchParams`, but strictly: a name or value whose escapes are not
+ * valid UTF-8, or which holds a NUL or a lone surrogate, is refused instead
+ * of silently becoming U+FFFD. A repeated name becomes an array.
+ *
+ * @throws ValidationProblem 400 `Validation.Failed` naming the offending fields.
+ */
+export function parseParams(text: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const unsafe: string[] = [];
+  for (const pair of (text.startsWith('?') ? text.slice(1) : text).split('&')) {
+    if (pair === '') continue;
+    const index = pair.indexOf('=');
+    const rawName = index === -1 ? pair : pair.slice(0, index);
+    const name = decodeFormComponent(rawName);
+    const value = decodeFormComponent(index === -1 ? '' : pair.slice(index + 1));
+    if (name === undefined || value === undefined) {
+      // A name that cannot be decoded is named as sent: its escapes are plain ASCII.
+      const field = name ?? rawName;
+      if (!unsafe.includes(field)) unsafe.push(field);
+      continue;
+    }
+    const existing = out[name];
+    if (existing === undefined) out[name] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else out[name] = [existing, value];
+  }
+  if (unsafe.length > 0) throw unsafeTextProblem(unsafe);
+  return out;
+}
+
+/**
+ * The member paths (`a.b[0]`) of the strings, keys included, that hold unsafe
+ * text in a parsed JSON value (at most 20). Walks with its own stack: a
+ * deeply nested body must not overflow the call stack.
+ */
+function unsafeMembers(root: unknown): string[] {
+  interface Visit {
+    readonly value: unknown;
+    readonly key?: PropertyKey;
+    readonly parent?: Visit;
+  }
+  const pathOf = (visit: Visit | undefined): string => {
+    const path: PropertyKey[] = [];
+    for (let at = visit; at?.key !== undefined; at = at.parent) path.push(at.key);
+    return memberPath(path.reverse());
+  };
+  const found: string[] = [];
+  const pending: Visit[] = [{ value: root }];
+  while (pending.length > 0 && found.length < 20) {
+    const visit = pending.pop() as Visit;
+    const { value } = visit;
+    if (typeof value === 'string') {
+      if (!isSafeText(value)) found.push(pathOf(visit));
+    } else if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) pending.push({ value: value[index], key: index, parent: visit });
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, item] of Object.entries(value)) {
+        if (isSafeText(key)) pending.push({ value: item, key, parent: visit });
+        else found.push(pathOf(visit));
+      }
+    }
+  }
+  return found;
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
  * Reads a request body up to `maxBytes`, refusing more with 413 without
  * reading the rest.
+ *
+ * @throws ProblemError 413 when too large; ValidationProblem 400 when the bytes are not valid UTF-8.
  */
 export async function readBodyText(request: BodySource, maxBytes: number): Promise<string> {
   const declared = request.headers.get('content-length');
@@ -31,7 +150,11 @@ export async function readBodyText(request: BodySource, maxBytes: number): Promi
     if (size > maxBytes) throw tooLarge(maxBytes);
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  try {
+    return STRICT_UTF8.decode(Buffer.concat(chunks));
+  } catch {
+    throw unsafeTextProblem(['']);
+  }
 }
 
 function tooLarge(maxBytes: number): ProblemError {
@@ -63,16 +186,25 @@ export async function readJsonBody(request: BodySource, maxBytes = DEFAULT_MAX_B
   if (type !== 'application/json' && !type.endsWith('+json')) {
     throw new ProblemError('Http.ClientError', 'Send the body as application/json.', { status: 415 });
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw new ProblemError('Http.ClientError', 'The request body is not valid JSON.');
   }
+  // The text is valid UTF-8 and JSON allows no raw control characters in strings: only \u escapes can yield unsafe text.
+  if (text.includes('\\u')) {
+    const unsafe = unsafeMembers(parsed);
+    if (unsafe.length > 0) throw unsafeTextProblem(unsafe);
+  }
+  return parsed;
 }
 
 /**
  * Reads an `application/x-www-form-urlencoded` body into an object; a
  * repeated field becomes an array.
+ *
+ * @throws ValidationProblem 400 naming fields that are not valid UTF-8 or hold a NUL (see {@link parseParams}).
  */
 export async function readFormBody(
   request: BodySource,
@@ -83,7 +215,7 @@ export async function readFormBody(
   if (mediaType(request) !== 'application/x-www-form-urlencoded') {
     throw new ProblemError('Http.ClientError', 'Send the body as application/x-www-form-urlencoded.', { status: 415 });
   }
-  return searchParamsToObject(new URLSearchParams(text));
+  return parseParams(text);
 }
 
 /** Query or form parameters as an object; a repeated name becomes an array. */

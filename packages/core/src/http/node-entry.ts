@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ProblemError, renderProblem, resolveTraceId } from '@idt/problem';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/unavailable.js';
 import type { Logger } from '../logger.js';
 import type { NodeSurfaceHandler } from '../module.js';
 import { nodeRequestInfo, toIncomingRequest, writeFetchResponse } from '../node.js';
@@ -56,7 +57,10 @@ export function createIdtNodeHandler(options: IdtNodeHandlerOptions): IdtNodeHan
       await writeFetchResponse(res, response);
     } catch (error) {
       options.logger.error('request failed outside the pipeline', { error });
-      if (!res.headersSent) {
+      if (!res.headersSent && isDatabaseUnavailable(error)) {
+        res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
+        res.end('Service Unavailable');
+      } else if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'text/plain' });
         res.end('Internal Server Error');
       } else {

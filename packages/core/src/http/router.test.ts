@@ -39,7 +39,12 @@ describe('Router', () => {
     expect(() => router.add(route('PUT', '/v1/x', 'list'))).toThrow(/Duplicate operationId/);
   });
 
-  it('rejects a malformed percent-encoding as not found', () => {
-    expect(router.lookup('GET', '/v1/inquiries/%E0%A4%A').kind).toBe('not-found');
+  it('names parameters that are malformed, not UTF-8 or hold a NUL', () => {
+    for (const id of ['%E0%A4%A', '%00', '%FF', '%C0%AF', '%ED%A0%80']) {
+      const lookup = router.lookup('GET', `/v1/inquiries/${id}`);
+      expect(lookup.kind === 'match' && lookup.match.unsafe, id).toEqual(['id']);
+    }
+    const valid = router.lookup('GET', '/v1/inquiries/abc');
+    expect(valid.kind === 'match' && valid.match.unsafe).toBeUndefined();
   });
 });

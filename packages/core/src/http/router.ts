@@ -1,9 +1,16 @@
+import { decodeComponent } from './body.js';
 import type { HttpMethod, Route } from './route.js';
 
-/** A route matched against a path, with its raw path parameters. */
+/** A route matched against a path, with its percent-decoded path parameters. */
 export interface RouteMatch {
   readonly route: Route;
   readonly params: Record<string, string>;
+  /**
+   * Parameters that could not be decoded (malformed escapes, bytes that are
+   * not UTF-8, a NUL character); absent when every one was. The pipeline
+   * answers 400 naming them.
+   */
+  readonly unsafe?: readonly string[];
 }
 
 /** The result of looking a request up: a match, a 405 with the allowed methods, or a 404. */
@@ -68,26 +75,30 @@ export class Router {
     const direct = exact?.methods.get(wanted);
     // A static path that has the method wins outright: no pattern needs trying.
     if (direct) return { kind: 'match', match: { route: direct, params: {} } };
-    const candidates: Array<{ compiled: CompiledPath; params: Record<string, string> }> = [];
+    const candidates: Array<{ compiled: CompiledPath; params: Record<string, string>; unsafe?: string[] }> = [];
     if (exact) candidates.push({ compiled: exact, params: {} });
     for (const compiled of this.#dynamic) {
       const match = compiled.pattern?.exec(path);
       if (!match) continue;
       const params: Record<string, string> = {};
-      let valid = true;
+      let unsafe: string[] | undefined;
       compiled.names.forEach((name, index) => {
-        try {
-          params[name] = decodeURIComponent(match[index + 1] ?? '');
-        } catch {
-          valid = false;
-        }
+        const raw = match[index + 1] ?? '';
+        const decoded = decodeComponent(raw);
+        params[name] = decoded ?? raw;
+        if (decoded !== undefined) return;
+        unsafe ??= [];
+        unsafe.push(name);
       });
-      if (valid) candidates.push({ compiled, params });
+      candidates.push(unsafe ? { compiled, params, unsafe } : { compiled, params });
     }
     if (candidates.length === 0) return { kind: 'not-found' };
     for (const candidate of candidates) {
       const route = candidate.compiled.methods.get(wanted);
-      if (route) return { kind: 'match', match: { route, params: candidate.params } };
+      if (route) {
+        const { params, unsafe } = candidate;
+        return { kind: 'match', match: unsafe ? { route, params, unsafe } : { route, params } };
+      }
     }
     const allowed = new Set<HttpMethod>();
     for (const candidate of candidates) for (const m of candidate.compiled.methods.keys()) allowed.add(m);

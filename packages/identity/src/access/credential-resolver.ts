@@ -123,18 +123,23 @@ export function createCredentialResolver(options: CredentialResolverOptions): Cr
       const [subject, id] = subjects[index] as [RevocationSubject, string | null | undefined];
       if (!id) continue;
       const mark = watermark(subject, id);
-      if (typeof mark !== 'number') return assertNotRevokedFrom(iat, subjects, index);
+      // The pending lookup is handed on, never dropped: dropped, its rejection (database down) would go unhandled.
+      if (typeof mark !== 'number') return assertNotRevokedFrom(iat, subjects, index, mark);
       if (iat < mark) throw tokenInvalid(`The token was revoked (${subject}).`);
     }
     return undefined;
   }
 
+  /** Continues {@link assertNotRevoked} from the subject at `start`, whose watermark is `pending`. */
   async function assertNotRevokedFrom(
     iat: number,
     subjects: Array<[RevocationSubject, string | null | undefined]>,
     start: number,
+    pending: Promise<number>,
   ): Promise<undefined> {
-    for (const [subject, id] of subjects.slice(start)) {
+    const [first] = subjects[start] as [RevocationSubject, string];
+    if (iat < (await pending)) throw tokenInvalid(`The token was revoked (${first}).`);
+    for (const [subject, id] of subjects.slice(start + 1)) {
       if (id && iat < (await watermark(subject, id))) throw tokenInvalid(`The token was revoked (${subject}).`);
     }
     return undefined;

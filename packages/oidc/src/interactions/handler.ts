@@ -1,5 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Clock, clientIpOf, escapeHtml, type Logger, mediaTypeOf, readCookie, silentLogger, systemClock } from '@idt/core';
+import {
+  type Clock,
+  clientIpOf,
+  DATABASE_RETRY_AFTER_SECONDS,
+  escapeHtml,
+  isDatabaseUnavailable,
+  type Logger,
+  mediaTypeOf,
+  parseParams,
+  readCookie,
+  silentLogger,
+  systemClock,
+} from '@idt/core';
 import { EmailSchema, formatSessionCookie, type TokenMac } from '@idt/identity';
 import type Provider from 'oidc-provider';
 import type { ClientService } from '../clients/service.js';
@@ -58,6 +70,26 @@ type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 
 class FormTooLarge extends Error {}
 
+/** A form or query holding a NUL character or bytes that are not valid UTF-8. */
+class UnsafeText extends Error {}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Whether a query string (or form) decodes strictly: valid UTF-8, no NUL, no lone surrogate. */
+function safeParams(text: string): boolean {
+  try {
+    parseParams(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Reads a sign-in form.
+ *
+ * @throws FormTooLarge past 16 KiB; UnsafeText when it is not valid UTF-8 or holds a NUL.
+ */
 async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   const type = mediaTypeOf(req.headers['content-type']);
   const chunks: Buffer[] = [];
@@ -68,7 +100,14 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
     chunks.push(chunk as Buffer);
   }
   if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(Buffer.concat(chunks));
+  } catch {
+    throw new UnsafeText();
+  }
+  if (!safeParams(text)) throw new UnsafeText();
+  return new URLSearchParams(text);
 }
 
 /**
@@ -106,6 +145,18 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
         { title: 'Sign-in expired', assets },
         `<h1>This sign-in has expired</h1>
 <p>Sign-in requests last one hour and work only in the browser that started them.</p>
+<p class="hint">Go back to the application and start the sign-in again.</p>`,
+      ),
+    );
+
+  const unreadable = (res: ServerResponse) =>
+    send(
+      res,
+      400,
+      renderPage(
+        { title: 'Sign-in problem', assets },
+        `<h1>This request could not be read</h1>
+<p>It contains characters that are not allowed.</p>
 <p class="hint">Go back to the application and start the sign-in again.</p>`,
       ),
     );
@@ -546,6 +597,7 @@ ${csrfField(uid)}
     try {
       details = await provider().interactionDetails(req, res);
     } catch (error) {
+      if (isDatabaseUnavailable(error)) throw error;
       logger.info('sign-in page for an unknown or expired interaction', { error });
       return expired(res);
     }
@@ -571,6 +623,7 @@ ${csrfField(uid)}
         res.end('Content Too Large');
         return;
       }
+      if (error instanceof UnsafeText) return unreadable(res);
       throw error;
     }
     if (!csrfValid(uid, form)) {
@@ -621,10 +674,24 @@ ${csrfField(uid)}
     const [uid = '', action = '', ...rest] = url.pathname.slice(base.length + 1).split('/');
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(uid) || rest.length > 0) return false;
     try {
+      if (!safeParams(url.search)) {
+        unreadable(res);
+        return true;
+      }
       await route(req, res, uid, action);
     } catch (error) {
       logger.error('sign-in page failed', { error });
-      if (!res.headersSent) {
+      if (!res.headersSent && isDatabaseUnavailable(error)) {
+        send(
+          res,
+          503,
+          renderPage(
+            { title: 'Temporarily unavailable', assets },
+            '<h1>Temporarily unavailable</h1><p>The service cannot reach its database right now. Try again in a moment.</p>',
+          ),
+          { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+        );
+      } else if (!res.headersSent) {
         send(
           res,
           500,

@@ -1,10 +1,11 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import {
   type Clock,
   type CredentialResolver,
   clientIpOf,
   createThrottle,
   createTtlCache,
+  decodeComponent,
   defineEventHandler,
   type EventDefinition,
   type EventHandlerDefinition,
@@ -12,7 +13,9 @@ import {
   escapeHtml,
   type JwtVerifier,
   type Logger,
+  mediaTypeOf,
   type Principal,
+  parseParams,
   type RateLimitDecision,
   type RequestRateLimiter,
   type Route,
@@ -28,6 +31,7 @@ import {
   UserSessionEvictedEvent,
   UserSessionRevokedEvent,
 } from '@idt/identity';
+import { ValidationProblem } from '@idt/problem';
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { type ClientService, createClientService } from '../clients/service.js';
@@ -48,7 +52,12 @@ import { loadOidcProvider } from '../provider/load.js';
 import { installProviderMiddleware } from '../provider/middleware.js';
 import { createKnexAdapterClass, pruneAdapterPayloads } from './adapter.js';
 import { createKnexClientStore } from './client-store.js';
-import { createKnexClientLockout, createKnexConsentStore, createKnexGrantContextStore } from './stores.js';
+import {
+  createKnexClientLockout,
+  createKnexConsentStore,
+  createKnexGrantContextStore,
+  type KnexClientLockout,
+} from './stores.js';
 
 /** Settings of the OpenID provider module (mapped from `IdtConfig` by the host). */
 export interface OidcSettings {
@@ -112,6 +121,8 @@ export interface KnexOidc {
   reloadKeys(): Promise<void>;
   /** Ends provider sessions (and their grants) of an identity session or of a user, and queues back-channel logout. */
   endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number>;
+  /** The invalid-client lockout (SPEC 8.2), read-only: whether a client is locked, and its bounded memory. */
+  readonly lockout: Pick<KnexClientLockout, 'isLocked' | 'unknownClientsTracked'>;
   /** Loads lockouts from the database; call once at start. */
   start(): Promise<void>;
 }
@@ -137,6 +148,104 @@ function isProviderPath(path: string): boolean {
 /** Whether a path (without the deployment prefix) belongs to the provider or the sign-in pages. */
 export function isOidcSurfacePath(path: string): boolean {
   return path.startsWith(`${INTERACTION_BASE}/`) || path.startsWith(`${ASSETS_BASE}/`) || isProviderPath(path);
+}
+
+/** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */
+const MAX_PROVIDER_FORM_BYTES = 56 * 1024;
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The description of an OAuth error naming what holds text that is not safe to store. */
+function unsafeDescription(what: string): string {
+  return `${what} contains a NUL character or bytes that are not valid UTF-8.`;
+}
+
+/** `undefined` when a query string or form is safe, else the description naming its first unsafe parameter. */
+function unsafeParams(text: string): string | undefined {
+  try {
+    parseParams(text);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof ValidationProblem)) throw error;
+    return unsafeDescription(`The ${Object.keys(error.errors ?? {})[0] ?? 'request'} parameter`);
+  }
+}
+
+/** Whether HTTP Basic client credentials (form-encoded, then Base64) decode to safe text. */
+function safeBasicCredentials(header: string | undefined): boolean {
+  const match = header ? /^Basic\s+(\S+)\s*$/i.exec(header) : null;
+  if (!match?.[1]) return true;
+  let decoded: string;
+  try {
+    decoded = STRICT_UTF8.decode(Buffer.from(match[1], 'base64'));
+  } catch {
+    return false;
+  }
+  return decoded.split(':').every((part) => decodeComponent(part.replace(/\+/g, ' ')) !== undefined);
+}
+
+/**
+ * Checks a provider request's path, query, Basic credentials and form body
+ * for NUL characters and bytes that are not valid UTF-8, before oidc-provider
+ * and the database see them. Answers the OAuth error description of a
+ * refusal, or the request to hand on: `req` itself, or (when the form was
+ * read) a copy carrying the buffered body, since oidc-provider reads the
+ * stream itself.
+ */
+function guardProviderRequest(
+  req: IncomingMessage,
+  rawUrl: string,
+): string | IncomingMessage | Promise<string | IncomingMessage> {
+  const query = rawUrl.indexOf('?');
+  if (decodeComponent(query === -1 ? rawUrl : rawUrl.slice(0, query)) === undefined) {
+    return unsafeDescription('The request path');
+  }
+  const unsafeQuery = query === -1 ? undefined : unsafeParams(rawUrl.slice(query + 1));
+  if (unsafeQuery) return unsafeQuery;
+  if (!safeBasicCredentials(req.headers.authorization)) return unsafeDescription('The Authorization header');
+  if (req.method !== 'POST' || mediaTypeOf(req.headers['content-type']) !== 'application/x-www-form-urlencoded') return req;
+  return readProviderForm(req);
+}
+
+async function readProviderForm(req: IncomingMessage): Promise<string | IncomingMessage> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req.iterator({ destroyOnReturn: false })) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_PROVIDER_FORM_BYTES) return 'The request body is too large.';
+    chunks.push(chunk as Buffer);
+  }
+  const body = Buffer.concat(chunks);
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(body);
+  } catch {
+    return unsafeDescription('The request body');
+  }
+  return unsafeParams(text) ?? withBody(req, body);
+}
+
+/** A request like `req` whose (already consumed) body is `body`, for oidc-provider to read. */
+function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
+  const copy = new IncomingMessage(req.socket);
+  copy.method = req.method as string;
+  copy.url = req.url as string;
+  copy.headers = req.headers;
+  copy.rawHeaders = req.rawHeaders;
+  copy.httpVersionMajor = req.httpVersionMajor;
+  copy.httpVersionMinor = req.httpVersionMinor;
+  copy.httpVersion = req.httpVersion;
+  if (body.byteLength > 0) copy.push(body);
+  copy.push(null);
+  copy.complete = true;
+  return copy;
+}
+
+/** Answers 400 `invalid_request` the way oidc-provider words its errors. */
+function invalidRequest(res: ServerResponse, description: string): true {
+  res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(JSON.stringify({ error: 'invalid_request', error_description: description }));
+  return true;
 }
 
 /**
@@ -454,6 +563,17 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
   }
 
   function serveProvider(req: IncomingMessage, res: ServerResponse, rawUrl: string, path: string): boolean | Promise<boolean> {
+    const guarded = guardProviderRequest(req, rawUrl);
+    if (typeof guarded === 'string') return invalidRequest(res, guarded);
+    if (guarded instanceof Promise) {
+      return guarded.then((checked) =>
+        typeof checked === 'string' ? invalidRequest(res, checked) : limitAndMount(checked, res, rawUrl, path),
+      );
+    }
+    return limitAndMount(guarded, res, rawUrl, path);
+  }
+
+  function limitAndMount(req: IncomingMessage, res: ServerResponse, rawUrl: string, path: string): boolean | Promise<boolean> {
     const limited = rateLimited(req, res, path);
     if (limited === true) return true;
     if (limited === false) return mount(req, res, rawUrl);
@@ -567,6 +687,7 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     ],
     reloadKeys: build,
     endSessions,
+    lockout: knexLockout,
     start: () => lockout.load(),
   };
 }

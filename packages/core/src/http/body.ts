@@ -82,10 +82,7 @@ export function parseParams(text: string): Record<string, string | string[]> {
       if (!unsafe.includes(field)) unsafe.push(field);
       continue;
     }
-    const existing = out[name];
-    if (existing === undefined) out[name] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else out[name] = [existing, value];
+    addParam(out, name, value);
   }
   if (unsafe.length > 0) throw unsafeTextProblem(unsafe);
   return out;
@@ -128,6 +125,15 @@ function unsafeMembers(root: unknown): string[] {
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Decodes bytes as UTF-8 strictly: `undefined` when they are not valid UTF-8 (instead of U+FFFD). */
+export function decodeUtf8Strict(bytes: Uint8Array): string | undefined {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Reads a request body up to `maxBytes`, refusing more with 413 without
  * reading the rest.
@@ -150,11 +156,9 @@ export async function readBodyText(request: BodySource, maxBytes: number): Promi
     if (size > maxBytes) throw tooLarge(maxBytes);
     chunks.push(value);
   }
-  try {
-    return STRICT_UTF8.decode(Buffer.concat(chunks));
-  } catch {
-    throw unsafeTextProblem(['']);
-  }
+  const text = decodeUtf8Strict(Buffer.concat(chunks));
+  if (text === undefined) throw unsafeTextProblem(['']);
+  return text;
 }
 
 function tooLarge(maxBytes: number): ProblemError {
@@ -221,11 +225,14 @@ export async function readFormBody(
 /** Query or form parameters as an object; a repeated name becomes an array. */
 export function searchParamsToObject(params: URLSearchParams): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [key, value] of params) {
-    const existing = out[key];
-    if (existing === undefined) out[key] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else out[key] = [existing, value];
-  }
+  for (const [key, value] of params) addParam(out, key, value);
   return out;
+}
+
+/** Adds a parameter; a repeated name becomes an array. */
+function addParam(out: Record<string, string | string[]>, name: string, value: string): void {
+  const existing = out[name];
+  if (existing === undefined) out[name] = value;
+  else if (Array.isArray(existing)) existing.push(value);
+  else out[name] = [existing, value];
 }

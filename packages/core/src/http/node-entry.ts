@@ -3,7 +3,7 @@ import { ProblemError, renderProblem, resolveTraceId } from '@idt/problem';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/unavailable.js';
 import type { Logger } from '../logger.js';
 import type { NodeSurfaceHandler } from '../module.js';
-import { nodeRequestInfo, toIncomingRequest, writeFetchResponse } from '../node.js';
+import { nodeRequestInfo, requestUrl, toIncomingRequest, writeFetchResponse } from '../node.js';
 import type { HttpApp, RequestInfo } from './app.js';
 import { mediaTypeOf } from './body.js';
 
@@ -14,8 +14,6 @@ export type IdtNodeHandler = (req: IncomingMessage, res: ServerResponse, next?: 
 export interface IdtNodeHandlerOptions {
   readonly app: HttpApp;
   readonly trustProxy: boolean;
-  /** The deployment path prefix (`''` or `/idt`): the mount path of a host that mounts idt below its root. */
-  readonly pathPrefix: string;
   /** The node surfaces that may answer a path (prefix included), in order. */
   readonly surfaces: (pathname: string) => readonly NodeSurfaceHandler[];
   /** The Fetch entry point, for requests whose body a framework already read. */
@@ -83,11 +81,12 @@ function bodyAlreadyRead(req: FrameworkRequest): boolean {
 
 /** Builds the request again from the body a parser left on `req.body` and answers it through the Fetch entry. */
 async function fromParsedBody(req: FrameworkRequest, options: IdtNodeHandlerOptions): Promise<Response> {
-  const url = `${requestOrigin(req, options.trustProxy)}${req.url?.startsWith('/') ? req.url : '/'}`;
+  const url = requestUrl(req, options.trustProxy);
   const type = mediaTypeOf(req.headers['content-type']);
   const body = rebuildBody(req.body, type);
   if (body === undefined) {
-    const traceId = resolveTraceId(headerOf(req, 'traceparent'));
+    const traceparent = req.headers.traceparent;
+    const traceId = resolveTraceId(Array.isArray(traceparent) ? traceparent[0] : traceparent);
     const problem = renderProblem(
       new ProblemError(
         'Http.BodyAlreadyRead',
@@ -129,17 +128,4 @@ function rebuildBody(parsed: unknown, type: string | undefined): Uint8Array | un
     return new TextEncoder().encode(form.toString());
   }
   return undefined;
-}
-
-function headerOf(req: IncomingMessage, name: string): string | null {
-  const value = req.headers[name];
-  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
-}
-
-function requestOrigin(req: IncomingMessage, trustProxy: boolean): string {
-  const forwardedProto = trustProxy ? headerOf(req, 'x-forwarded-proto')?.split(',')[0]?.trim() : undefined;
-  const forwardedHost = trustProxy ? headerOf(req, 'x-forwarded-host')?.split(',')[0]?.trim() : undefined;
-  const protocol = forwardedProto ?? ((req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
-  const host = forwardedHost ?? headerOf(req, 'host') ?? 'localhost';
-  return `${protocol}://${/^[A-Za-z0-9.:[\]-]{1,255}$/.test(host) ? host : 'localhost'}`;
 }

@@ -3,6 +3,7 @@ import {
   type Clock,
   clientIpOf,
   DATABASE_RETRY_AFTER_SECONDS,
+  decodeUtf8Strict,
   escapeHtml,
   isDatabaseUnavailable,
   type Logger,
@@ -26,6 +27,7 @@ import {
   type PageBranding,
   pageCsp,
   renderPage,
+  renderUnavailablePage,
   STYLESHEET,
 } from './pages.js';
 import type { ConsentStore, GrantContextStore } from './stores.js';
@@ -73,8 +75,6 @@ class FormTooLarge extends Error {}
 /** A form or query holding a NUL character or bytes that are not valid UTF-8. */
 class UnsafeText extends Error {}
 
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
-
 /** Whether a query string (or form) decodes strictly: valid UTF-8, no NUL, no lone surrogate. */
 function safeParams(text: string): boolean {
   try {
@@ -100,13 +100,8 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
     chunks.push(chunk as Buffer);
   }
   if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
-  let text: string;
-  try {
-    text = STRICT_UTF8.decode(Buffer.concat(chunks));
-  } catch {
-    throw new UnsafeText();
-  }
-  if (!safeParams(text)) throw new UnsafeText();
+  const text = decodeUtf8Strict(Buffer.concat(chunks));
+  if (text === undefined || !safeParams(text)) throw new UnsafeText();
   return new URLSearchParams(text);
 }
 
@@ -682,15 +677,7 @@ ${csrfField(uid)}
     } catch (error) {
       logger.error('sign-in page failed', { error });
       if (!res.headersSent && isDatabaseUnavailable(error)) {
-        send(
-          res,
-          503,
-          renderPage(
-            { title: 'Temporarily unavailable', assets },
-            '<h1>Temporarily unavailable</h1><p>The service cannot reach its database right now. Try again in a moment.</p>',
-          ),
-          { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
-        );
+        send(res, 503, renderUnavailablePage(assets), { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
       } else if (!res.headersSent) {
         send(
           res,

@@ -144,3 +144,11 @@ ${isServerError ? '' : `<p class="hint">Error code: <code>${escapeHtml(out.error
 <p class="hint">Go back to the application and start the sign-in again.</p>`,
   );
 }
+
+/** The page of a request that failed because the database is unreachable (answered with 503 and `Retry-After`). */
+export function renderUnavailablePage(assets: string): string {
+  return renderPage(
+    { title: 'Temporarily unavailable', assets },
+    '<h1>Temporarily unavailable</h1><p>The service cannot reach its database right now. Try again in a moment.</p>',
+  );
+}

@@ -6,6 +6,7 @@ import {
   createThrottle,
   createTtlCache,
   decodeComponent,
+  decodeUtf8Strict,
   defineEventHandler,
   type EventDefinition,
   type EventHandlerDefinition,
@@ -153,8 +154,6 @@ export function isOidcSurfacePath(path: string): boolean {
 /** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */
 const MAX_PROVIDER_FORM_BYTES = 56 * 1024;
 
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
-
 /** The description of an OAuth error naming what holds text that is not safe to store. */
 function unsafeDescription(what: string): string {
   return `${what} contains a NUL character or bytes that are not valid UTF-8.`;
@@ -175,12 +174,8 @@ function unsafeParams(text: string): string | undefined {
 function safeBasicCredentials(header: string | undefined): boolean {
   const match = header ? /^Basic\s+(\S+)\s*$/i.exec(header) : null;
   if (!match?.[1]) return true;
-  let decoded: string;
-  try {
-    decoded = STRICT_UTF8.decode(Buffer.from(match[1], 'base64'));
-  } catch {
-    return false;
-  }
+  const decoded = decodeUtf8Strict(Buffer.from(match[1], 'base64'));
+  if (decoded === undefined) return false;
   return decoded.split(':').every((part) => decodeComponent(part.replace(/\+/g, ' ')) !== undefined);
 }
 
@@ -216,12 +211,8 @@ async function readProviderForm(req: IncomingMessage): Promise<string | Incoming
     chunks.push(chunk as Buffer);
   }
   const body = Buffer.concat(chunks);
-  let text: string;
-  try {
-    text = STRICT_UTF8.decode(body);
-  } catch {
-    return unsafeDescription('The request body');
-  }
+  const text = decodeUtf8Strict(body);
+  if (text === undefined) return unsafeDescription('The request body');
   return unsafeParams(text) ?? withBody(req, body);
 }
 

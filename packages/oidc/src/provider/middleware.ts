@@ -2,7 +2,7 @@ import type { Logger } from '@idt/core';
 import { DATABASE_RETRY_AFTER_SECONDS, escapeHtml, isDatabaseUnavailable } from '@idt/core';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { pageCsp, renderPage } from '../interactions/pages.js';
+import { pageCsp, renderPage, renderUnavailablePage } from '../interactions/pages.js';
 import { type FrontchannelTarget, renderFrontchannelPage } from '../logout/frontchannel.js';
 import { basicClientId } from './basic-auth.js';
 import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';
@@ -82,10 +82,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
     if (html) {
       ctx.type = 'html';
       ctx.set('content-security-policy', pageCsp());
-      ctx.body = renderPage(
-        { title: 'Temporarily unavailable', assets: options.assets },
-        '<h1>Temporarily unavailable</h1><p>The service cannot reach its database right now. Try again in a moment.</p>',
-      );
+      ctx.body = renderUnavailablePage(options.assets);
     } else {
       ctx.body = {
         error: 'temporarily_unavailable',

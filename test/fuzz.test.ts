@@ -300,6 +300,11 @@ describe.each(testDialects())('hostile input (%s)', (dialect) => {
   };
   const isOAuthError = (exchange: Exchange) =>
     (exchange.contentType.startsWith('application/json') && typeof parsed(exchange.body)?.error === 'string') ||
+    // A rate-limit refusal is a problem document that OAuth clients read as an error response too.
+    (exchange.status === 429 &&
+      exchange.contentType.startsWith('application/problem+json') &&
+      parsed(exchange.body)?.code === 'RateLimit.Exceeded' &&
+      parsed(exchange.body)?.error === 'rate_limit_exceeded') ||
     // oidc-provider renders an authorization error it cannot redirect as a page.
     exchange.contentType.startsWith('text/html');
   const isHtml = (exchange: Exchange) => exchange.contentType.startsWith('text/html');

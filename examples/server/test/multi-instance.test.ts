@@ -2,7 +2,7 @@ import {
   bearer,
   bootstrapAdmin,
   mintAccessToken,
-  registerClient,
+  seedOrganization,
   startTestServer,
   type TestAdmin,
   type TestClient,
@@ -33,7 +33,7 @@ const freshIp = () => {
   return `10.77.${nextIp >> 8}.${nextIp & 255}`;
 };
 
-/** A client_secret_post token request (partitioned by the caller's address, sent as X-Forwarded-For). */
+/** A client_secret_post token request from a caller address (sent as X-Forwarded-For); counted for the client's organization. */
 function tokenRequest(server: TestServer, client: { clientId: string; clientSecret: string }, ip = freshIp()) {
   return server.fetch('/connect/token', {
     method: 'POST',
@@ -54,6 +54,26 @@ describe.skipIf(!testDialects().includes('postgres'))('three instances on one Po
   let instances: TestServer[] = [];
   let admin: TestAdmin;
   const at = (index: number) => instances[index % instances.length] as TestServer;
+
+  /**
+   * A service account of an organization of its own: the auth window is the
+   * client's organization's, so only the test about the window fills one.
+   */
+  async function serviceAccount(name: string): Promise<TestClient> {
+    const organization = await seedOrganization(at(0).database.db, { name });
+    const response = await at(0).fetch('/v1/identity/clients', {
+      method: 'POST',
+      headers: { ...bearer(await admin.token()), 'content-type': 'application/json' },
+      body: JSON.stringify({ organizationId: organization.id, kind: 'service-account', name, scopes: ['users.read'] }),
+    });
+    expect(response.status).toBe(201);
+    const registration = (await response.json()) as { client: Record<string, unknown>; clientSecret: string };
+    return {
+      clientId: String(registration.client.clientId),
+      clientSecret: registration.clientSecret,
+      record: registration.client,
+    };
+  }
 
   beforeAll(async () => {
     const env = {
@@ -89,27 +109,22 @@ describe.skipIf(!testDialects().includes('postgres'))('three instances on one Po
   });
 
   it('shares the auth rate-limit window: the 13th token request is refused, on whichever instance', async () => {
-    const client = await registerClient(at(0), await admin.token(), admin.organizationId, {
-      kind: 'service-account',
-      name: 'Windowed',
-      scopes: ['users.read'],
-    });
+    const client = await serviceAccount('Windowed');
     const ip = '203.0.113.12';
     for (let i = 0; i < AUTH_LIMIT; i++) expect((await tokenRequest(at(i), client, ip)).status).toBe(200);
     for (let i = AUTH_LIMIT; i < AUTH_LIMIT + 3; i++) {
       const refused = await tokenRequest(at(i), client, ip);
       expect(refused.status).toBe(429);
-      expect(await refused.json()).toMatchObject({ error: 'rate_limit_exceeded' });
+      expect(refused.headers.get('content-type')).toBe('application/problem+json');
+      expect(await refused.json()).toMatchObject({ code: 'RateLimit.Exceeded', error: 'rate_limit_exceeded' });
     }
+    // The window is the client's organization's, whatever address the requests come from.
+    expect((await tokenRequest(at(0), client)).status).toBe(429);
   });
 
   it('refuses a rotated secret and its revoked tokens on every instance within a second', async () => {
     const [a, b, c] = instances as [TestServer, TestServer, TestServer];
-    const client = await registerClient(a, await admin.token(), admin.organizationId, {
-      kind: 'service-account',
-      name: 'Rotated',
-      scopes: ['users.read'],
-    });
+    const client = await serviceAccount('Rotated');
     const issued = (await (await tokenRequest(a, client)).json()) as { access_token: string };
     // Every instance has used the secret and the token: whatever they cache is warm.
     for (const instance of [b, c]) {
@@ -117,7 +132,7 @@ describe.skipIf(!testDialects().includes('postgres'))('three instances on one Po
       expect((await instance.fetch('/v1/identity/users', { headers: bearer(issued.access_token) })).status).toBe(200);
     }
 
-    const rotated = await a.fetch(`/v1/identity/organizations/${admin.organizationId}/clients/${client.clientId}/rotate-secret`, {
+    const rotated = await a.fetch(`/v1/identity/clients/${client.clientId}/rotate-secret`, {
       method: 'POST',
       headers: { ...bearer(await admin.token()), 'content-type': 'application/json' },
       body: JSON.stringify({ revokeActiveTokens: true }),
@@ -149,11 +164,7 @@ describe.skipIf(!testDialects().includes('postgres'))('three instances on one Po
   });
 
   it('locks a client out on every instance after five failures spread over them', async () => {
-    const client: TestClient = await registerClient(at(0), await admin.token(), admin.organizationId, {
-      kind: 'service-account',
-      name: 'Locked',
-      scopes: ['users.read'],
-    });
+    const client = await serviceAccount('Locked');
     const wrong = { clientId: client.clientId, clientSecret: 'wrong' };
     for (let i = 0; i < 5; i++) expect((await tokenRequest(at(i), wrong)).status).toBe(401);
     // The fifth failure landed on the second instance; the others learn of the lock from the database.

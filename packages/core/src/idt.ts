@@ -16,6 +16,7 @@ import { createHttpApp, type HttpApp, type RequestGate, type RequestInfo } from 
 import { createHealthRoutes } from './http/health.js';
 import { runNodeHandler } from './http/node-bridge.js';
 import { createIdtNodeHandler, type IdtNodeHandler } from './http/node-entry.js';
+import { strictTransportSecurityFor } from './http/responses.js';
 import type { Route } from './http/route.js';
 import { resolveKeyEncryptionSecret } from './keys/secret.js';
 import { createKnexSigningKeyStore, publicJwks, type SigningKeyStore } from './keys/store.js';
@@ -307,6 +308,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       return surfaces.filter((surface) => surface.matches(path));
     };
 
+    const hsts = strictTransportSecurityFor(config.publicBaseUrl);
     async function serve(request: Request, info: RequestInfo = {}): Promise<Response> {
       const matching = surfaces.length ? surfaceFor(new URL(request.url).pathname) : [];
       for (const surface of matching) {
@@ -315,7 +317,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
           : surface.node
             ? await runNodeHandler(surface.node, request, info)
             : undefined;
-        if (answered) return answered;
+        if (answered) return hsts ? withHeader(answered, 'strict-transport-security', hsts) : answered;
       }
       return app.fetch(request, info);
     }
@@ -491,4 +493,17 @@ export function defineIdtConfig<const Modules extends readonly AnyIdtModule[]>(
   options: CreateIdtOptions<Modules>,
 ): CreateIdtOptions<Modules> {
   return options;
+}
+
+/** `response` with a header added unless present (a copy when its headers are immutable, as after `Response.redirect`). */
+function withHeader(response: Response, name: string, value: string): Response {
+  if (response.headers.has(name)) return response;
+  try {
+    response.headers.set(name, value);
+    return response;
+  } catch {
+    const headers = new Headers(response.headers);
+    headers.set(name, value);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  }
 }

@@ -87,7 +87,15 @@ export type { OpenApiDocument, OpenApiOptions } from './http/openapi.js';
 export { generateOpenApiDocument } from './http/openapi.js';
 export type { Page, PageRequest, PageSlice } from './http/paging.js';
 export { MAX_PAGE_SIZE, PageQuery, pageSchema, toPage } from './http/paging.js';
-export { escapeHtml, html, json, noContent, text } from './http/responses.js';
+export {
+  escapeHtml,
+  html,
+  json,
+  noContent,
+  STRICT_TRANSPORT_SECURITY,
+  strictTransportSecurityFor,
+  text,
+} from './http/responses.js';
 export type {
   HttpMethod,
   Route,

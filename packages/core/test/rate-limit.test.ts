@@ -99,6 +99,29 @@ describe.each(testDialects())('rate limiting on %s', (dialect) => {
     expect(await counter.prune()).toBe(0);
   });
 
+  it('peeks at the open window without counting, and sees nothing once it expired', async () => {
+    const clock = createManualClock('2031-01-01T00:00:00Z');
+    const counter = createWindowCounter({ db: database.db, clock });
+    expect(await counter.peek('peek')).toBeUndefined();
+    await counter.hit('peek', 5, MINUTE);
+    clock.advance(10_000);
+    await counter.hit('peek', 5, MINUTE);
+    const start = clock.now().getTime() - 10_000;
+    expect(await counter.peek('peek')).toEqual({ total: 2, expiresAt: start + MINUTE });
+    expect(await counter.peek('peek')).toEqual({ total: 2, expiresAt: start + MINUTE });
+    const row = await database.db('core_rate_limit_counters').where('key', 'peek').first();
+    expect(Number(row.count)).toBe(2);
+    clock.advance(MINUTE - 10_001);
+    expect((await counter.peek('peek'))?.total).toBe(2);
+    clock.advance(1); // exactly at expiry: the window is over
+    expect(await counter.peek('peek')).toBeUndefined();
+    // Over-long keys are peeked at by their digest too.
+    const long = 'p'.repeat(300);
+    await counter.hit(long, 1, MINUTE);
+    expect((await counter.peek(long))?.total).toBe(1);
+    await counter.reset(long);
+    expect(await counter.peek(long)).toBeUndefined();
+  });
   it('stores over-long keys by digest', async () => {
     const counter = createWindowCounter({ db: database.db });
     const key = `email:${'x'.repeat(600)}@example.com`;

@@ -27,6 +27,7 @@ export type {
   SessionLookup,
   UserAccess,
 } from './access/store.js';
+export { GRANT_CLAIM } from './access/store.js';
 export type { AccountsActor } from './accounts/actor.js';
 export {
   accountsEvents,

@@ -1,4 +1,4 @@
-import { defineEvent } from '@idt/core';
+import { defineEvent, type PendingEvent } from '@idt/core';
 import { z } from 'zod';
 
 /**
@@ -19,3 +19,17 @@ export const OidcSessionEndedEvent = defineEvent({
     endedAt: z.string(),
   }),
 });
+
+/** The {@link OidcSessionEndedEvent} of a session that ended at `endedAt`. */
+export function sessionEnded(
+  userId: string,
+  sessionId: string,
+  clientIds: readonly string[],
+  reason: string,
+  endedAt: Date,
+): PendingEvent {
+  return {
+    event: OidcSessionEndedEvent,
+    payload: { userId, sessionId, clientIds: clientIds.join(' '), reason, endedAt: endedAt.toISOString() },
+  };
+}

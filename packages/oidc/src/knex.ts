@@ -15,7 +15,16 @@ export { createKnexOidc } from './knex/module.js';
 export type { ClientLockoutOptions, KnexClientLockout } from './knex/stores.js';
 export {
   createKnexClientLockout,
+  createKnexClientLockoutStore,
   createKnexConsentStore,
   createKnexGrantContextStore,
-  UNKNOWN_CLIENT_LIMIT,
 } from './knex/stores.js';
+export type {
+  ClientLockout,
+  ClientLockoutChange,
+  ClientLockoutPolicy,
+  ClientLockoutPolicyOptions,
+  ClientLockoutRow,
+  ClientLockoutStore,
+} from './policy/client-lockout.js';
+export { CLIENT_LOCKOUT, createClientLockout, UNKNOWN_CLIENT_LIMIT } from './policy/client-lockout.js';

@@ -109,14 +109,17 @@ describe.each(testDialects())('invalid-client lockout state on %s', (dialect) =>
     // The window ends: four old failures and a new one are not five within five minutes.
     clock.advance(300_001);
     await wrong();
+    // A success forgets the failures: four more do not lock, the fifth does.
     expect((await right()).status).toBe(200);
     for (let attempt = 0; attempt < 4; attempt++) await wrong();
+    expect(server.idt.services.oidc.lockout.isLocked(service.clientId)).toBe(false);
+    await wrong();
     expect(server.idt.services.oidc.lockout.isLocked(service.clientId)).toBe(true);
     const refused = await right();
     expect(refused.status).toBe(401);
     expect(await refused.json()).toMatchObject({ error: 'invalid_client' });
     const row = await server.database.db('oidc_client_auth_failures').where({ client_id: service.clientId }).first();
-    expect(Number(row.total)).toBe(10);
+    expect(Number(row.total)).toBe(11);
     expect(new Date(row.locked_until).getTime()).toBe(clock.now().getTime() + 300_000);
     clock.advance(299_000);
     expect((await right()).status).toBe(401);

@@ -289,23 +289,37 @@ describe.each(testDialects())('organizations at authorize time on %s', (dialect)
       // Another browser (a new single sign-on session): not asked again.
       const second = await run(config, user, { browser: new Browser() });
       expect(sawConsent(second.pages)).toBe(false);
-      await exchange(config, second);
+      const { tokens: secondTokens } = await exchange(config, second);
+      const otherClientId = (await boundClient('open')).client.clientId;
 
       const consents = await expectJson(await call('GET', '/v1/identity/consents', { token: tokens.access_token }));
       expect(consents).toEqual([
         { clientId: client.clientId, scopes: ['email', 'openid', 'profile', 'roles'], updatedAt: expect.any(String) },
       ]);
       expect((await call('DELETE', `/v1/identity/consents/${client.clientId}`, { token: tokens.access_token })).status).toBe(204);
+      // Withdrawal ends the client's token families: its access tokens, the one used here included.
       await expectProblem(
-        await call('DELETE', `/v1/identity/consents/${client.clientId}`, { token: tokens.access_token }),
-        404,
-        'Clients.NotFound',
+        await call('GET', '/v1/identity/consents', { token: tokens.access_token }),
+        401,
+        'Auth.Unauthenticated',
       );
-      expect(await expectJson(await call('GET', '/v1/identity/consents', { token: tokens.access_token }))).toEqual([]);
+      await expectProblem(
+        await call('GET', '/v1/identity/consents', { token: secondTokens.access_token }),
+        401,
+        'Auth.Unauthenticated',
+      );
 
       const third = await run(config, user, { browser: new Browser() });
       expect(sawConsent(third.pages)).toBe(true);
-      await exchange(config, third);
+      const { tokens: thirdTokens } = await exchange(config, third);
+      await expectProblem(
+        await call('DELETE', `/v1/identity/consents/${otherClientId}`, { token: thirdTokens.access_token }),
+        404,
+        'Clients.NotFound',
+      );
+      expect(await expectJson(await call('GET', '/v1/identity/consents', { token: thirdTokens.access_token }))).toEqual([
+        { clientId: client.clientId, scopes: ['email', 'openid', 'profile', 'roles'], updatedAt: expect.any(String) },
+      ]);
     });
 
     it('asks again for scopes not yet allowed', async () => {

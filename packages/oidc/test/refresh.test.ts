@@ -2,6 +2,7 @@ import { createManualClock, type ManualClock, sha256Hex } from '@idt/core';
 import {
   bootstrapAdmin,
   discover,
+  oidcClient,
   redeemCode,
   refreshTokenRequest,
   registerClient,
@@ -9,6 +10,7 @@ import {
   startTestServer,
   type TestAdmin,
   type TestServer,
+  tenantWithTokens,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,7 +57,7 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
       password: admin.password,
     });
     const tokens = await redeemCode(config, result);
-    return { client, config, tokens, refreshToken: tokens.refresh_token ?? '' };
+    return { client, config, result, tokens, refreshToken: tokens.refresh_token ?? '' };
   }
 
   it('stores refresh tokens only as hashes', async () => {
@@ -65,56 +67,137 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     expect(await refreshRow(server, refreshToken)).toBeTruthy();
   });
 
-  it('rotates on every redemption and tolerates a replay within the leeway', async () => {
-    const { client, refreshToken } = await login();
-    const first = await refreshTokenRequest(server, client, refreshToken);
-    expect(first.status).toBe(200);
-    const rotated = (await first.json()) as { refresh_token: string; access_token: string };
+  /** Every status a bearer token gets now on the API and at userinfo. */
+  async function bearerStatuses(accessToken: string) {
+    const headers = { authorization: `Bearer ${accessToken}` };
+    const [me, userinfo] = await Promise.all([
+      server.fetch('/v1/identity/users/me', { headers }),
+      server.fetch('/connect/userinfo', { headers }),
+    ]);
+    return [me.status, userinfo.status];
+  }
+
+  it('rotates on every redemption; a replay within the leeway gets the same successor', async () => {
+    const { client, config, refreshToken } = await login();
+    const rotated = await oidcClient.refreshTokenGrant(config, refreshToken);
+    expect(rotated.refresh_token).toBeTruthy();
     expect(rotated.refresh_token).not.toBe(refreshToken);
-    // The last millisecond of the leeway still tolerates the replay.
+    // The last millisecond of the leeway still tolerates the replay: the same successor, a new access token.
     clock.advance(LEEWAY_MS);
     const replay = await refreshTokenRequest(server, client, refreshToken);
     expect(replay.status).toBe(200);
-    const replayed = (await replay.json()) as { refresh_token: string };
-    expect(replayed.refresh_token).not.toBe(rotated.refresh_token);
-    // The family is intact: both successors still work.
-    expect((await refreshTokenRequest(server, client, rotated.refresh_token)).status).toBe(200);
-    expect((await refreshTokenRequest(server, client, replayed.refresh_token)).status).toBe(200);
+    const replayed = (await replay.json()) as { refresh_token: string; access_token: string };
+    expect(replayed.refresh_token).toBe(rotated.refresh_token);
+    expect(replayed.access_token).not.toBe(rotated.access_token);
+    expect(await bearerStatuses(replayed.access_token)).toEqual([200, 200]);
+    // The family goes on from its one successor.
+    const next = await oidcClient.refreshTokenGrant(config, rotated.refresh_token ?? '');
+    expect(next.refresh_token).not.toBe(rotated.refresh_token);
+    // A replay of the first token after the chain moved on, still within the leeway, gets no new branch.
+    const late = await refreshTokenRequest(server, client, refreshToken);
+    expect(late.status).toBe(200);
+    expect(((await late.json()) as { refresh_token: string }).refresh_token).toBe(rotated.refresh_token);
   });
 
-  it('revokes the whole family on a replay after the leeway', async () => {
-    const { client, refreshToken, tokens } = await login();
-    const rotated = (await (await refreshTokenRequest(server, client, refreshToken)).json()) as { refresh_token: string };
-    const next = (await (await refreshTokenRequest(server, client, rotated.refresh_token)).json()) as { refresh_token: string };
+  it('ends the whole family on a replay after the leeway: refresh tokens, access tokens, grant', async () => {
+    const { client, config, refreshToken, tokens } = await login();
+    // Another family of the same user: its own sign-in with the same client.
+    const other = await redeemCode(
+      config,
+      await signIn(config, {
+        redirectUri: REDIRECT,
+        scope: 'openid offline_access users.read',
+        email: admin.email,
+        password: admin.password,
+      }),
+    );
+    const accessTokens = [tokens.access_token];
+    let current = refreshToken;
+    for (let round = 0; round < 3; round++) {
+      const rotated = await oidcClient.refreshTokenGrant(config, current);
+      accessTokens.push(rotated.access_token);
+      current = rotated.refresh_token ?? '';
+    }
+    for (const accessToken of accessTokens) expect(await bearerStatuses(accessToken)).toEqual([200, 200]);
+    const grantId = JSON.parse((await refreshRow(server, current)).payload).grantId as string;
+    expect(await server.database.db('oidc_payloads').where({ model: 'Grant', id: grantId }).first()).toBeTruthy();
+
     clock.advance(LEEWAY_MS + 1);
     const replay = await refreshTokenRequest(server, client, refreshToken);
     expect(replay.status).toBe(400);
     expect(await replay.json()).toMatchObject({ error: 'invalid_grant' });
-    const successor = await refreshTokenRequest(server, client, next.refresh_token);
+    const successor = await refreshTokenRequest(server, client, current);
     expect(successor.status).toBe(400);
     expect(await successor.json()).toMatchObject({ error: 'invalid_grant' });
-    expect(tokens.access_token).toBeTruthy();
+    // Every access token of the family is refused on its next bearer request and by userinfo.
+    for (const accessToken of accessTokens) expect(await bearerStatuses(accessToken)).toEqual([401, 401]);
+    const refused = await server.fetch('/v1/identity/users/me', { headers: { authorization: `Bearer ${accessTokens[0]}` } });
+    expect(refused.headers.get('www-authenticate')).toContain('invalid_token');
+    // The grant and every stored token of the family are gone.
+    expect(await server.database.db('oidc_payloads').where({ grant_id: grantId }).first()).toBeUndefined();
+    // The user's other family keeps working.
+    expect(await bearerStatuses(other.access_token)).toEqual([200, 200]);
+    const otherRotated = await oidcClient.refreshTokenGrant(config, other.refresh_token ?? '');
+    expect(await bearerStatuses(otherRotated.access_token)).toEqual([200, 200]);
   });
 
-  it('consumes atomically: concurrent redemptions stay in one family that a late replay ends', async () => {
+  it('consumes atomically: 200 concurrent redemptions yield exactly one successor, and a late replay ends it', async () => {
     const { client, refreshToken } = await login();
-    const results = await Promise.all(Array.from({ length: 5 }, () => refreshTokenRequest(server, client, refreshToken)));
-    const bodies = (await Promise.all(results.map((response) => response.json()))) as Array<{ refresh_token?: string }>;
-    expect(results.every((response) => response.status === 200)).toBe(true);
-    const row = await server.database
-      .db('oidc_payloads')
-      .where({ model: 'RefreshToken', id: sha256Hex(refreshToken) })
-      .first();
+    const results = await Promise.all(Array.from({ length: 200 }, () => refreshTokenRequest(server, client, refreshToken)));
+    const bodies = (await Promise.all(results.map((response) => response.json()))) as Array<{
+      refresh_token?: string;
+      access_token?: string;
+    }>;
+    expect(results.map((response) => response.status)).toEqual(Array(200).fill(200));
+    const row = await refreshRow(server, refreshToken);
     expect(row.consumed_at).toBeTruthy();
-    const successors = bodies.map((body) => body.refresh_token ?? '');
-    expect(new Set(successors).size).toBe(5);
-    const grantIds = new Set(
-      await Promise.all(successors.map(async (token) => JSON.parse((await refreshRow(server, token)).payload).grantId as string)),
-    );
-    expect(grantIds.size).toBe(1);
+    const successors = new Set(bodies.map((body) => body.refresh_token));
+    expect(successors.size).toBe(1);
+    const successor = bodies[0]?.refresh_token ?? '';
+    expect(successor).not.toBe(refreshToken);
+    // One stored successor, live; the family has no other refresh token.
+    const grantId = JSON.parse(row.payload).grantId as string;
+    const family = await server.database.db('oidc_payloads').where({ model: 'RefreshToken', grant_id: grantId }).select('id');
+    expect(family.map((entry) => entry.id).sort()).toEqual([sha256Hex(refreshToken), sha256Hex(successor)].sort());
+    const sample = bodies[199]?.access_token ?? '';
+    expect(await bearerStatuses(sample)).toEqual([200, 200]);
     clock.advance(LEEWAY_MS + 1);
     expect((await refreshTokenRequest(server, client, refreshToken)).status).toBe(400);
-    for (const token of successors) expect((await refreshTokenRequest(server, client, token)).status).toBe(400);
+    expect((await refreshTokenRequest(server, client, successor)).status).toBe(400);
+    expect(await bearerStatuses(sample)).toEqual([401, 401]);
+  });
+
+  it('ends the family when an authorization code is redeemed twice', async () => {
+    const { client, config, result, tokens } = await login();
+    expect(await bearerStatuses(tokens.access_token)).toEqual([200, 200]);
+    await expect(redeemCode(config, result)).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect(await bearerStatuses(tokens.access_token)).toEqual([401, 401]);
+    expect((await refreshTokenRequest(server, client, tokens.refresh_token ?? '')).status).toBe(400);
+  });
+
+  it('lets only the owning client introspect or revoke a refresh token, never another organization’s client', async () => {
+    const { client, config, refreshToken } = await login();
+    const other = await tenantWithTokens(server, `Other ${Math.random().toString(36).slice(2, 8)}`);
+    const foreign = await registerClient(server, other.tokens.owner, other.organization.id, {
+      kind: 'application',
+      name: 'Foreign app',
+      redirectUris: [REDIRECT],
+      scopes: ['openid', 'offline_access'],
+    });
+    const foreignConfig = await discover(server, foreign);
+    expect(await oidcClient.tokenIntrospection(foreignConfig, refreshToken)).toEqual({ active: false });
+    await expect(oidcClient.tokenRevocation(foreignConfig, refreshToken)).rejects.toMatchObject({ error: 'invalid_request' });
+    const own = await oidcClient.tokenIntrospection(config, refreshToken);
+    expect(own).toMatchObject({ active: true, client_id: client.clientId, sub: admin.userId });
+    // The refused revocation changed nothing.
+    expect((await refreshTokenRequest(server, client, refreshToken)).status).toBe(200);
+  });
+
+  it('ends the access tokens of a refresh token revoked at the revocation endpoint (RFC 7009)', async () => {
+    const { config, refreshToken, tokens } = await login();
+    expect(await bearerStatuses(tokens.access_token)).toEqual([200, 200]);
+    await oidcClient.tokenRevocation(config, refreshToken, { token_type_hint: 'refresh_token' });
+    expect(await bearerStatuses(tokens.access_token)).toEqual([401, 401]);
   });
 
   it('keeps the absolute expiry through rotations (no sliding) and follows the lifetime precedence', async () => {

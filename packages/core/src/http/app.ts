@@ -25,7 +25,7 @@ import {
   type RequestHead,
   toFetchResponse,
 } from './light.js';
-import { json } from './responses.js';
+import { json, strictTransportSecurityFor } from './responses.js';
 import type { Route, RouteContext } from './route.js';
 import { Router } from './router.js';
 
@@ -133,6 +133,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const prefix = options.pathPrefix ?? '';
   const logger = options.logger ?? silentLogger;
   const gates = options.gates ?? [];
+  const hsts = strictTransportSecurityFor(options.publicBaseUrl);
 
   async function run(
     request: IncomingRequest,
@@ -236,7 +237,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       clientIp,
       options.publicBaseUrl,
     );
-    return route.handler(ctx);
+    const response = await route.handler(ctx);
+    // A response for a credential is nobody else's: no shared or browser cache keeps it unless the handler says so.
+    if (principal && !response.headers.has('cache-control')) response.headers.set('cache-control', 'no-store');
+    return response;
   }
 
   async function handle(request: IncomingRequest, info: RequestInfo = {}): Promise<HandlerResponse> {
@@ -252,20 +256,23 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       const error = closed() ? new ClientClosedError() : asDatabaseUnavailable(caught);
       const own = renderOwnError(matched.route, error);
       if (own) {
-        own.headers.set('x-request-id', requestId);
-        return own;
+        response = own;
+      } else {
+        const rendered = renderProblem(error, { environment: options.environment, traceId });
+        if (rendered.status >= 500) {
+          logger.error('request failed', { requestId, traceId, method: request.method, url: request.url, error: caught });
+        }
+        response =
+          rendered.body === null
+            ? new LightResponse(null, { status: rendered.status, headers: rendered.headers })
+            : json(rendered.body, { status: rendered.status, headers: rendered.headers });
+        // An error describes this request only (a 404 is otherwise heuristically cacheable).
+        if (!response.headers.has('cache-control')) response.headers.set('cache-control', 'no-store');
       }
-      const rendered = renderProblem(error, { environment: options.environment, traceId });
-      if (rendered.status >= 500) {
-        logger.error('request failed', { requestId, traceId, method: request.method, url: request.url, error: caught });
-      }
-      response =
-        rendered.body === null
-          ? new LightResponse(null, { status: rendered.status, headers: rendered.headers })
-          : json(rendered.body, { status: rendered.status, headers: rendered.headers });
     }
     response.headers.set('x-request-id', requestId);
     if (!response.headers.has('x-content-type-options')) response.headers.set('x-content-type-options', 'nosniff');
+    if (hsts && !response.headers.has('strict-transport-security')) response.headers.set('strict-transport-security', hsts);
     return response;
   }
 

@@ -6,6 +6,7 @@ import type { NodeSurfaceHandler } from '../module.js';
 import { nodeRequestInfo, requestUrl, toIncomingRequest, writeFetchResponse } from '../node.js';
 import type { HttpApp, RequestInfo } from './app.js';
 import { mediaTypeOf } from './body.js';
+import { strictTransportSecurityFor } from './responses.js';
 
 /** A node:http `(req, res)` handler of a composed idt; also an Express or Connect middleware. */
 export type IdtNodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => Promise<void>;
@@ -38,8 +39,11 @@ interface FrameworkRequest extends IncomingMessage {
  */
 export function createIdtNodeHandler(options: IdtNodeHandlerOptions): IdtNodeHandler {
   const { app, trustProxy } = options;
+  const hsts = strictTransportSecurityFor(app.options.publicBaseUrl);
   return async (raw, res) => {
     const req = raw as FrameworkRequest;
+    // On every answer, the surfaces' and the fallbacks' below included; a host's own value wins.
+    if (hsts && !res.hasHeader('strict-transport-security')) res.setHeader('strict-transport-security', hsts);
     try {
       if (typeof req.originalUrl === 'string' && req.originalUrl !== req.url) req.url = req.originalUrl;
       if (bodyAlreadyRead(req)) {

@@ -32,6 +32,19 @@ export function escapeHtml(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] ?? char);
 }
 
+/**
+ * The `Strict-Transport-Security` value idt sends on every response when its
+ * public URL is https (never over http, where browsers ignore it): one year,
+ * this host only. `includeSubDomains` and `preload` are a decision about the
+ * whole domain, left to the host that owns it.
+ */
+export const STRICT_TRANSPORT_SECURITY = 'max-age=31536000';
+
+/** The `Strict-Transport-Security` value for a public base URL: {@link STRICT_TRANSPORT_SECURITY} on https, none on http. */
+export function strictTransportSecurityFor(publicBaseUrl: string): string | undefined {
+  return publicBaseUrl.startsWith('https:') ? STRICT_TRANSPORT_SECURITY : undefined;
+}
+
 /** An HTML response that no cache keeps and no other origin frames. */
 export function html(body: string, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
   return new LightResponse(body, {

@@ -34,6 +34,13 @@ export interface WindowCounter {
    * in batches with it.
    */
   add(key: string, count: number, windowMs: number): Promise<{ total: number; expiresAt: number }>;
+  /**
+   * The open window of `key` without counting anything: its total and its end
+   * (epoch milliseconds), or `undefined` when no window is open (none yet, or
+   * the last one expired). A lockout asks it before deciding whether to check
+   * a credential at all.
+   */
+  peek(key: string): Promise<{ total: number; expiresAt: number } | undefined>;
   /** Forgets the window of `key`, e.g. after a successful sign-in. */
   reset(key: string): Promise<void>;
   /** Deletes every expired counter; returns how many were deleted. */
@@ -102,6 +109,13 @@ export function createWindowCounter(options: WindowCounterOptions): WindowCounte
         remaining: Math.max(0, limit - count),
         retryAfterSeconds: Math.max(1, Math.ceil((expiresAt - now) / 1000)),
       };
+    },
+    async peek(key) {
+      const row = (await db(RATE_LIMIT_COUNTERS_TABLE)
+        .where('key', storedKey(key))
+        .andWhere('expires_at', '>', clock.now().getTime())
+        .first('count', 'expires_at')) as { count: unknown; expires_at: unknown } | undefined;
+      return row ? { total: Number(row.count), expiresAt: Number(row.expires_at) } : undefined;
     },
     async reset(key) {
       await db(RATE_LIMIT_COUNTERS_TABLE).where('key', storedKey(key)).delete();

@@ -15,6 +15,7 @@ import type {
   SessionLookup,
   UserAccess,
 } from './store.js';
+import { GRANT_CLAIM } from './store.js';
 
 /** Options of {@link createCredentialResolver}. */
 export interface CredentialResolverOptions {
@@ -169,11 +170,13 @@ export function createCredentialResolver(options: CredentialResolverOptions): Cr
     const { scopes, permissions: scopePermissions } = scopesOf(claims.scope);
     const iat = typeof claims.iat === 'number' ? claims.iat : 0;
     const sessionId = typeof claims.sid === 'string' ? claims.sid : null;
+    const grantId = claims[GRANT_CLAIM];
     const isService = clientId !== null && claims.sub === clientId;
     const revocationCheck = assertNotRevoked(iat, [
       ['client', clientId],
       ['user', isService ? null : claims.sub],
       ['session', sessionId],
+      ['grant', typeof grantId === 'string' ? grantId : null],
     ]);
     if (revocationCheck) await revocationCheck;
     if (clientId && options.clients) {

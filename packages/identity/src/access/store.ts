@@ -23,8 +23,14 @@ export interface MembershipAccess {
   readonly customRoles: ReadonlyMap<string, readonly string[]>;
 }
 
-/** What a token, key or session can be revoked by. */
-export type RevocationSubject = 'user' | 'client' | 'session';
+/**
+ * What a token, key or session can be revoked by: its user, its client, its
+ * sign-in session, or its grant (the token family a refresh token rotates in).
+ */
+export type RevocationSubject = 'user' | 'client' | 'session' | 'grant';
+
+/** The access-token claim naming the grant (token family) a user token was issued under. */
+export const GRANT_CLAIM = 'grant_id';
 
 /** Reads what authorization decisions need; every read is by primary key. */
 export interface AccessStore {

@@ -17,15 +17,17 @@ import { EmailSchema, formatSessionCookie, type TokenMac } from '@idt/identity';
 import type Provider from 'oidc-provider';
 import type { ClientService } from '../clients/service.js';
 import type { StoredClient } from '../clients/store.js';
+import { decideOrganization as decideOrganizationOf, requireActive } from '../policy/organization.js';
+import { pageSecurityHeaders } from '../policy/security-headers.js';
+import type { SignInLockout } from '../policy/sign-in-lockout.js';
 import { LOGIN_SCOPES } from '../provider/create-provider.js';
-import type { AccountDirectory, MembershipState, StartedSession } from './directory.js';
+import type { AccountDirectory, StartedSession } from './directory.js';
 import {
   AUTOSUBMIT_SCRIPT,
   errorSummary,
   FOCUS_SCRIPT,
   notice,
   type PageBranding,
-  pageCsp,
   renderPage,
   renderUnavailablePage,
   STYLESHEET,
@@ -51,10 +53,11 @@ export interface InteractionHandlerOptions {
   /** The refresh-token lifetime of a new login (SPEC 5.3 precedence). */
   readonly refreshTokenLifetime: (client: StoredClient) => number;
   /**
-   * Counts a failed password attempt for an address; returns `false` once the
-   * address is locked out for a while.
+   * The password lockout of an address (`policy/sign-in-lockout.ts`): it
+   * runs the password check unless the address is locked out, and counts
+   * failures only.
    */
-  readonly passwordAttempt: (email: string) => Promise<boolean>;
+  readonly signInLockout: SignInLockout;
   /** Take the client IP of a session from `X-Forwarded-For` (a trusted proxy sets it). */
   readonly trustProxy?: boolean;
   readonly clock?: Clock;
@@ -119,14 +122,12 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
   const base = `${options.pathPrefix}${INTERACTION_BASE}`;
   const assets = `${options.pathPrefix}${ASSETS_BASE}`;
 
+  // Where this response's forms may lead: the provider (the issuer) and, at the end, the request's redirect_uri.
+  const formTargets = new WeakMap<ServerResponse, string[]>();
   const send = (res: ServerResponse, status: number, html: string, extra: Record<string, string | string[]> = {}) => {
     res.writeHead(status, {
       'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-store',
-      'content-security-policy': pageCsp(),
-      'x-frame-options': 'DENY',
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
+      ...pageSecurityHeaders({ formTargets: formTargets.get(res) ?? [] }),
       ...extra,
     });
     res.end(html);
@@ -261,18 +262,18 @@ ${csrfField(uid)}
         errors: [!email.success ? 'Enter a valid e-mail address.' : 'Enter your password.'],
       });
     }
-    if (!(await options.passwordAttempt(email.data))) {
+    const attempt = await options.signInLockout.attempt(email.data, () => directory.verifyPassword(email.data, password));
+    if (attempt.outcome === 'locked') {
       return loginPage(res, details, {
         status: 429,
         email: rawEmail,
         errors: ['Too many failed attempts for this address. Wait 15 minutes, or sign in with an e-mail link.'],
       });
     }
-    const userId = await directory.verifyPassword(email.data, password);
-    if (!userId) {
+    if (attempt.outcome === 'wrong') {
       return loginPage(res, details, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
     }
-    const session = await reuseOrStartSession(req, details, userId, ['pwd']);
+    const session = await reuseOrStartSession(req, details, attempt.account, ['pwd']);
     await finishLogin(req, res, session, ['pwd']);
   }
 
@@ -381,10 +382,6 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
     );
   }
 
-  function membershipDescription(state: MembershipState): string {
-    return state === 'not_a_member' ? 'not_a_member' : `membership_${state}`;
-  }
-
   /** Decides the organization of the grant, or answers (error, choice page). Returns `false` when it answered. */
   async function decideOrganization(
     req: IncomingMessage,
@@ -394,31 +391,12 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
     userId: string,
     chosen: string | null | undefined,
   ): Promise<string | null | false> {
-    if (client.organizationId) {
-      const state = await directory.enroll(userId, client.organizationId);
-      if (state !== 'active') {
-        await deny(req, res, membershipDescription(state));
-        return false;
-      }
-      return client.organizationId;
-    }
-    if (!client.firstParty) return null;
-    const hint = (chosen ?? (details.params.organization as string | undefined))?.toLowerCase();
-    if (hint && hint !== 'select' && hint !== 'none') {
-      const state = await directory.membershipState(userId, hint);
-      if (state !== 'active') {
-        await deny(req, res, membershipDescription(state));
-        return false;
-      }
-      return hint;
-    }
-    if (hint === 'none') return null;
-    const organizations = await directory.activeOrganizations(userId);
-    if (hint === 'select' && organizations.length > 1) {
-      await organizationPage(res, details, organizations);
-      return false;
-    }
-    return organizations.length === 1 ? (organizations[0]?.id ?? null) : null;
+    const hint = chosen ?? (details.params.organization as string | undefined);
+    const decision = await decideOrganizationOf(client, userId, hint, directory);
+    if (decision.kind === 'organization') return decision.organizationId;
+    if (decision.kind === 'deny') await deny(req, res, decision.description);
+    else await organizationPage(res, details, [...decision.organizations]);
+    return false;
   }
 
   async function organizationPage(
@@ -597,6 +575,8 @@ ${csrfField(uid)}
       return expired(res);
     }
     if (details.uid !== uid) return expired(res);
+    const redirectUri = details.params.redirect_uri;
+    formTargets.set(res, [provider().issuer, typeof redirectUri === 'string' ? redirectUri : undefined].filter(isString));
     const method = req.method ?? 'GET';
     if (method === 'GET' && action === '') {
       return details.prompt.name === 'login' ? loginPage(res, details) : handleConsentPrompt(req, res, details);
@@ -647,10 +627,13 @@ ${csrfField(uid)}
     if (action === 'consent') {
       if (form.get('decision') !== 'approve') return deny(req, res, 'The user denied access.');
       const organizationValue = form.get('organization') ?? 'none';
-      const organization = client.organizationId ?? (organizationValue === 'none' ? null : organizationValue);
-      if (organization && (await directory.membershipState(userId, organization)) !== 'active') {
-        return deny(req, res, membershipDescription(await directory.membershipState(userId, organization)));
-      }
+      const gate = await requireActive(
+        userId,
+        client.organizationId ?? (organizationValue === 'none' ? null : organizationValue),
+        directory,
+      );
+      if (gate.kind === 'deny') return deny(req, res, gate.description);
+      const organization = gate.organizationId;
       const scopes = requestedScopes(details, client);
       await options.consents.remember(userId, client.clientId, [...scopes.oidc, ...scopes.api], clock.now());
       return grantAndFinish(req, res, details, client, userId, organization);
@@ -688,4 +671,8 @@ ${csrfField(uid)}
     }
     return true;
   };
+}
+
+function isString(value: unknown): value is string {
+  return typeof value === 'string';
 }

@@ -1,5 +1,6 @@
 import { escapeHtml } from '@idt/core';
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import { applyPageSecurityHeaders } from '../policy/security-headers.js';
 
 /** A client's look on the sign-in pages. */
 export interface PageBranding {
@@ -17,26 +18,10 @@ export interface PageOptions {
   /** Base path of the sign-in assets, e.g. `/connect/assets` (prefix included). */
   readonly assets: string;
   readonly branding?: PageBranding;
-  /** Extra origins allowed as frames (front-channel logout). */
-  readonly frameOrigins?: readonly string[];
   /** Extra scripts, served from the assets path (never inline). */
   readonly scripts?: readonly string[];
   /** `<meta http-equiv="refresh">` target and delay. */
   readonly refresh?: { readonly url: string; readonly seconds: number };
-}
-
-/** The content security policy of the sign-in pages: no inline scripts, no other origins. */
-export function pageCsp(frameOrigins: readonly string[] = []): string {
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "form-action 'self' http: https:",
-    frameOrigins.length ? `frame-src ${frameOrigins.join(' ')}` : "frame-src 'none'",
-    "base-uri 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
 }
 
 /** Renders a complete sign-in page around `body`. */
@@ -129,9 +114,7 @@ export async function renderProviderError(
   const status = (error as { status?: number; statusCode?: number })?.status ?? ctx.status ?? 500;
   const isServerError = status >= 500;
   ctx.type = 'html';
-  ctx.set('content-security-policy', pageCsp());
-  ctx.set('x-frame-options', 'DENY');
-  ctx.set('cache-control', 'no-store');
+  applyPageSecurityHeaders(ctx);
   ctx.body = renderPage(
     { title: 'Sign-in problem', assets: providerAssets },
     `<h1>Sign-in problem</h1>

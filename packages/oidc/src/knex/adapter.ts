@@ -35,8 +35,6 @@ export interface KnexAdapterOptions {
   /** Turns a client record into oidc-provider client metadata. */
   readonly clientMetadata: (client: StoredClient) => Record<string, unknown>;
   readonly invalidator: CacheInvalidator;
-  /** Seconds during which a redeemed refresh token may be replayed without revoking its family (SPEC 3.6). */
-  readonly refreshReuseLeewaySeconds: number;
   readonly clock?: Clock;
   /** How long client lookups are cached; 60 seconds by default (evicted on change). */
   readonly clientCacheTtlMs?: number;
@@ -55,10 +53,11 @@ const HASHED_MODELS = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode'
  * - `Client` is served from the `oidc_clients` table (cached, evicted on change);
  *   suspended or deleted clients are not found, so they get `invalid_client`.
  * - Codes and refresh tokens are stored under the SHA-256 of their value.
- * - Refresh-token consumption is atomic (`UPDATE … WHERE consumed_at IS NULL`);
- *   a redeemed token found again within the reuse leeway is reported as not
- *   consumed (the replay is tolerated), after it as consumed (oidc-provider then
- *   revokes the whole family and answers `invalid_grant`).
+ * - Consumption is atomic and keeps the first time (`UPDATE … WHERE
+ *   consumed_at IS NULL`: exactly one concurrent caller sets it); a consumed
+ *   row is reported with `consumed` set to that time in epoch seconds, to the
+ *   millisecond. What a replay means is decided by the policy layer
+ *   (`policy/refresh-rotation.ts`), not here.
  */
 export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: string) => OidcAdapter {
   const { db } = options;
@@ -68,7 +67,6 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
     if (key === '*') clients.clear();
     else clients.delete(key);
   });
-  const leewayMs = options.refreshReuseLeewaySeconds * 1000;
 
   const sessionIdOf = (payload: AdapterPayload): string | null => {
     if (typeof payload.sid === 'string') return payload.sid;
@@ -135,9 +133,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
       const payload = JSON.parse(row.payload) as AdapterPayload;
       if (this.hashed) payload.jti = id;
       if (row.consumed_at !== null && row.consumed_at !== undefined) {
-        const consumedAt = new Date(toIso(row.consumed_at)).getTime();
-        const withinLeeway = this.model === 'RefreshToken' && clock.now().getTime() - consumedAt <= leewayMs;
-        if (!withinLeeway) payload.consumed = Math.floor(consumedAt / 1000);
+        payload.consumed = new Date(toIso(row.consumed_at)).getTime() / 1000;
       }
       return payload;
     }

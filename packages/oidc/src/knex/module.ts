@@ -4,14 +4,12 @@ import {
   type CredentialResolver,
   clientIpOf,
   createThrottle,
-  createTtlCache,
   decodeComponent,
   decodeUtf8Strict,
   defineEventHandler,
   type EventDefinition,
   type EventHandlerDefinition,
   type EventOutbox,
-  escapeHtml,
   type JwtVerifier,
   type Logger,
   mediaTypeOf,
@@ -37,7 +35,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { type ClientService, createClientService } from '../clients/service.js';
 import type { OrganizationDirectory, StoredClient } from '../clients/store.js';
-import { OidcSessionEndedEvent } from '../events.js';
+import { OidcSessionEndedEvent, sessionEnded } from '../events.js';
 import { createAuthorizeContextRoutes } from '../http/routes/authorize-context.js';
 import { createOrganizationClientRoutes, createPlatformClientRoutes, type PlatformCheck } from '../http/routes/clients.js';
 import { createConsentRoutes } from '../http/routes/consents.js';
@@ -45,14 +43,22 @@ import { createScopeRoutes } from '../http/routes/scopes.js';
 import { createUserinfoRoutes } from '../http/routes/userinfo.js';
 import type { AccountDirectory } from '../interactions/directory.js';
 import { ASSETS_BASE, createInteractionHandler, INTERACTION_BASE } from '../interactions/handler.js';
-import { pageCsp, renderPage, setProviderAssetsPath } from '../interactions/pages.js';
+import { createLogoutPages } from '../interactions/logout-pages.js';
+import { setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
-import { basicClientId } from '../provider/basic-auth.js';
+import { createFamilyRevocation, familyWatermarksForgettableBefore } from '../policy/family-revocation.js';
+import { grantStillApplies, organizationHintError } from '../policy/organization.js';
+import { rateLimitRefusal } from '../policy/rate-limit-refusal.js';
+import { authLimitedEndpoint, authPartition, createClientOrganizations, requestClientId } from '../policy/rate-partition.js';
+import { refreshTokenLifetime as refreshTokenLifetimeOf } from '../policy/refresh-lifetime.js';
+import { createSuccessorDerivation } from '../policy/refresh-rotation.js';
+import { createSignInLockout } from '../policy/sign-in-lockout.js';
 import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';
 import { loadOidcProvider } from '../provider/load.js';
 import { installProviderMiddleware } from '../provider/middleware.js';
 import { createKnexAdapterClass, pruneAdapterPayloads } from './adapter.js';
 import { createKnexClientStore } from './client-store.js';
+import { createKnexProviderStateStore } from './provider-state-store.js';
 import {
   createKnexClientLockout,
   createKnexConsentStore,
@@ -159,15 +165,26 @@ function unsafeDescription(what: string): string {
   return `${what} contains a NUL character or bytes that are not valid UTF-8.`;
 }
 
-/** `undefined` when a query string or form is safe, else the description naming its first unsafe parameter. */
-function unsafeParams(text: string): string | undefined {
+/** Parsed query or form parameters (a repeated name is an array). */
+type Params = Record<string, string | string[]>;
+
+/** The parameters of a query string or form when it is safe, else the description naming its first unsafe parameter. */
+function checkParams(text: string): Params | string {
   try {
-    parseParams(text);
-    return undefined;
+    return parseParams(text);
   } catch (error) {
     if (!(error instanceof ValidationProblem)) throw error;
     return unsafeDescription(`The ${Object.keys(error.errors ?? {})[0] ?? 'request'} parameter`);
   }
+}
+
+/** A provider request that passed the guard, with what the guard parsed of it. */
+interface GuardedRequest {
+  /** `req` itself, or (when the form was read) a copy carrying the buffered body: oidc-provider reads the stream itself. */
+  readonly req: IncomingMessage;
+  readonly query: Params | undefined;
+  /** The URL-encoded form body, read and parsed once here; the rate limiter reads its `client_id`. */
+  readonly form: Params | undefined;
 }
 
 /** Whether HTTP Basic client credentials (form-encoded, then Base64) decode to safe text. */
@@ -183,26 +200,23 @@ function safeBasicCredentials(header: string | undefined): boolean {
  * Checks a provider request's path, query, Basic credentials and form body
  * for NUL characters and bytes that are not valid UTF-8, before oidc-provider
  * and the database see them. Answers the OAuth error description of a
- * refusal, or the request to hand on: `req` itself, or (when the form was
- * read) a copy carrying the buffered body, since oidc-provider reads the
- * stream itself.
+ * refusal, or the request to hand on with its parsed query and form.
  */
-function guardProviderRequest(
-  req: IncomingMessage,
-  rawUrl: string,
-): string | IncomingMessage | Promise<string | IncomingMessage> {
-  const query = rawUrl.indexOf('?');
-  if (decodeComponent(query === -1 ? rawUrl : rawUrl.slice(0, query)) === undefined) {
+function guardProviderRequest(req: IncomingMessage, rawUrl: string): string | GuardedRequest | Promise<string | GuardedRequest> {
+  const index = rawUrl.indexOf('?');
+  if (decodeComponent(index === -1 ? rawUrl : rawUrl.slice(0, index)) === undefined) {
     return unsafeDescription('The request path');
   }
-  const unsafeQuery = query === -1 ? undefined : unsafeParams(rawUrl.slice(query + 1));
-  if (unsafeQuery) return unsafeQuery;
+  const query = index === -1 ? undefined : checkParams(rawUrl.slice(index + 1));
+  if (typeof query === 'string') return query;
   if (!safeBasicCredentials(req.headers.authorization)) return unsafeDescription('The Authorization header');
-  if (req.method !== 'POST' || mediaTypeOf(req.headers['content-type']) !== 'application/x-www-form-urlencoded') return req;
-  return readProviderForm(req);
+  if (req.method !== 'POST' || mediaTypeOf(req.headers['content-type']) !== 'application/x-www-form-urlencoded') {
+    return { req, query, form: undefined };
+  }
+  return readProviderForm(req, query);
 }
 
-async function readProviderForm(req: IncomingMessage): Promise<string | IncomingMessage> {
+async function readProviderForm(req: IncomingMessage, query: Params | undefined): Promise<string | GuardedRequest> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req.iterator({ destroyOnReturn: false })) {
@@ -213,7 +227,8 @@ async function readProviderForm(req: IncomingMessage): Promise<string | Incoming
   const body = Buffer.concat(chunks);
   const text = decodeUtf8Strict(body);
   if (text === undefined) return unsafeDescription('The request body');
-  return unsafeParams(text) ?? withBody(req, body);
+  const form = checkParams(text);
+  return typeof form === 'string' ? form : { req: withBody(req, body), query, form };
 }
 
 /** A request like `req` whose (already consumed) body is `body`, for oidc-provider to read. */
@@ -269,10 +284,12 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   const lockout = {
     ...knexLockout,
     recordSuccess(clientId: string) {
-      if (!clientUse.take(clientId)) return;
-      clientStore
-        .touch(clientId, clock.now())
-        .catch((error: unknown) => logger.warn('recording client use failed', { error, clientId }));
+      if (clientUse.take(clientId)) {
+        clientStore
+          .touch(clientId, clock.now())
+          .catch((error: unknown) => logger.warn('recording client use failed', { error, clientId }));
+      }
+      return knexLockout.recordSuccess(clientId);
     },
   };
   const Adapter = createKnexAdapterClass({
@@ -280,9 +297,11 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     findClient: (id) => clientStore.find(id),
     clientMetadata,
     invalidator: options.invalidator,
-    refreshReuseLeewaySeconds: settings.refreshReuseLeewaySeconds,
     clock,
   });
+  const providerState = createKnexProviderStateStore(db, options.invalidator, options.outbox);
+  const familyRevocation = createFamilyRevocation({ refuseAccessTokens: providerState.refuseAccessTokens, clock });
+  const successorOf = createSuccessorDerivation(options.secret);
   const backchannel = createBackchannelNotifier({
     issuer: settings.issuer,
     allowPrivateHosts: settings.backchannelAllowPrivateHosts,
@@ -297,84 +316,34 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   });
 
   const refreshTokenLifetime = (client: StoredClient | undefined) =>
-    client?.refreshTokenLifetime ??
-    (client?.firstParty ? 604_800 : client?.kind === 'application' ? 86_400 : settings.refreshTokenFallbackSeconds);
+    refreshTokenLifetimeOf(client, settings.refreshTokenFallbackSeconds);
 
-  // The token endpoint's rate-limit partition is the client's organization: cached, evicted on change.
-  const clientOrganizations = createTtlCache<string | null>({ ttlMs: 60_000 });
-  options.invalidator.subscribe(CacheNamespaces.clients, (key) =>
-    key === '*' ? clientOrganizations.clear() : clientOrganizations.delete(key),
-  );
-  async function organizationOf(clientId: string) {
-    return clientOrganizations.getOrLoad(clientId, async () => (await clientStore.find(clientId))?.organizationId ?? null);
-  }
+  // The Auth rate-limit partition is the client's organization: remembered, evicted on change.
+  const clientOrganizations = createClientOrganizations({ find: (clientId) => clientStore.find(clientId), clock });
+  options.invalidator.subscribe(CacheNamespaces.clients, (key) => clientOrganizations.evict(key));
 
   async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
-    const query = db('oidc_payloads').where({ model: 'Session' });
-    if (filter.sessionId) query.andWhere({ session_id: filter.sessionId });
-    if (filter.userId) query.andWhere({ account_id: filter.userId });
-    if (!filter.sessionId && !filter.userId) return 0;
-    const rows = (await query.select('id', 'payload', 'session_id', 'account_id')) as Array<{
-      id: string;
-      payload: string;
-      session_id: string | null;
-      account_id: string | null;
-    }>;
-    const now = clock.now().toISOString();
-    await db.transaction(async (trx) => {
-      for (const row of rows) {
-        const payload = JSON.parse(row.payload) as {
-          accountId?: string;
-          authorizations?: Record<string, { grantId?: string; sid?: string }>;
-        };
-        const authorizations = payload.authorizations ?? {};
-        const grantIds = Object.values(authorizations)
-          .map((entry) => entry?.grantId)
-          .filter((id): id is string => typeof id === 'string');
-        if (grantIds.length) await trx('oidc_payloads').whereIn('grant_id', grantIds).delete();
-        await trx('oidc_payloads').where({ model: 'Session', id: row.id }).delete();
-        const sessionId = row.session_id ?? Object.values(authorizations).find((entry) => entry?.sid)?.sid;
-        const userId = payload.accountId ?? row.account_id;
-        if (sessionId && userId) {
-          await options.outbox.write(trx, [
-            {
-              event: OidcSessionEndedEvent,
-              payload: { userId, sessionId, clientIds: Object.keys(authorizations).join(' '), reason, endedAt: now },
-            },
-          ]);
-        }
-      }
-      if (filter.userId && reason === 'deactivated') {
-        await trx('oidc_payloads')
-          .where({ account_id: filter.userId })
-          .whereIn('model', ['RefreshToken', 'Grant', 'AuthorizationCode'])
-          .delete();
-      }
-    });
-    return rows.length;
+    const sessions = await providerState.findSessions(filter);
+    // A deactivated user's offline grants end too, not only those of the user's sessions.
+    const userGrants = filter.userId && reason === 'deactivated' ? await providerState.grantIdsOf(filter.userId) : [];
+    if (!sessions.length && !userGrants.length) return 0;
+    const endedAt = clock.now();
+    await providerState.end(
+      {
+        sessions,
+        grantIds: [...sessions.flatMap((session) => session.grantIds), ...userGrants],
+        events: sessions
+          .filter((session) => session.userId && session.sessionId)
+          .map((session) =>
+            sessionEnded(session.userId as string, session.sessionId as string, session.clientIds, reason, endedAt),
+          ),
+      },
+      endedAt,
+    );
+    return sessions.length;
   }
 
-  const logoutSource = async (ctx: Parameters<Parameters<typeof createOidcProvider>[0]['logoutSource']>[0], form: string) => {
-    const hinted = Boolean((ctx.oidc.entities as { IdTokenHint?: unknown }).IdTokenHint);
-    const confirmed = form.replace('<form ', `<form${hinted ? ' data-autosubmit' : ''} `);
-    ctx.set('content-security-policy', pageCsp());
-    ctx.set('x-frame-options', 'DENY');
-    ctx.body = renderPage(
-      { title: 'Sign out', assets, ...(hinted ? { scripts: ['autosubmit.js'] } : {}) },
-      `<h1>Sign out?</h1>
-<p>You will be signed out of every application that uses ${escapeHtml(new URL(settings.issuer).host)}.</p>
-${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" autofocus>Yes, sign me out</button><button type="submit" class="secondary">No, stay signed in</button></form>')}`,
-    );
-  };
-  const postLogoutSuccessSource = async (
-    ctx: Parameters<Parameters<typeof createOidcProvider>[0]['postLogoutSuccessSource']>[0],
-  ) => {
-    ctx.set('content-security-policy', pageCsp());
-    ctx.body = renderPage(
-      { title: 'Signed out', assets },
-      '<h1>You are signed out</h1><p role="status">You can close this window.</p>',
-    );
-  };
+  const logoutPages = createLogoutPages({ assets, issuer: settings.issuer });
 
   const hooks = {
     accountClaims: (userId: string, organizationId: string | null) => options.directory.accountClaims(userId, organizationId),
@@ -385,40 +354,17 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
       ctx: Parameters<Parameters<typeof createOidcProvider>[0]['hooks']['grantStillApplies']>[0],
       context: { organizationId: string | null } | undefined,
     ) {
-      if (!context) return false;
       const clientId = ctx.oidc.client?.clientId;
       const accountId = ctx.oidc.session?.accountId;
-      if (!clientId || !accountId) return false;
-      const client = await clientStore.find(clientId);
-      if (!client) return false;
-      const requested = (ctx.oidc.params?.organization as string | undefined)?.toLowerCase();
-      if (client.firstParty && requested) {
-        if (requested === 'select') return false;
-        if (requested !== 'none' && requested !== context.organizationId) return false;
-      }
-      const organizationId = client.organizationId ?? context.organizationId;
-      if (organizationId) return (await options.directory.membershipState(accountId, organizationId)) === 'active';
-      return true;
+      const client = context && clientId && accountId ? await clientStore.find(clientId) : undefined;
+      if (!context || !client || !accountId) return false;
+      const hint = ctx.oidc.params?.organization as string | undefined;
+      return grantStillApplies(client, accountId, hint, context.organizationId, options.directory);
     },
     async validateOrganizationParameter(_ctx: unknown, value: string | undefined, clientId: string) {
-      if (value === undefined) return;
-      const { errors } = oidc;
-      const client = await clientStore.find(clientId);
-      if (!client) return;
-      const normalized = value.toLowerCase();
-      if (client.organizationId) {
-        if (normalized !== client.organizationId)
-          throw new errors.InvalidRequest("organization does not match the client's organization");
-        return;
-      }
-      if (!client.firstParty) throw new errors.InvalidRequest('only first-party clients may pass organization');
-      if (
-        normalized !== 'select' &&
-        normalized !== 'none' &&
-        !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(normalized)
-      ) {
-        throw new errors.InvalidRequest('organization must be an organization id');
-      }
+      const client = value === undefined ? undefined : await clientStore.find(clientId);
+      const error = client ? organizationHintError(client, value) : undefined;
+      if (error) throw new oidc.errors.InvalidRequest(error);
     },
   };
 
@@ -440,35 +386,33 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
       findClient: (id) => clientStore.find(id),
       accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
       trustProxy: settings.trustProxy,
-      logoutSource,
-      postLogoutSuccessSource,
+      logoutSource: logoutPages.logoutSource,
+      postLogoutSuccessSource: logoutPages.postLogoutSuccessSource,
       isLocked: (clientId) => lockout.isLocked(clientId),
+      refreshReuseLeewaySeconds: settings.refreshReuseLeewaySeconds,
+      successorOf,
+      familyRevocation,
       clock,
     });
     installProviderMiddleware(provider, {
       lockout,
       assets,
+      logoutPages,
       logger,
       async onLogout(ended) {
         await options
           .endIdentitySession(ended.userId, ended.sessionId)
           .catch((error: unknown) => logger.error('ending the identity session failed', { error, sessionId: ended.sessionId }));
-        await db.transaction(async (trx) => {
-          // oidc-provider keeps offline-access grants on logout; SPEC 3.2 ends every token of the session.
-          if (ended.grantIds.length) await trx('oidc_payloads').whereIn('grant_id', ended.grantIds).delete();
-          await options.outbox.write(trx, [
-            {
-              event: OidcSessionEndedEvent,
-              payload: {
-                userId: ended.userId,
-                sessionId: ended.sessionId,
-                clientIds: ended.clientIds.join(' '),
-                reason: 'logout',
-                endedAt: clock.now().toISOString(),
-              },
-            },
-          ]);
-        });
+        // oidc-provider keeps offline-access grants on logout; SPEC 3.2 ends every token of the session.
+        const endedAt = clock.now();
+        await providerState.end(
+          {
+            sessions: [],
+            grantIds: ended.grantIds,
+            events: [sessionEnded(ended.userId, ended.sessionId, ended.clientIds, 'logout', endedAt)],
+          },
+          endedAt,
+        );
         const targets = [];
         for (const clientId of ended.clientIds) {
           const client = await clientStore.find(clientId);
@@ -494,50 +438,46 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     trustProxy: settings.trustProxy,
     tokens: options.tokens,
     refreshTokenLifetime: (client) => refreshTokenLifetime(client),
-    passwordAttempt: async (email) => (await options.counter.hit(`sign-in:${email}`, 10, 900_000)).allowed,
+    signInLockout: createSignInLockout({ counter: options.counter }),
     clock,
     logger,
   });
 
   /**
-   * Counts a token or authorization request against the `auth` policy of its
-   * client's organization (else of its IP); answers 429 itself when refused.
-   * Synchronous while the organization is cached and a rate-limit lease holds.
+   * Counts a provider request against the `auth` policy (SPEC 8.1) in the
+   * partition `policy/rate-partition.ts` decides, and answers the refusal of
+   * `policy/rate-limit-refusal.ts` itself. Synchronous while the client's
+   * organization is remembered and a rate-limit lease holds.
    */
-  function rateLimited(req: IncomingMessage, res: ServerResponse, path: string): boolean | Promise<boolean> {
-    if (!options.rateLimiter || !(path.startsWith(OIDC_ROUTES.token) || path.startsWith(OIDC_ROUTES.authorization))) return false;
-    const clientId = basicClientId(req.headers.authorization);
-    if (clientId === undefined) return count(req, res, null);
-    const cached = clientOrganizations.get(clientId);
-    if (cached !== undefined) return count(req, res, cached);
-    return organizationOf(clientId).then(
-      (organizationId) => count(req, res, organizationId),
-      () => count(req, res, null),
-    );
+  function rateLimited(request: GuardedRequest, res: ServerResponse, path: string): boolean | Promise<boolean> {
+    const endpoint = options.rateLimiter ? authLimitedEndpoint(path) : undefined;
+    if (!endpoint) return false;
+    const { req } = request;
+    const clientId = requestClientId({
+      endpoint,
+      method: req.method,
+      authorization: req.headers.authorization,
+      query: request.query,
+      form: request.form,
+    });
+    const organizationId = clientId === undefined ? null : clientOrganizations.of(clientId);
+    if (organizationId instanceof Promise) return organizationId.then((resolved) => count(req, res, resolved));
+    return count(req, res, organizationId);
   }
 
   function count(req: IncomingMessage, res: ServerResponse, organizationId: string | null): boolean | Promise<boolean> {
-    const partition = organizationId
-      ? `org:${organizationId}`
-      : `ip:${clientIpOf(req.headers['x-forwarded-for'], req.socket.remoteAddress, settings.trustProxy) ?? 'unknown'}`;
-    const decision = (options.rateLimiter as RequestRateLimiter).hit('auth', partition);
-    return 'then' in decision ? decision.then((settled) => refuse(res, settled)) : refuse(res, decision);
+    const ip = clientIpOf(req.headers['x-forwarded-for'], req.socket.remoteAddress, settings.trustProxy);
+    const decision = (options.rateLimiter as RequestRateLimiter).hit('auth', authPartition({ organizationId, ip }));
+    return 'then' in decision ? decision.then((settled) => refuse(req, res, settled)) : refuse(req, res, decision);
   }
 
-  /** Answers 429 when the decision refuses; `true` when it did. */
-  function refuse(res: ServerResponse, decision: RateLimitDecision): boolean {
+  /** Sends the refusal when the decision refuses; `true` when it did. */
+  function refuse(req: IncomingMessage, res: ServerResponse, decision: RateLimitDecision): boolean {
     if (decision.allowed) return false;
-    res.writeHead(429, {
-      'content-type': 'application/json; charset=utf-8',
-      'retry-after': String(decision.retryAfterSeconds),
-      'cache-control': 'no-store',
-    });
-    res.end(
-      JSON.stringify({
-        error: 'rate_limit_exceeded',
-        error_description: `Too many requests; retry in ${decision.retryAfterSeconds} seconds.`,
-      }),
-    );
+    const traceparent = req.headers.traceparent;
+    const refusal = rateLimitRefusal(decision, typeof traceparent === 'string' ? traceparent : undefined);
+    res.writeHead(refusal.status, refusal.headers);
+    res.end(JSON.stringify(refusal.body));
     return true;
   }
 
@@ -564,11 +504,11 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     return limitAndMount(guarded, res, rawUrl, path);
   }
 
-  function limitAndMount(req: IncomingMessage, res: ServerResponse, rawUrl: string, path: string): boolean | Promise<boolean> {
-    const limited = rateLimited(req, res, path);
+  function limitAndMount(request: GuardedRequest, res: ServerResponse, rawUrl: string, path: string): boolean | Promise<boolean> {
+    const limited = rateLimited(request, res, path);
     if (limited === true) return true;
-    if (limited === false) return mount(req, res, rawUrl);
-    return limited.then((refused) => refused || mount(req, res, rawUrl));
+    if (limited === false) return mount(request.req, res, rawUrl);
+    return limited.then((refused) => refused || mount(request.req, res, rawUrl));
   }
 
   /** Hands a request to oidc-provider, its URL relative to the mount point. */
@@ -590,10 +530,9 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
     ...createPlatformClientRoutes(clients, isPlatformAdmin),
     ...createScopeRoutes(clients),
     ...createConsentRoutes(consents, async (userId, clientId) => {
-      await db('oidc_payloads')
-        .where({ account_id: userId, client_id: clientId })
-        .whereIn('model', ['Grant', 'RefreshToken', 'AuthorizationCode'])
-        .delete();
+      // Withdrawing consent ends the client's token families: refresh tokens, codes and access tokens.
+      const grantIds = await providerState.grantIdsOf(userId, clientId);
+      if (grantIds.length) await providerState.end({ sessions: [], grantIds, events: [] }, clock.now());
     }),
     ...createAuthorizeContextRoutes({
       provider: () => provider,
@@ -671,9 +610,14 @@ ${confirmed.replace('</form>', '<button type="submit" name="logout" value="yes" 
       },
       { name: 'prune expired provider state', intervalMs: 600_000, run: () => pruneAdapterPayloads(db, clock.now()) },
       {
+        name: 'prune ended token families',
+        intervalMs: 600_000,
+        run: () => providerState.pruneFamilies(familyWatermarksForgettableBefore(clock.now(), settings.accessTokenTtlSeconds)),
+      },
+      {
         name: 'prune grant contexts',
         intervalMs: 3_600_000,
-        run: () => db('oidc_grant_contexts').where('expires_at', '<=', clock.now().toISOString()).delete(),
+        run: () => providerState.pruneGrantContexts(clock.now()),
       },
     ],
     reloadKeys: build,

@@ -1,9 +1,15 @@
-import { type Clock, createTtlCache, type Logger, silentLogger, systemClock } from '@idt/core';
-import { type CacheInvalidator, toIso, toIsoOrNull, type WindowCounter } from '@idt/core/knex';
+import { createTtlCache } from '@idt/core';
+import { ALL_KEYS, type CacheInvalidator, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { ConsentStore, GrantContextStore } from '../interactions/stores.js';
+import {
+  type ClientLockoutPolicy,
+  type ClientLockoutPolicyOptions,
+  type ClientLockoutRow,
+  type ClientLockoutStore,
+  createClientLockout,
+} from '../policy/client-lockout.js';
 import type { GrantContext } from '../provider/create-provider.js';
-import type { ClientLockout } from '../provider/middleware.js';
 
 /** The knex {@link ConsentStore}. */
 export function createKnexConsentStore(db: Knex): ConsentStore {
@@ -77,138 +83,84 @@ export function createKnexGrantContextStore(db: Knex): GrantContextStore & { cac
   };
 }
 
+/** Locks written (cache-invalidation namespace, keyed by client id). */
+const LOCKOUT_NAMESPACE = 'oidc.client-lockout';
+/** Failures recorded: the next success of the client resets its count, on whichever instance. */
+const FAILURES_NAMESPACE = 'oidc.client-failures';
+
+/** The failures and locks of registered clients, on knex (see `policy/client-lockout.ts`). */
+export function createKnexClientLockoutStore(db: Knex, invalidator: CacheInvalidator): ClientLockoutStore {
+  const toRow = (row: { client_id: string; locked_until: unknown; last_failure_at: unknown }): ClientLockoutRow => {
+    const lockedUntil = toIsoOrNull(row.locked_until);
+    const lastFailureAt = toIsoOrNull(row.last_failure_at);
+    return {
+      clientId: row.client_id,
+      lockedUntil: lockedUntil ? new Date(lockedUntil) : undefined,
+      lastFailureAt: lastFailureAt ? new Date(lastFailureAt) : undefined,
+    };
+  };
+  return {
+    async isRegistered(clientId) {
+      return Boolean(await db('oidc_clients').where({ client_id: clientId }).first('client_id'));
+    },
+    async addFailure(clientId, at) {
+      await db.transaction(async (trx) => {
+        await trx('oidc_client_auth_failures')
+          .insert({ client_id: clientId, total: 1, last_failure_at: at.toISOString(), locked_until: null })
+          .onConflict('client_id')
+          .merge({ total: trx.raw('oidc_client_auth_failures.total + 1'), last_failure_at: at.toISOString() });
+        await invalidator.invalidate(FAILURES_NAMESPACE, clientId, trx);
+      });
+    },
+    async lock(clientId, until) {
+      await db.transaction(async (trx) => {
+        await trx('oidc_client_auth_failures').where({ client_id: clientId }).update({ locked_until: until.toISOString() });
+        await invalidator.invalidate(LOCKOUT_NAMESPACE, clientId, trx);
+      });
+    },
+    async find(clientId) {
+      const row = await db('oidc_client_auth_failures')
+        .where({ client_id: clientId })
+        .first('client_id', 'locked_until', 'last_failure_at');
+      return row ? toRow(row) : undefined;
+    },
+    async recent(now, failedSince) {
+      const rows = await db('oidc_client_auth_failures')
+        .where('locked_until', '>', now.toISOString())
+        .orWhere('last_failure_at', '>', failedSince.toISOString())
+        .select('client_id', 'locked_until', 'last_failure_at');
+      return rows.map(toRow);
+    },
+    subscribe(listener) {
+      const locks = invalidator.subscribe(LOCKOUT_NAMESPACE, (key) =>
+        listener(key === ALL_KEYS ? { kind: 'unknown' } : { kind: 'locked', clientId: key }),
+      );
+      // Missed failures are read again with everything else on the lock namespace's wildcard.
+      const failures = invalidator.subscribe(FAILURES_NAMESPACE, (key) => {
+        if (key !== ALL_KEYS) listener({ kind: 'failed', clientId: key });
+      });
+      return () => {
+        locks();
+        failures();
+      };
+    },
+  };
+}
+
 /** Options of {@link createKnexClientLockout}. */
-export interface ClientLockoutOptions {
+export interface ClientLockoutOptions extends Omit<ClientLockoutPolicyOptions, 'store'> {
   readonly db: Knex;
-  readonly counter: WindowCounter;
   readonly invalidator: CacheInvalidator;
-  /** Failures that trip the lockout (5). */
-  readonly maxFailures?: number;
-  /** The window failures are counted in, in milliseconds (5 minutes). */
-  readonly windowMs?: number;
-  /** How long the lockout lasts, in milliseconds (5 minutes). */
-  readonly lockoutMs?: number;
-  /**
-   * Most client ids that do not exist whose failures are counted in memory
-   * ({@link UNKNOWN_CLIENT_LIMIT}); the least recently failing is forgotten first.
-   */
-  readonly unknownClientLimit?: number;
-  readonly clock?: Clock;
-  readonly logger?: Logger;
 }
 
 /** The invalid-client lockout on knex, with what it keeps in memory. */
-export interface KnexClientLockout extends ClientLockout {
-  /** Loads the lockouts in force from the database; call once at start. */
-  load(): Promise<void>;
-  /** How many unknown client ids are counted in memory now (at most `unknownClientLimit`). */
-  unknownClientsTracked(): number;
-}
-
-/** Default bound of the in-memory failure counts of client ids that do not exist. */
-export const UNKNOWN_CLIENT_LIMIT = 1_000;
-
-/** Unknown client ids are kept in memory and logged cut to this many characters. */
-const UNKNOWN_CLIENT_ID_LENGTH = 64;
-
-const LOCKOUT_NAMESPACE = 'oidc.client-lockout';
+export type KnexClientLockout = ClientLockoutPolicy;
 
 /**
- * The invalid-client lockout (SPEC 8.2): 5 failures within 5 minutes lock
- * the client id for a fixed 5 minutes. Failures are counted in the database
- * (shared by every instance); the lock is known locally and spread by the
- * cache invalidator, so checking it on the token endpoint costs no I/O.
- *
- * Every invalid-client answer is logged as an audit line. Only client ids of
- * registered clients (rows of `oidc_clients`, whatever their status) are
- * counted in the database and added to their total in
- * `oidc_client_auth_failures`; so unauthenticated callers cannot grow any
- * table. Failures of client ids that do not exist are counted in memory
- * only, per instance, for at most `unknownClientLimit` ids (1,000 by
- * default, the least recently failing forgotten first, each id cut to 64
- * characters) until the id has been quiet for the failure window; their
- * audit line names the cut id with its recent count. No lockout applies to
- * them: they cannot authenticate anyway.
+ * The invalid-client lockout policy (`createClientLockout`) over
+ * {@link createKnexClientLockoutStore}: the composition hosts and tests use.
  */
 export function createKnexClientLockout(options: ClientLockoutOptions): KnexClientLockout {
-  const { db } = options;
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? silentLogger;
-  const maxFailures = options.maxFailures ?? 5;
-  const windowMs = options.windowMs ?? 300_000;
-  const lockoutMs = options.lockoutMs ?? 300_000;
-  const locks = new Map<string, number>();
-  const unknownFailures = createTtlCache<number>({
-    ttlMs: windowMs,
-    max: options.unknownClientLimit ?? UNKNOWN_CLIENT_LIMIT,
-    clock,
-  });
-
-  const refresh = async (clientId: string) => {
-    const row = await db('oidc_client_auth_failures').where({ client_id: clientId }).first('locked_until');
-    const until = row ? toIsoOrNull(row.locked_until) : null;
-    if (until && new Date(until).getTime() > clock.now().getTime()) locks.set(clientId, new Date(until).getTime());
-    else locks.delete(clientId);
-  };
-  options.invalidator.subscribe(LOCKOUT_NAMESPACE, (key) => {
-    if (key === '*') void loadAll().catch(() => undefined);
-    else void refresh(key).catch((error: unknown) => logger.warn('refreshing a client lockout failed', { error }));
-  });
-
-  async function loadAll() {
-    const rows = await db('oidc_client_auth_failures')
-      .where('locked_until', '>', clock.now().toISOString())
-      .select('client_id', 'locked_until');
-    locks.clear();
-    for (const row of rows as Array<{ client_id: string; locked_until: unknown }>)
-      locks.set(row.client_id, new Date(toIso(row.locked_until)).getTime());
-  }
-
-  function isLocked(clientId: string): boolean {
-    const until = locks.get(clientId);
-    if (until === undefined) return false;
-    if (until <= clock.now().getTime()) {
-      locks.delete(clientId);
-      return false;
-    }
-    return true;
-  }
-
-  return {
-    load: loadAll,
-    isLocked,
-    unknownClientsTracked: () => unknownFailures.size,
-    async recordFailure(clientId, details) {
-      const { ip, route, reason } = details;
-      if (!(await db('oidc_clients').where({ client_id: clientId }).first('client_id'))) {
-        const key = clientId.slice(0, UNKNOWN_CLIENT_ID_LENGTH);
-        const failures = (unknownFailures.get(key) ?? 0) + 1;
-        unknownFailures.set(key, failures);
-        logger.warn('audit: invalid_client', { clientId: key, unknownClient: true, failures, ip, route, reason });
-        return;
-      }
-      const now = clock.now();
-      const locked = isLocked(clientId);
-      logger.warn('audit: invalid_client', { clientId, ip, route, reason, locked });
-      await db('oidc_client_auth_failures')
-        .insert({ client_id: clientId, total: 1, last_failure_at: now.toISOString(), locked_until: null })
-        .onConflict('client_id')
-        .merge({ total: db.raw('oidc_client_auth_failures.total + 1'), last_failure_at: now.toISOString() });
-      if (locked) return;
-      // Counted outside any transaction: SQLite has one connection, and the counter uses it too.
-      const decision = await options.counter.hit(`invalid-client:${clientId}`, maxFailures - 1, windowMs);
-      if (decision.allowed) return;
-      const until = new Date(now.getTime() + lockoutMs);
-      await db.transaction(async (trx) => {
-        await trx('oidc_client_auth_failures').where({ client_id: clientId }).update({ locked_until: until.toISOString() });
-        await options.invalidator.invalidate(LOCKOUT_NAMESPACE, clientId, trx);
-      });
-      locks.set(clientId, until.getTime());
-      await options.counter.reset(`invalid-client:${clientId}`);
-      logger.warn('audit: client locked out', { clientId, until: until.toISOString() });
-    },
-    recordSuccess() {
-      // Successful authentications do not reset the window: the lockout is a fixed count of failures.
-    },
-  };
+  const { db, invalidator, ...policy } = options;
+  return createClientLockout({ ...policy, store: createKnexClientLockoutStore(db, invalidator) });
 }

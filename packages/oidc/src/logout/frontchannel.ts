@@ -1,5 +1,6 @@
 import { escapeHtml } from '@idt/core';
-import { pageCsp, renderPage } from '../interactions/pages.js';
+import { renderPage } from '../interactions/pages.js';
+import { pageSecurityHeaders } from '../policy/security-headers.js';
 
 /** A client to notify through the browser. */
 export interface FrontchannelTarget {
@@ -27,11 +28,10 @@ export function renderFrontchannelPage(options: {
   readonly sid: string;
   readonly targets: readonly FrontchannelTarget[];
   readonly continueTo: string;
-}): { html: string; csp: string } {
+}): { html: string; headers: Record<string, string> } {
   const urls = options.targets.map((target) => frontchannelUrl(target.frontchannelLogoutUri, options.issuer, options.sid));
-  const origins = [...new Set(urls.map((url) => new URL(url).origin))];
   const html = renderPage(
-    { title: 'Signing out', assets: options.assets, frameOrigins: origins, refresh: { url: options.continueTo, seconds: 2 } },
+    { title: 'Signing out', assets: options.assets, refresh: { url: options.continueTo, seconds: 2 } },
     `<h1>Signing you out</h1>
 <p role="status">Signing you out of every application…</p>
 <p><a href="${escapeHtml(options.continueTo)}">Continue</a></p>
@@ -39,5 +39,5 @@ export function renderFrontchannelPage(options: {
 ${urls.map((url) => `<iframe src="${escapeHtml(url)}" title="Sign-out" tabindex="-1" sandbox="allow-same-origin allow-scripts"></iframe>`).join('\n')}
 </div>`,
   );
-  return { html, csp: pageCsp(origins) };
+  return { html, headers: pageSecurityHeaders({ frameTargets: urls }) };
 }

@@ -1,13 +1,16 @@
 import { hkdfSync } from 'node:crypto';
-import { type Clock, constantTimeEqual, systemClock } from '@idt/core';
+import { type Clock, systemClock } from '@idt/core';
 import type { SigningKey } from '@idt/core/knex';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { hashClientSecret } from '../clients/service.js';
 import type { StoredClient } from '../clients/store.js';
 import { renderProviderError } from '../interactions/pages.js';
 import type { OidcAdapter } from '../knex/adapter.js';
+import { FAMILY_CLAIM, type FamilyRevocation } from '../policy/family-revocation.js';
+import { FIRST_PARTY_REFRESH_LIFETIME_SECONDS, remainingRefreshLifetime } from '../policy/refresh-lifetime.js';
+import { ownsToken } from '../policy/token-ownership.js';
 import type { OidcProviderModule } from './load.js';
+import { patchProvider } from './patches.js';
 
 /** Login scopes (OpenID Connect) and the claims each releases (SPEC 2.3). */
 export const LOGIN_SCOPE_CLAIMS = {
@@ -97,6 +100,12 @@ export interface OidcProviderOptions {
   readonly postLogoutSuccessSource: (ctx: KoaContextWithOIDC) => Promise<void> | void;
   /** A locked-out client id gets `invalid_client` even with the right secret (SPEC 8.2). */
   readonly isLocked?: (clientId: string) => boolean;
+  /** The reuse leeway of redeemed refresh tokens in seconds (SPEC 3.6). */
+  readonly refreshReuseLeewaySeconds: number;
+  /** The successor value of a rotated refresh token (`createSuccessorDerivation`). */
+  readonly successorOf: (predecessor: string) => string;
+  /** Ends the access tokens of revoked grants (token families). */
+  readonly familyRevocation: FamilyRevocation;
   /**
    * The clock the adapter stores expiries by: a refresh token's remaining
    * lifetime is computed against it, so its absolute expiry stays `iiat` +
@@ -206,8 +215,19 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
-      revocation: { enabled: true },
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (_ctx: KoaContextWithOIDC, client: { clientId: string }, token: { clientId?: string }) =>
+          ownsToken(client, token),
+      },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx: KoaContextWithOIDC, client: { clientId: string }, token: { clientId?: string }) => {
+          if (!ownsToken(client, token))
+            throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
+          return true;
+        },
+      },
       userinfo: { enabled: false },
       backchannelLogout: { enabled: false },
       registration: { enabled: false },
@@ -244,11 +264,9 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
       Grant: 31_622_400,
       RefreshToken: (_ctx: KoaContextWithOIDC, token: { iiat?: number; iat?: number; grantId?: string }) => {
         const context = token.grantId ? hooks.cachedGrantContext(token.grantId) : undefined;
-        const lifetime = context?.refreshTokenLifetime ?? 604_800;
-        // Sliding expiration is off: a rotated token keeps the chain's absolute expiry.
+        const lifetime = context?.refreshTokenLifetime ?? FIRST_PARTY_REFRESH_LIFETIME_SECONDS;
         const now = Math.floor(clock.now().getTime() / 1000);
-        const start = token.iiat ?? token.iat ?? now;
-        return Math.max(1, start + lifetime - now);
+        return remainingRefreshLifetime(token.iiat ?? token.iat ?? now, lifetime, now);
       },
     } as never,
     rotateRefreshToken: true,
@@ -293,6 +311,7 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
           const context = token.grantId ? await hooks.grantContext(token.grantId) : undefined;
           if (context?.organizationId) payload.org_id = context.organizationId;
           if (token.sid) payload.sid = token.sid;
+          if (token.grantId) payload[FAMILY_CLAIM] = token.grantId;
         },
       },
     },
@@ -318,40 +337,13 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
   } as never);
   provider.proxy = options.trustProxy ?? false;
 
-  const ClientClass = provider.Client as unknown as { prototype: Record<string, unknown> };
-  // Secrets are stored as SHA-256 hashes; compare the hash of what was presented, in constant time.
-  ClientClass.prototype.compareClientSecret = function compareClientSecret(
-    this: { clientId: string; clientSecret?: string },
-    actual: string,
-  ) {
-    const matches =
-      typeof actual === 'string' &&
-      typeof this.clientSecret === 'string' &&
-      constantTimeEqual(this.clientSecret, hashClientSecret(actual));
-    return matches && !options.isLocked?.(this.clientId);
-  };
-  // Every id token carries `sid` (SPEC 2.3), not only those of back-channel clients.
-  ClientClass.prototype.includeSid = () => true;
-
-  // The `sid` of every client of a sign-in session is the identity session id, so id tokens,
-  // access tokens, logout tokens and the sessions API all name the session the same way.
-  const SessionClass = provider.Session as unknown as { prototype: Record<string, unknown> };
-  const ensureClientContainer = SessionClass.prototype.ensureClientContainer as (this: unknown, clientId: string) => void;
-  SessionClass.prototype.ensureClientContainer = function ensureSid(
-    this: {
-      sidFor(clientId: string, value?: string): string | undefined;
-      authorizations?: Record<string, { sid?: string }>;
-    },
-    clientId: string,
-  ) {
-    if (!this.sidFor(clientId)) {
-      const existing = Object.values(this.authorizations ?? {}).find((entry) => entry?.sid)?.sid;
-      const fromLogin = (ProviderClass.ctx?.oidc?.result as { idt?: { sessionId?: string } } | undefined)?.idt?.sessionId;
-      const sid = existing ?? fromLogin;
-      if (sid) this.sidFor(clientId, sid);
-    }
-    ensureClientContainer.call(this, clientId);
-  };
+  patchProvider(provider, options.oidc, {
+    ...(options.isLocked ? { isLocked: options.isLocked } : {}),
+    refreshReuseLeewayMs: options.refreshReuseLeewaySeconds * 1000,
+    successorOf: options.successorOf,
+    familyRevocation: options.familyRevocation,
+    clock,
+  });
 
   return provider;
 }

@@ -2,24 +2,13 @@ import type { Logger } from '@idt/core';
 import { DATABASE_RETRY_AFTER_SECONDS, escapeHtml, isDatabaseUnavailable } from '@idt/core';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { pageCsp, renderPage, renderUnavailablePage } from '../interactions/pages.js';
+import type { LogoutPages } from '../interactions/logout-pages.js';
+import { renderPage, renderUnavailablePage } from '../interactions/pages.js';
 import { type FrontchannelTarget, renderFrontchannelPage } from '../logout/frontchannel.js';
+import type { ClientLockout } from '../policy/client-lockout.js';
+import { applyPageSecurityHeaders } from '../policy/security-headers.js';
 import { basicClientId } from './basic-auth.js';
 import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';
-
-/** Counts invalid-client answers and locks client ids out (SPEC 8.2). */
-export interface ClientLockout {
-  /** Whether the client id is locked out now (local, no I/O). */
-  isLocked(clientId: string): boolean;
-  /**
-   * Records an invalid-client answer for a client id: always audited; counted
-   * toward the lockout only for registered clients, so ids that do not exist
-   * leave no state beyond a bounded in-memory count.
-   */
-  recordFailure(clientId: string, details: { ip: string | undefined; route: string; reason: string | undefined }): Promise<void>;
-  /** Records a successful client authentication. */
-  recordSuccess(clientId: string): void;
-}
 
 /** What a logout ended, for the rest of idt. */
 export interface EndedSession {
@@ -38,6 +27,8 @@ export interface ProviderMiddlewareOptions {
   readonly onLogout: (ended: EndedSession) => Promise<readonly FrontchannelTarget[]>;
   /** Where the sign-in pages load their assets (prefix included). */
   readonly assets: string;
+  /** Renders the logout request of a browser without a session. */
+  readonly logoutPages: Pick<LogoutPages, 'withoutSession'>;
   readonly logger: Logger;
 }
 
@@ -81,7 +72,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
     ctx.set('cache-control', 'no-store');
     if (html) {
       ctx.type = 'html';
-      ctx.set('content-security-policy', pageCsp());
+      applyPageSecurityHeaders(ctx);
       ctx.body = renderUnavailablePage(options.assets);
     } else {
       ctx.body = {
@@ -98,7 +89,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
       if (mode !== undefined && mode !== 'query') {
         ctx.status = 400;
         ctx.type = 'html';
-        ctx.set('content-security-policy', pageCsp());
+        applyPageSecurityHeaders(ctx);
         ctx.body = renderPage(
           { title: 'Sign-in problem', assets: options.assets },
           `<h1>Sign-in problem</h1><p>The response mode ${escapeHtml(String(mode))} is not supported; codes are returned in the query only.</p><p class="hint">Error code: <code>invalid_request</code></p>`,
@@ -139,8 +130,19 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
           logger.warn('invalid_client without a client id', { route, ip: ctx.ip });
         }
       } else if (clientId && ctx.status < 400) {
-        lockout.recordSuccess(clientId);
+        // A promise only when the client failed recently and its count is reset.
+        const recorded = lockout.recordSuccess(clientId);
+        if (recorded) {
+          await recorded.catch((error: unknown) => logger.error('resetting client failures failed', { error, clientId }));
+        }
       }
+      return;
+    }
+
+    if (route === 'end_session') {
+      // Without a session oidc-provider answers a self-submitting page of its own (inline script, no CSP).
+      const session = oidc.oidc.session as unknown as { accountId?: string } | undefined;
+      if (!session?.accountId && ctx.status === 200 && ctx.response.is('html')) options.logoutPages.withoutSession(oidc);
       return;
     }
 
@@ -174,8 +176,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
         ctx.status = 200;
         ctx.remove('location');
         ctx.type = 'html';
-        ctx.set('content-security-policy', page.csp);
-        ctx.set('cache-control', 'no-store');
+        for (const [name, value] of Object.entries(page.headers)) ctx.set(name, value);
         ctx.body = page.html;
       }
     }

@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { createManualClock } from '@idt/core';
+import { describe, expect, it } from 'vitest';
+import { hashClientSecret } from '../clients/service.js';
+import { loadOidcProvider } from './load.js';
+import { patchProvider } from './patches.js';
+
+// These tests fail when the installed oidc-provider no longer has what a patch in patches.ts relies on.
+// Upgrading it means reading each failure against the new code, then moving the exact pin.
+
+const require = createRequire(import.meta.url);
+const entry = require.resolve('oidc-provider');
+const root = join(dirname(entry), '..');
+const source = (path: string) => readFileSync(join(root, 'lib', path), 'utf8');
+
+/** Asserts that `text` holds every fragment, in this order. */
+function expectInOrder(text: string, fragments: string[]) {
+  let from = 0;
+  for (const fragment of fragments) {
+    const at = text.indexOf(fragment, from);
+    expect(at, `expected ${JSON.stringify(fragment)} after offset ${from}`).toBeGreaterThanOrEqual(0);
+    from = at + fragment.length;
+  }
+}
+
+describe('oidc-provider under the patches', () => {
+  it('is the exact version package.json pins', () => {
+    const pinned = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).dependencies['oidc-provider'];
+    expect(pinned).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version).toBe(pinned);
+  });
+
+  it('refresh grant: finds the token, revokes the grant when it is consumed, builds the successor without a jti', () => {
+    expectInOrder(source('actions/grants/refresh_token.js'), [
+      'await RefreshToken.find(refreshTokenValue',
+      'if (refreshToken.consumed) {',
+      'revoke(ctx, refreshToken.grantId)',
+      "throw new InvalidGrant('refresh token already used')",
+      'await refreshToken.consume();',
+      "ctx.oidc.entity('RotatedRefreshToken', refreshToken);",
+      'refreshToken = new RefreshToken({',
+      'refreshTokenValue = await refreshToken.save();',
+    ]);
+    expect(source('actions/grants/refresh_token.js')).not.toMatch(/new RefreshToken\(\{[^}]*\bjti\b/);
+  });
+
+  it('models: save() generates a jti only when there is none; revoke() ends access tokens by grant', () => {
+    expectInOrder(source('models/base_model.js'), ['if (!this.jti) {', 'this.jti = this.generateTokenId();']);
+    expectInOrder(source('helpers/revoke.js'), ['provider.AccessToken,', '.map((model) => model?.revokeByGrantId(grantId))']);
+    expectInOrder(source('models/refresh_token.js'), ["'consumed',", 'get isValid() {', 'return !this.consumed']);
+  });
+
+  it('has the methods the patches replace, and the request context on Provider.ctx', async () => {
+    const oidc = await loadOidcProvider();
+    const provider = new oidc.Provider('https://patches.example');
+    const Client = provider.Client as unknown as { prototype: Record<string, unknown> };
+    const Session = provider.Session as unknown as { prototype: Record<string, unknown> };
+    const RefreshToken = provider.RefreshToken as unknown as { prototype: Record<string, unknown>; find: unknown };
+    const AccessToken = provider.AccessToken as unknown as { revokeByGrantId: unknown };
+    expect(typeof Client.prototype.compareClientSecret).toBe('function');
+    expect(typeof Client.prototype.includeSid).toBe('function');
+    expect(typeof Session.prototype.ensureClientContainer).toBe('function');
+    expect(typeof Session.prototype.sidFor).toBe('function');
+    expect(typeof RefreshToken.find).toBe('function');
+    expect(typeof RefreshToken.prototype.generateTokenId).toBe('function');
+    expect(typeof AccessToken.revokeByGrantId).toBe('function');
+    expect(Object.getOwnPropertyDescriptor(oidc.Provider, 'ctx')?.get).toBeTypeOf('function');
+  });
+
+  it('patched: hashed secrets and lockout, sid everywhere, successor ids from the rotated token', async () => {
+    const oidc = await loadOidcProvider();
+    const provider = new oidc.Provider('https://patches.example');
+    const ended: string[] = [];
+    const locked = new Set(['locked']);
+    patchProvider(provider, oidc, {
+      isLocked: (clientId) => locked.has(clientId),
+      refreshReuseLeewayMs: 30_000,
+      successorOf: (predecessor) => `next-${predecessor}`,
+      familyRevocation: { end: async (grantId) => void ended.push(grantId) },
+      clock: createManualClock(0),
+    });
+    const Client = provider.Client as unknown as { prototype: Record<string, (...args: unknown[]) => unknown> };
+    const compare = Client.prototype.compareClientSecret as (this: unknown, actual: string) => boolean;
+    const hash = hashClientSecret('s3cret');
+    expect(compare.call({ clientId: 'app', clientSecret: hash }, 's3cret')).toBe(true);
+    expect(compare.call({ clientId: 'app', clientSecret: hash }, 'wrong')).toBe(false);
+    expect(compare.call({ clientId: 'locked', clientSecret: hash }, 's3cret')).toBe(false);
+    expect((Client.prototype.includeSid as () => boolean)()).toBe(true);
+
+    const RefreshToken = provider.RefreshToken as unknown as new (
+      input: Record<string, unknown>,
+    ) => { generateTokenId(): string };
+    // Outside a rotation, ids stay random.
+    const a = new RefreshToken({ accountId: 'u', grantId: 'g' }).generateTokenId();
+    const b = new RefreshToken({ accountId: 'u', grantId: 'g' }).generateTokenId();
+    expect(a).not.toBe(b);
+    expect(a).toMatch(/^[\w-]{43}$/);
+
+    await (provider.AccessToken as unknown as { revokeByGrantId(id: string): Promise<void> }).revokeByGrantId('grant-1');
+    expect(ended).toEqual(['grant-1']);
+  });
+});

@@ -1,6 +1,7 @@
 import { type Clock, createLogger, createManualClock } from '@idt/core';
 import type { WindowCounter } from '@idt/core/knex';
 import { describe, expect, it } from 'vitest';
+import { testWindowCounter } from '../../test/support/window-counter.js';
 import {
   CLIENT_LOCKOUT,
   type ClientLockoutChange,
@@ -12,29 +13,17 @@ import {
   UNKNOWN_CLIENT_LIMIT,
 } from './client-lockout.js';
 
-/** Fixed windows in memory with the semantics of `createWindowCounter`, read by a manual clock. */
-function memoryCounter(clock: Clock) {
-  const windows = new Map<string, { total: number; expiresAt: number }>();
+/** The real counter, with the keys it was asked to reset. */
+async function recordingCounter(clock: Clock) {
+  const real = await testWindowCounter(clock);
+  const resets: string[] = [];
   const counter: Pick<WindowCounter, 'hit' | 'reset'> = {
-    async hit(key, limit, windowMs) {
-      const now = clock.now().getTime();
-      const open = windows.get(key);
-      const window = open && open.expiresAt > now ? open : { total: 0, expiresAt: now + windowMs };
-      window.total += 1;
-      windows.set(key, window);
-      return {
-        allowed: window.total <= limit,
-        limit,
-        remaining: Math.max(0, limit - window.total),
-        retryAfterSeconds: Math.max(1, Math.ceil((window.expiresAt - now) / 1000)),
-      };
-    },
+    hit: (key, limit, windowMs) => real.hit(key, limit, windowMs),
     async reset(key) {
       resets.push(key);
-      windows.delete(key);
+      await real.reset(key);
     },
   };
-  const resets: string[] = [];
   return { counter, resets };
 }
 
@@ -87,9 +76,9 @@ function memoryStore(registered: string[]) {
 
 const details = { ip: '192.0.2.1', route: 'token', reason: 'invalid secret' };
 
-function setup(registered = ['acme-app', 'other-app']) {
+async function setup(registered = ['acme-app', 'other-app']) {
   const clock = createManualClock('2030-01-01T00:00:00Z');
-  const { counter, resets } = memoryCounter(clock);
+  const { counter, resets } = await recordingCounter(clock);
   const { store, rows, emit } = memoryStore(registered);
   const lines: Array<Record<string, unknown>> = [];
   const logger = createLogger({ level: 'warn', write: (line) => lines.push(JSON.parse(line)) });
@@ -108,7 +97,7 @@ describe('client lockout policy', () => {
   });
 
   it('locks after five failures for exactly five minutes, and audits each answer', async () => {
-    const { clock, lockout, fail, rows, lines } = setup();
+    const { clock, lockout, fail, rows, lines } = await setup();
     for (let attempt = 0; attempt < 4; attempt++) await fail();
     expect(lockout.isLocked('acme-app')).toBe(false);
     await fail();
@@ -129,7 +118,7 @@ describe('client lockout policy', () => {
   });
 
   it('forgets the failures on a successful authentication: 4 failures, 1 success, 4 failures do not lock', async () => {
-    const { lockout, fail, resets } = setup();
+    const { lockout, fail, resets } = await setup();
     for (let attempt = 0; attempt < 4; attempt++) await fail();
     await lockout.recordSuccess('acme-app');
     expect(resets).toEqual([clientFailuresKey('acme-app')]);
@@ -140,7 +129,7 @@ describe('client lockout policy', () => {
   });
 
   it('costs nothing on a success when the client did not fail recently', async () => {
-    const { clock, lockout, fail, resets } = setup();
+    const { clock, lockout, fail, resets } = await setup();
     expect(lockout.recordSuccess('acme-app')).toBeUndefined();
     await fail();
     await lockout.recordSuccess('acme-app');
@@ -154,7 +143,7 @@ describe('client lockout policy', () => {
   });
 
   it('does not count failures of another window: four, then one more five minutes later, do not lock', async () => {
-    const { clock, lockout, fail } = setup();
+    const { clock, lockout, fail } = await setup();
     for (let attempt = 0; attempt < 4; attempt++) await fail();
     clock.advance(300_001);
     await fail();
@@ -162,7 +151,7 @@ describe('client lockout policy', () => {
   });
 
   it('spreads locks and recent failures to other instances over the store', async () => {
-    const { clock, counter, store, fail, logger, resets } = setup();
+    const { clock, counter, store, fail, logger, resets } = await setup();
     const other = createClientLockout({ store, counter, clock, logger });
     await fail();
     // The failure happened on the first instance; a success on the other still resets the shared count.
@@ -175,7 +164,7 @@ describe('client lockout policy', () => {
   });
 
   it('loads the locks in force and the recent failures at start', async () => {
-    const { clock, counter, store, fail, logger, resets } = setup();
+    const { clock, counter, store, fail, logger, resets } = await setup();
     for (let attempt = 0; attempt < 5; attempt++) await fail();
     await fail('other-app');
     const started = createClientLockout({ store, counter, clock, logger });
@@ -189,7 +178,7 @@ describe('client lockout policy', () => {
 
   it('counts unknown client ids in bounded memory only, cut to 64 characters, and never locks them', async () => {
     const clock = createManualClock('2030-01-01T00:00:00Z');
-    const { counter } = memoryCounter(clock);
+    const { counter } = await recordingCounter(clock);
     const { store, rows } = memoryStore([]);
     const lines: Array<Record<string, unknown>> = [];
     const lockout = createClientLockout({
@@ -216,7 +205,7 @@ describe('client lockout policy', () => {
   });
 
   it('reads everything again when changes may have been missed', async () => {
-    const { clock, counter, store, rows, emit, logger } = setup();
+    const { clock, counter, store, rows, emit, logger } = await setup();
     const lockout = createClientLockout({ store, counter, clock, logger });
     rows.set('acme-app', { total: 5, lockedUntil: new Date(clock.now().getTime() + 60_000) });
     expect(lockout.isLocked('acme-app')).toBe(false);

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Clock, type IdtConfigOverrides, loadConfig, type Mailer } from '@idt/core';
+import { type Clock, type IdtConfigOverrides, loadConfig, type Mailer, refuseUpgrade } from '@idt/core';
 import { createReferenceServer, type ReferenceModuleOptions, type ReferenceServer } from '@idt/example-server';
 import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
 import { referenceMigrationSets } from './migrations.js';
@@ -80,6 +80,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   });
   idt.start();
   http.on('request', (req, res) => void idt.handler(req, res));
+  http.on('upgrade', (req, socket, head) => {
+    if (!idt.upgrade(req, socket, head)) refuseUpgrade(socket, 404);
+  });
   const url = `${origin}${config.pathPrefix}`;
   return {
     url,

@@ -46,7 +46,7 @@ export async function startExpressApp({ port = 3000, host = 'localhost', ...opti
   const baseUrl = `${bound.origin}/idt`;
   const idt = await createIdt({ migrations: 'run', ...options, baseUrl, modules: modules() });
   const app = createExpressApp(idt);
-  bound.use(app);
+  bound.use(app, idt.upgrade);
   idt.start();
   return {
     app,

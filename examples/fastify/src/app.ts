@@ -54,7 +54,7 @@ export async function startFastifyApp({ port = 3000, host = 'localhost', ...opti
   );
   await app.register(idtPlugin(idt), { prefix: '/idt' });
   await app.ready();
-  bound.use(app.routing);
+  bound.use(app.routing, idt.upgrade);
   idt.start();
   return {
     app,

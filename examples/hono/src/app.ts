@@ -44,7 +44,7 @@ export async function startHonoApp({ port = 3000, host = 'localhost', ...options
   const baseUrl = `${bound.origin}/idt`;
   const idt = await createIdt({ migrations: 'run', ...options, baseUrl, modules: modules() });
   const app = createHonoApp(idt);
-  bound.use(getRequestListener(app.fetch));
+  bound.use(getRequestListener(app.fetch), idt.upgrade);
   idt.start();
   return {
     app,

@@ -1,8 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
 import { createAuthenticator } from './auth/authenticator.js';
 import { createJwtVerifier } from './auth/jwt.js';
+import type { Authenticator, Principal } from './auth/principal.js';
 import { createCacheInvalidator } from './cache/invalidator.js';
 import { type Clock, systemClock } from './clock.js';
 import { ConfigError, type IdtConfig, type IdtConfigOverrides, loadConfig } from './config/config.js';
@@ -14,6 +16,7 @@ import { createEventBus, type EventBus } from './events/bus.js';
 import { createApiDocsRoutes } from './http/api-docs.js';
 import { createHttpApp, type HttpApp, type RequestGate, type RequestInfo } from './http/app.js';
 import { createHealthRoutes } from './http/health.js';
+import type { RequestHead } from './http/light.js';
 import { runNodeHandler } from './http/node-bridge.js';
 import { createIdtNodeHandler, type IdtNodeHandler } from './http/node-entry.js';
 import { strictTransportSecurityFor } from './http/responses.js';
@@ -29,6 +32,7 @@ import {
   type ModuleInstance,
   type ModuleJob,
   type ModuleSurface,
+  type ModuleUpgrade,
   orderModules,
   type ServicesMap,
 } from './module.js';
@@ -110,6 +114,17 @@ export interface Idt<Modules extends readonly AnyIdtModule[] = readonly AnyIdtMo
    * already parsed.
    */
   readonly handler: IdtNodeHandler;
+  /**
+   * Routes a node:http `upgrade` event (the realtime hub's WebSockets) to the
+   * module that takes its path. Returns `false` when none does: the caller
+   * answers then, e.g. with {@link refuseUpgrade}. `listen` wires it itself.
+   *
+   * @example
+   * server.on('upgrade', (req, socket, head) => {
+   *   if (!idt.upgrade(req, socket, head)) refuseUpgrade(socket, 404);
+   * });
+   */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Starts background work (event delivery, jobs). Idempotent; `listen` calls it. */
   start(): void;
   /** Runs every job once now (or the one named), e.g. after advancing a manual clock in a test. */
@@ -229,6 +244,10 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       for (const [name, build] of Object.entries(module.provides ?? {})) capabilities.set(name, build(base));
     }
 
+    // Built once every module is set up; modules reach it at request time through ctx.authenticate.
+    let authenticator: Authenticator | undefined;
+    const authenticate = async (request: RequestHead): Promise<Principal | null> =>
+      authenticator ? ((await authenticator.authenticate(request, { clientIp: 'unknown' }))?.principal ?? null) : null;
     const instances: Array<{ module: AnyIdtModule; instance: ModuleInstance }> = [];
     const services: Record<string, unknown> = {};
     for (const module of modules) {
@@ -241,6 +260,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
         },
         has: (id) => modules.some((candidate) => candidate.id === id),
         capability: <T>(name: string) => capabilities.get(name) as T | undefined,
+        authenticate,
       });
       instances.push({ module, instance });
       services[module.id] = instance.services;
@@ -278,7 +298,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
 
     const authentication = instances.find(({ instance }) => instance.authentication)?.instance.authentication;
     const origins = [...new Set([new URL(config.authUrl).origin, new URL(config.publicBaseUrl).origin])];
-    const authenticator = authentication
+    authenticator = authentication
       ? createAuthenticator({
           verifier,
           resolver: authentication.resolver,
@@ -301,11 +321,30 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
     });
 
     const surfaces: ModuleSurface[] = instances.flatMap(({ instance }) => instance.surfaces ?? []);
+    const upgrades: ModuleUpgrade[] = instances.flatMap(({ instance }) => instance.upgrades ?? []);
     const prefix = config.pathPrefix;
+    const pathOf = (pathname: string): string | undefined => {
+      if (prefix && pathname !== prefix && !pathname.startsWith(`${prefix}/`)) return undefined;
+      return pathname.slice(prefix.length) || '/';
+    };
     const surfaceFor = (pathname: string): ModuleSurface[] => {
-      if (prefix && pathname !== prefix && !pathname.startsWith(`${prefix}/`)) return [];
-      const path = pathname.slice(prefix.length) || '/';
-      return surfaces.filter((surface) => surface.matches(path));
+      const path = pathOf(pathname);
+      return path === undefined ? [] : surfaces.filter((surface) => surface.matches(path));
+    };
+    const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
+      if (!upgrades.length) return false;
+      const target = req.url ?? '/';
+      const query = target.indexOf('?');
+      const path = pathOf(query < 0 ? target : target.slice(0, query));
+      const taker = path === undefined ? undefined : upgrades.find((candidate) => candidate.matches(path));
+      if (!taker) return false;
+      Promise.resolve()
+        .then(() => taker.handle(req, socket, head))
+        .catch((error: unknown) => {
+          logger.error('upgrade handler failed', { upgrade: taker.name, error });
+          socket.destroy();
+        });
+      return true;
     };
 
     const hsts = strictTransportSecurityFor(config.publicBaseUrl);
@@ -382,6 +421,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       app,
       fetch: fetchHandler,
       handler,
+      upgrade,
       start,
       async runJobs(name) {
         for (const job of jobs) if (name === undefined || job.name === name) await job.run();
@@ -401,6 +441,9 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
             { keepAliveTimeout: 65_000, requestTimeout: UPLOAD_REQUEST_TIMEOUT_MS },
             (req: IncomingMessage, res: ServerResponse) => void handler(req, res),
           );
+          created.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+            if (!upgrade(req, socket, head)) refuseUpgrade(socket, 404);
+          });
           created.once('error', reject);
           created.listen(port, host, () => {
             created.off('error', reject);
@@ -493,6 +536,24 @@ export function defineIdtConfig<const Modules extends readonly AnyIdtModule[]>(
   options: CreateIdtOptions<Modules>,
 ): CreateIdtOptions<Modules> {
   return options;
+}
+
+/**
+ * Answers an upgrade request nobody takes with a bare HTTP status and closes
+ * the socket (for hosts wiring node:http's `upgrade` event themselves).
+ *
+ * @example
+ * server.on('upgrade', (req, socket, head) => {
+ *   if (!idt.upgrade(req, socket, head)) refuseUpgrade(socket, 404);
+ * });
+ */
+export function refuseUpgrade(socket: Duplex, status: number): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const reason = status === 404 ? 'Not Found' : status === 401 ? 'Unauthorized' : 'Bad Request';
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
 
 /** `response` with a header added unless present (a copy when its headers are immutable, as after `Response.redirect`). */

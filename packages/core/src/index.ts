@@ -113,7 +113,14 @@ export type { SetupGateOptions } from './http/setup-gate.js';
 export { createSetupGate, isPathUnder, SETUP_ALLOWLIST } from './http/setup-gate.js';
 export { constantTimeEqual, isUuid, newId, randomToken, sha256Hex } from './ids.js';
 export type { CreateIdtOptions, Idt } from './idt.js';
-export { createIdt, defineIdtConfig, migrationSetsOf, splitBaseUrl, UPLOAD_REQUEST_TIMEOUT_MS } from './idt.js';
+export {
+  createIdt,
+  defineIdtConfig,
+  migrationSetsOf,
+  refuseUpgrade,
+  splitBaseUrl,
+  UPLOAD_REQUEST_TIMEOUT_MS,
+} from './idt.js';
 export { resolveKeyEncryptionSecret } from './keys/secret.js';
 export type { Logger, LoggerOptions, LogLevel } from './logger.js';
 export { createLogger, silentLogger } from './logger.js';
@@ -131,6 +138,7 @@ export type {
   ModuleJob,
   ModuleSettingsSpec,
   ModuleSurface,
+  ModuleUpgrade,
   NodeSurfaceHandler,
   ServicesMap,
   ServicesOf,

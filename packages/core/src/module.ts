@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
 import type { CredentialResolver } from './auth/authenticator.js';
 import type { JwtVerifier } from './auth/jwt.js';
+import type { Principal } from './auth/principal.js';
 import type { CacheInvalidator } from './cache/invalidator.js';
 import type { Clock } from './clock.js';
 import type { IdtConfig } from './config/config.js';
@@ -9,6 +11,7 @@ import type { MigrationSet } from './db/migrations.js';
 import type { EventBus } from './events/bus.js';
 import type { EventDefinition, EventHandlerDefinition } from './events/types.js';
 import type { RequestGate, RequestInfo, RequestRateLimiter } from './http/app.js';
+import type { RequestHead } from './http/light.js';
 import type { Route } from './http/route.js';
 import type { SigningKeyStore } from './keys/store.js';
 import type { Logger } from './logger.js';
@@ -68,6 +71,22 @@ export interface ModuleSurface {
   readonly fetch?: (request: Request, info?: RequestInfo) => Promise<Response | undefined>;
 }
 
+/**
+ * A protocol upgrade a module takes over (the realtime hub's WebSockets):
+ * node:http's `upgrade` event, routed by path like a {@link ModuleSurface}.
+ */
+export interface ModuleUpgrade {
+  /** What it serves, for logs. */
+  readonly name: string;
+  /** Whether it takes this path (without the deployment prefix); cheap and synchronous. */
+  matches(path: string): boolean;
+  /**
+   * Takes the socket: answers it (an HTTP error, or the switch of protocols)
+   * and owns it from then on. Must not throw; a rejection destroys the socket.
+   */
+  handle(req: IncomingMessage, socket: Duplex, head: Buffer): void | Promise<void>;
+}
+
 /** Authentication a module contributes: how bearer tokens, API keys and session cookies become principals. */
 export interface ModuleAuthentication {
   readonly resolver: CredentialResolver;
@@ -113,6 +132,16 @@ export interface ModuleContext<Settings = unknown> extends ModuleBaseContext {
   has(id: string): boolean;
   /** A capability another module provides (see {@link IdtModule.provides}), or `undefined`. */
   capability<T = unknown>(name: string): T | undefined;
+  /**
+   * Reads the credential of a request head the way the API does (`X-Api-Key`,
+   * `Authorization: Bearer`, the session cookie), with the composition's
+   * authenticator. For surfaces the route pipeline does not serve, such as a
+   * WebSocket upgrade. Usable once `createIdt` has resolved (at request time).
+   *
+   * @returns `null` when the head carries no credential, or no module authenticates.
+   * @throws UnauthorizedError when it carries an invalid one.
+   */
+  authenticate(request: RequestHead): Promise<Principal | null>;
 }
 
 /** A module, set up: what it adds to the composition. */
@@ -121,6 +150,8 @@ export interface ModuleInstance<Services = unknown> {
   readonly services: Services;
   readonly routes?: readonly Route[];
   readonly surfaces?: readonly ModuleSurface[];
+  /** Protocol upgrades (WebSockets) the module takes; `listen` and {@link Idt.upgrade} route them. */
+  readonly upgrades?: readonly ModuleUpgrade[];
   /** Events the module publishes (registered for the catalog and payload checks). */
   readonly events?: readonly EventDefinition<any>[];
   /** Handlers subscribed on the event bus. */

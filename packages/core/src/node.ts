@@ -204,7 +204,7 @@ function sanitizeHost(host: string | undefined): string {
   return 'localhost';
 }
 
-export type { BoundServer } from './http/listen-first.js';
+export type { BoundServer, UpgradeListener } from './http/listen-first.js';
 export { listenFirst } from './http/listen-first.js';
 export { runNodeHandler } from './http/node-bridge.js';
 export type { IdtNodeHandler, IdtNodeHandlerOptions } from './http/node-entry.js';

@@ -1,1 +1,10 @@
-export {};
+/**
+ * The knex side of `@idt/notifications`: the migrations and the service.
+ *
+ * @packageDocumentation
+ */
+import './problems.js';
+
+export { NOTIFICATION_PREFERENCES_TABLE, NOTIFICATIONS_TABLE, notificationsMigrations } from './knex/migrations.js';
+export type { NotificationsServiceOptions } from './service.js';
+export { createNotificationsService } from './service.js';

@@ -1,0 +1,170 @@
+import {
+  type Clock,
+  defineEventHandler,
+  type EventHandlerDefinition,
+  escapeHtml,
+  isUniqueViolation,
+  type Logger,
+  type Mailer,
+} from '@idt/core';
+import { expandRoles, UserEmailChangedEvent, UserSessionEvictedEvent } from '@idt/identity';
+import { InquirySubmittedEvent } from '@idt/inquiries';
+import type { Knex } from 'knex';
+import { NOTIFICATION_MAILS_TABLE } from './knex/migrations.js';
+import type { NotificationsService } from './service.js';
+
+/** Options of {@link createNotificationHandlers}. */
+export interface NotificationHandlerOptions {
+  readonly db: Knex;
+  readonly service: NotificationsService;
+  readonly mailer: Mailer;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The public base URL, for links in mails. */
+  readonly baseUrl: string;
+}
+
+interface Member {
+  readonly userId: string;
+  readonly email: string;
+}
+
+/** Active members of the organization (active accounts) whose roles grant `permission`, custom roles included. */
+export async function membersWithPermission(db: Knex, organizationId: string, permission: string): Promise<Member[]> {
+  const rows = (await db('identity_memberships as m')
+    .join('identity_users as u', 'u.id', 'm.user_id')
+    .leftJoin('identity_membership_roles as r', 'r.membership_id', 'm.id')
+    .where({ 'm.organization_id': organizationId, 'm.status': 'active', 'u.status': 'active' })
+    .select('m.user_id as userId', 'u.email as email', 'r.role as role')) as Array<{
+    userId: string;
+    email: string;
+    role: string | null;
+  }>;
+  const custom = (await db('identity_roles').where({ organization_id: organizationId }).select('name', 'permissions')) as Array<{
+    name: string;
+    permissions: string;
+  }>;
+  const customRoles = new Map(custom.map((row) => [row.name.toLowerCase(), JSON.parse(row.permissions) as string[]]));
+  const roles = new Map<string, { email: string; roles: string[] }>();
+  for (const row of rows) {
+    const entry = roles.get(row.userId) ?? { email: row.email, roles: [] };
+    if (row.role) entry.roles.push(row.role);
+    roles.set(row.userId, entry);
+  }
+  return [...roles]
+    .filter(([, entry]) => expandRoles(entry.roles, customRoles).has(permission))
+    .map(([userId, entry]) => ({ userId, email: entry.email }));
+}
+
+/**
+ * The notifications module's reactions to integration events. Each is
+ * idempotent per event id (the outbox delivers at least once): notifications
+ * carry the event id as their source key, and every mail sent is recorded
+ * per event and recipient before the next one goes out.
+ *
+ * - `InquirySubmittedEvent` → an in-app `InquirySubmitted` notification and a
+ *   mail to every member of the organization holding `InquiriesRead`,
+ *   unless they opted out of that channel or type;
+ * - `UserEmailChangedEvent` → an in-app `SecurityAlert` (personal);
+ * - `UserSessionEvictedEvent` → an in-app `SecurityAlert` (personal).
+ */
+export function createNotificationHandlers(options: NotificationHandlerOptions): EventHandlerDefinition<any>[] {
+  const { db, service, mailer, clock, logger } = options;
+
+  /** Sends once per source key and recipient. */
+  async function mailOnce(sourceKey: string, message: Parameters<Mailer['send']>[0]) {
+    const recipient = message.to.toLowerCase();
+    const sent = await db(NOTIFICATION_MAILS_TABLE).where({ source_key: sourceKey, recipient }).first('recipient');
+    if (sent) return;
+    await mailer.send(message);
+    try {
+      await db(NOTIFICATION_MAILS_TABLE).insert({ source_key: sourceKey, recipient, sent_at: clock.now().toISOString() });
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+    }
+  }
+
+  return [
+    defineEventHandler({
+      name: 'notifications.inquiry-submitted',
+      module: 'notifications',
+      event: InquirySubmittedEvent,
+      description: 'Notifies (in-app and by mail, unless opted out) every member holding InquiriesRead of a new inquiry.',
+      async handle({ id, payload }) {
+        const staff = await membersWithPermission(db, payload.organizationId, 'InquiriesRead');
+        const title = `New inquiry from ${payload.name}`.slice(0, 200);
+        const message = `${payload.name} (${payload.email}) sent an inquiry about ${payload.projectType}.`.slice(0, 2000);
+        const actionUrl = `/v1/inquiries/${payload.inquiryId}`;
+        await service.notify(
+          staff.map((member) => ({
+            userId: member.userId,
+            organizationId: payload.organizationId,
+            type: 'InquirySubmitted' as const,
+            title,
+            message,
+            actionUrl,
+            sourceKey: `${id}:inquiry-submitted`,
+          })),
+        );
+        const link = `${options.baseUrl}${actionUrl}`;
+        for (const member of staff) {
+          if (!(await service.accepts(member.userId, payload.organizationId, 'email', 'InquirySubmitted'))) continue;
+          await mailOnce(`${id}:inquiry-submitted`, {
+            to: member.email,
+            subject: title,
+            text: [
+              message,
+              '',
+              `Open it: ${link}`,
+              '',
+              'You get this because you can read inquiries; turn it off in your notification preferences.',
+            ].join('\n'),
+            html: [
+              `<p>${escapeHtml(message)}</p>`,
+              `<p><a href="${escapeHtml(link)}">Open the inquiry</a></p>`,
+              '<p style="color:#666">You get this because you can read inquiries; turn it off in your notification preferences.</p>',
+            ].join('\n'),
+            headers: { 'X-Idt-Template': 'inquiry-submitted' },
+          });
+        }
+        logger.debug('inquiry notifications sent', { inquiryId: payload.inquiryId, staff: staff.length });
+      },
+    }),
+    defineEventHandler({
+      name: 'notifications.email-changed-alert',
+      module: 'notifications',
+      event: UserEmailChangedEvent,
+      description: 'Creates a personal SecurityAlert when a user changed their e-mail address.',
+      async handle({ id, payload }) {
+        await service.notify([
+          {
+            userId: payload.userId,
+            organizationId: null,
+            type: 'SecurityAlert',
+            title: 'Your e-mail address was changed',
+            message: `You now sign in with ${payload.newEmail} instead of ${payload.oldEmail}. If you did not do this, contact your administrator at once.`,
+            sourceKey: `${id}:email-changed`,
+          },
+        ]);
+      },
+    }),
+    defineEventHandler({
+      name: 'notifications.session-evicted-alert',
+      module: 'notifications',
+      event: UserSessionEvictedEvent,
+      description: 'Creates a personal SecurityAlert when a newer sign-in evicted one of the user’s sessions.',
+      async handle({ id, payload }) {
+        await service.notify([
+          {
+            userId: payload.userId,
+            organizationId: null,
+            type: 'SecurityAlert',
+            title: 'Signed out on an older device',
+            message: 'A new sign-in went past the number of sessions you may keep, so your oldest session was ended.',
+            sourceKey: `${id}:session-evicted`,
+          },
+        ]);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,62 @@
+import type { IdtModule } from '@idt/core';
+import { RealtimeCodes } from './hub/problems.js';
+import type { RealtimeHub } from './hub/types.js';
+import { notificationsMigrations } from './knex/migrations.js';
+import { NotificationsCodes } from './problems.js';
+import type { NotificationsService } from './service.js';
+
+/** The services of the notifications module (`idt.services.notifications`). */
+export interface NotificationsServices {
+  /** Notifications and preferences. */
+  readonly service: NotificationsService;
+  /** The realtime hub at `/hubs/realtime`. */
+  readonly hub: RealtimeHub;
+}
+
+/**
+ * The notifications module: in-app notifications and preferences under
+ * `/v1/notifications`, and the realtime hub at `/hubs/realtime`, to which
+ * every new notification is pushed. Requires the identity module.
+ *
+ * @example
+ * const idt = await createIdt({ database, modules: [identity(), oidc(), notifications()] });
+ */
+export function notifications(): IdtModule<'notifications', NotificationsServices> {
+  return {
+    id: 'notifications',
+    requires: ['identity'],
+    migrations: notificationsMigrations,
+    problemCodes: [...Object.keys(NotificationsCodes), ...Object.keys(RealtimeCodes)],
+    async setup(ctx) {
+      const [{ realtimeHubOf }, { createNotificationsService }, { createNotificationRoutes }, { createNotificationHandlers }] =
+        await Promise.all([import('./hub/hub.js'), import('./service.js'), import('./http/routes.js'), import('./handlers.js')]);
+      // The service publishes to the hub; the hub reads back notifications another instance announced.
+      let hub: RealtimeHub | undefined;
+      const service = createNotificationsService({
+        db: ctx.db,
+        clock: ctx.clock,
+        logger: ctx.logger,
+        publisher: { notificationCreated: (notification) => hub?.notificationCreated(notification) },
+      });
+      hub = realtimeHubOf(ctx, (id) => service.find(id));
+      return {
+        services: { service, hub },
+        routes: [...createNotificationRoutes(service), ...hub.routes],
+        upgrades: [hub.upgrade],
+        handlers: [
+          ...createNotificationHandlers({
+            db: ctx.db,
+            service,
+            mailer: ctx.mailer,
+            clock: ctx.clock,
+            logger: ctx.logger,
+            baseUrl: ctx.config.publicBaseUrl,
+          }),
+          ...hub.handlers,
+        ],
+        jobs: [...hub.jobs],
+        close: () => (hub as RealtimeHub).close(),
+      };
+    },
+  };
+}

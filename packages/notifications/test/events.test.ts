@@ -1,0 +1,131 @@
+import { createMemoryMailer, type MemoryMailer } from '@idt/core';
+import { bearer, startTestServer, type TenantWithTokens, type TestServer, tenantWithTokens, testDialects } from '@idt/testing';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createNotificationHandlers } from '../src/handlers.js';
+
+const INQUIRY = {
+  name: 'Grace Hopper',
+  email: 'grace@example.com',
+  phone: '+1 555 0100',
+  projectType: 'Compiler',
+  budgetRange: '10k-50k',
+  timeline: 'Q3',
+  message: 'We need <b>a compiler</b>.',
+};
+
+describe.each(testDialects())('notifications from events on %s', (dialect) => {
+  let server: TestServer;
+  let mailer: MemoryMailer;
+  let acme: TenantWithTokens;
+
+  beforeAll(async () => {
+    mailer = createMemoryMailer();
+    server = await startTestServer({ dialect, mailer });
+    acme = await tenantWithTokens(server, 'Acme');
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const titles = async (token: string) =>
+    (
+      (await (await server.fetch('/v1/notifications', { headers: bearer(token) })).json()) as {
+        items: Array<{ title: string; type: string }>;
+      }
+    ).items;
+
+  it('notifies and mails the members holding InquiriesRead of a new inquiry, except who opted out', async () => {
+    const optOut = await server.fetch('/v1/notifications/preferences', {
+      method: 'PUT',
+      headers: bearer(acme.tokens.admin),
+      body: JSON.stringify({ channel: 'email', type: 'InquirySubmitted', enabled: false }),
+    });
+    expect(optOut.status).toBe(204);
+    const submitted = await server.fetch('/v1/inquiries', {
+      method: 'POST',
+      headers: bearer(acme.tokens.user),
+      body: JSON.stringify(INQUIRY),
+    });
+    expect(submitted.ok).toBe(true);
+
+    await vi.waitFor(
+      () => {
+        const to = mailer.messages
+          .filter((message) => message.headers?.['X-Idt-Template'] === 'inquiry-submitted')
+          .map((message) => message.to);
+        expect(to.sort()).toEqual([acme.owner.email, acme.manager.email].sort());
+      },
+      { timeout: 10_000, interval: 25 },
+    );
+    const mail = mailer.messages.find((message) => message.to === acme.owner.email);
+    expect(mail?.subject).toBe('New inquiry from Grace Hopper');
+    expect(mail?.html).toContain('Grace Hopper (grace@example.com)');
+    expect(mail?.text).toContain('/v1/inquiries/');
+
+    // In-app: the staff, the opted-out admin included (e-mail only was turned off); not the plain member.
+    await vi.waitFor(
+      async () => expect((await titles(acme.tokens.owner)).map((item) => item.type)).toContain('InquirySubmitted'),
+      {
+        timeout: 10_000,
+      },
+    );
+    expect((await titles(acme.tokens.admin)).map((item) => item.title)).toContain('New inquiry from Grace Hopper');
+    expect((await titles(acme.tokens.user)).map((item) => item.type)).not.toContain('InquirySubmitted');
+  });
+
+  it('creates each notification and sends each mail once when an event is delivered twice', async () => {
+    const handler = createNotificationHandlers({
+      db: server.database.db,
+      service: server.idt.services.notifications.service,
+      mailer,
+      clock: server.idt.clock,
+      logger: server.idt.logger,
+      baseUrl: server.url,
+    }).find((candidate) => candidate.name === 'notifications.inquiry-submitted');
+    const envelope = {
+      id: `redelivered-${dialect}`,
+      type: 'InquirySubmittedEvent',
+      occurredAt: new Date().toISOString(),
+      attempt: 1,
+      payload: {
+        inquiryId: 'inq-1',
+        organizationId: acme.organization.id,
+        submitterId: acme.user.id,
+        name: 'Twice',
+        email: 'twice@example.com',
+        projectType: 'Retry',
+        submittedAt: new Date().toISOString(),
+      },
+    };
+    const before = mailer.messages.length;
+    await handler?.handle(envelope);
+    await handler?.handle({ ...envelope, attempt: 2 });
+    expect(mailer.messages.length - before).toBe(2); // owner and manager, once each
+    const rows = await server.database.db('notifications').where({ title: 'New inquiry from Twice' });
+    expect(rows).toHaveLength(3); // owner, admin, manager
+  });
+
+  it('alerts the user in-app when the e-mail address changed', async () => {
+    const handler = createNotificationHandlers({
+      db: server.database.db,
+      service: server.idt.services.notifications.service,
+      mailer,
+      clock: server.idt.clock,
+      logger: server.idt.logger,
+      baseUrl: server.url,
+    }).find((candidate) => candidate.name === 'notifications.email-changed-alert');
+    const envelope = {
+      id: `email-changed-${dialect}`,
+      type: 'UserEmailChangedEvent',
+      occurredAt: new Date().toISOString(),
+      attempt: 1,
+      payload: { userId: acme.user.id, oldEmail: 'old@example.com', newEmail: 'new@example.com' },
+    };
+    await handler?.handle(envelope);
+    await handler?.handle(envelope);
+    const alerts = (await titles(acme.tokens.user)).filter((item) => item.type === 'SecurityAlert');
+    expect(alerts.map((item) => item.title)).toEqual(['Your e-mail address was changed']);
+    // Personal: visible in every organization of the user, to nobody else.
+    expect((await titles(acme.tokens.owner)).some((item) => item.type === 'SecurityAlert')).toBe(false);
+  });
+});

@@ -7,13 +7,17 @@
 import { type CreateIdtOptions, createIdt, type Idt, type IdtModule } from '@idt/core';
 import { type IdentityModuleSettings, type IdentityServices, identity } from '@idt/identity';
 import { type InquiriesServices, inquiries } from '@idt/inquiries';
+import { type NotificationsServices, notifications } from '@idt/notifications';
 import { type OidcModuleOptions, type OidcModuleSettings, type OidcServices, oidc } from '@idt/oidc';
+import { type PlatformOptions, type PlatformServices, platform } from '@idt/platform';
 import { type StorageServices, type StorageSettings, storage } from '@idt/storage';
 
 /** Options of the reference modules' factories, each passed to its module (settings still come from the environment). */
 export interface ReferenceModuleOptions {
   /** Options of `oidc()`, e.g. `backchannelLimits`. */
   readonly oidc?: OidcModuleOptions;
+  /** Options of `platform()`, e.g. extra setting definitions. */
+  readonly platform?: PlatformOptions;
 }
 
 /** The reference server's modules, as a type. */
@@ -22,11 +26,13 @@ export type ReferenceModules = readonly [
   IdtModule<'oidc', OidcServices, OidcModuleSettings>,
   IdtModule<'inquiries', InquiriesServices>,
   IdtModule<'storage', StorageServices, StorageSettings>,
+  IdtModule<'notifications', NotificationsServices>,
+  IdtModule<'platform', PlatformServices>,
 ];
 
 /** The reference set of modules. */
 export function referenceModules(options: ReferenceModuleOptions = {}): ReferenceModules {
-  return [identity(), oidc(options.oidc), inquiries(), storage()] as const;
+  return [identity(), oidc(options.oidc), inquiries(), storage(), notifications(), platform(options.platform)] as const;
 }
 
 /** The reference server: a composed idt with every module. */

@@ -190,7 +190,7 @@ export async function loadConfigFile(file: string, importers: ConfigImporters = 
 
 /**
  * The reference modules, used without a config file: identity and oidc,
- * plus inquiries and storage when those packages are installed.
+ * plus inquiries, storage, notifications and platform when those packages are installed.
  */
 export async function referenceModules(): Promise<AnyIdtModule[]> {
   const modules: AnyIdtModule[] = [identity(), oidc()];
@@ -205,6 +205,18 @@ export async function referenceModules(): Promise<AnyIdtModule[]> {
     modules.push(storage());
   } catch (error) {
     if (!isModuleNotFound(error, '@idt/storage')) throw error;
+  }
+  try {
+    const { notifications } = await import('@idt/notifications');
+    modules.push(notifications());
+  } catch (error) {
+    if (!isModuleNotFound(error, '@idt/notifications')) throw error;
+  }
+  try {
+    const { platform } = await import('@idt/platform');
+    modules.push(platform());
+  } catch (error) {
+    if (!isModuleNotFound(error, '@idt/platform')) throw error;
   }
   return modules;
 }

@@ -10,7 +10,15 @@ const PASSWORD = 'correct horse battery staple';
 const ADMIN = ['--email', 'ada@example.com', '--first-name', 'Ada', '--last-name', 'Lovelace', '--organization', 'Acme'];
 
 /** The owners of every migration set of the reference modules. */
-const REFERENCE_OWNERS = ['@idt/core', '@idt/identity', '@idt/oidc', '@idt/inquiries', '@idt/storage'];
+const REFERENCE_OWNERS = [
+  '@idt/core',
+  '@idt/identity',
+  '@idt/oidc',
+  '@idt/inquiries',
+  '@idt/storage',
+  '@idt/notifications',
+  '@idt/platform',
+];
 
 /** A config module composing the given factories (`identity`, `oidc`, ...), importing the packages by name. */
 function configSource(modules: string[], extra = ''): string {
@@ -73,7 +81,7 @@ describe.each(testDialects())('an idt.config.mjs composing identity and oidc on 
     expect(migrated.exitCode).toBe(0);
     expect(migrated.stderr).toContain('for identity, oidc (./idt.config.mjs)');
     expect(migrated.stdout).toContain('applied  @idt/oidc: 0001_provider');
-    expect(migrated.stdout).not.toMatch(/@idt\/(inquiries|storage)/);
+    expect(migrated.stdout).not.toMatch(/@idt\/(inquiries|storage|notifications|platform)/);
     expect(await tableNames(database)).toEqual(['identity_users', 'oidc_clients']);
 
     // Every migration of the composition is applied, so commands outside Testing accept the database.
@@ -163,7 +171,10 @@ describe('config discovery', () => {
     const { database, env } = await freshEnv();
     const migrated = await idt(env, ['migrate', '--json'], { cwd });
     expect(migrated.exitCode).toBe(0);
-    expect(jsonOf(migrated)).toMatchObject({ config: null, modules: ['identity', 'oidc', 'inquiries', 'storage'] });
+    expect(jsonOf(migrated)).toMatchObject({
+      config: null,
+      modules: ['identity', 'oidc', 'inquiries', 'storage', 'notifications', 'platform'],
+    });
     expect(jsonOf(migrated).sets.map((set: { owner: string }) => set.owner)).toEqual(REFERENCE_OWNERS);
     expect(await tableNames(database)).toEqual([
       'identity_users',

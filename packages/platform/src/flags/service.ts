@@ -1,0 +1,212 @@
+import { type Clock, systemClock } from '@idt/core';
+import type { CacheInvalidator } from '@idt/core/knex';
+import { ProblemError, ValidationProblem } from '@idt/problem';
+import {
+  type PlatformActor,
+  type PlatformDirectory,
+  PlatformPermissions,
+  requirePermission,
+  requirePlatformAdministrator,
+  tenantOf,
+} from '../access.js';
+import { createKeyedCache } from '../cache.js';
+import { FLAGS_CACHE } from '../events.js';
+import { evaluateFlag, type FlagOverride, type FlagValue } from './evaluate.js';
+import {
+  FlagCreateInput,
+  FlagOverrideInput,
+  type FlagOverrideResponse,
+  type FlagResponse,
+  FlagUpdateInput,
+  type OrganizationFlagResponse,
+} from './schemas.js';
+import type { FlagRecord, FlagsStore } from './store.js';
+
+/** Options of {@link createFlagsService}. */
+export interface FlagsServiceOptions {
+  readonly store: FlagsStore;
+  readonly directory: PlatformDirectory;
+  readonly clock?: Clock;
+  /** Evicts the flag caches when any instance changes a flag; without it nothing is cached. */
+  readonly invalidator?: CacheInvalidator;
+}
+
+/** Who flags are evaluated for. */
+export interface FlagCaller {
+  readonly organizationId: string | null;
+  readonly userId: string | null;
+}
+
+/** Feature flags: platform definitions, organization and user overrides, evaluation. */
+export interface FlagsService {
+  /** Every flag (platform administrators). */
+  list(actor: PlatformActor): Promise<FlagResponse[]>;
+  /** Defines a flag (platform administrators); 409 `FeatureFlags.KeyExists` for a taken key. */
+  create(actor: PlatformActor, input: unknown): Promise<FlagResponse>;
+  /** Replaces a flag's definition (platform administrators). */
+  update(actor: PlatformActor, key: string, input: unknown): Promise<FlagResponse>;
+  /** Deletes a flag and its overrides (platform administrators). */
+  remove(actor: PlatformActor, key: string): Promise<void>;
+  /** Every flag with the caller organization's overrides (`ConfigurationRead`). */
+  listForOrganization(actor: PlatformActor): Promise<OrganizationFlagResponse[]>;
+  /** Sets the organization's (or one member's) override (`ConfigurationManage`). */
+  putOverride(actor: PlatformActor, key: string, input: unknown): Promise<FlagOverrideResponse>;
+  /** Removes the organization's (or one member's) override (`ConfigurationManage`). */
+  removeOverride(actor: PlatformActor, key: string, userId: string | null): Promise<void>;
+  /** Every flag evaluated for a caller: `{key: boolean | variant}`. */
+  evaluate(caller: FlagCaller): Promise<Record<string, FlagValue>>;
+}
+
+function toFlagResponse(flag: FlagRecord): FlagResponse {
+  return {
+    key: flag.key,
+    name: flag.name,
+    description: flag.description,
+    type: flag.type,
+    defaultEnabled: flag.defaultEnabled,
+    rolloutPercentage: flag.rolloutPercentage,
+    variants: flag.variants.map((variant) => ({ name: variant.name, weight: variant.weight })),
+    defaultVariant: flag.defaultVariant,
+    createdAt: flag.createdAt,
+    updatedAt: flag.updatedAt,
+  };
+}
+
+function notFound(key: string): ProblemError {
+  return new ProblemError('FeatureFlags.NotFound', `No feature flag has the key '${key.slice(0, 100)}'.`);
+}
+
+/**
+ * Creates the feature flag service. Evaluation reads flags and overrides
+ * from caches evicted on every instance by the store's invalidations; an
+ * override's `expiresAt` is compared with the injected clock at evaluation.
+ *
+ * @example
+ * const flags = createFlagsService({ store, directory, invalidator });
+ * const values = await flags.evaluate({ organizationId, userId });
+ */
+export function createFlagsService(options: FlagsServiceOptions): FlagsService {
+  const { store, directory } = options;
+  const clock = options.clock ?? systemClock;
+  const definitions = createKeyedCache<FlagRecord[]>(FLAGS_CACHE, options.invalidator);
+  const overrides = createKeyedCache<FlagOverride[]>(FLAGS_CACHE, options.invalidator);
+
+  const allFlags = () => definitions.get('definitions', () => store.list());
+  const overridesOf = (organizationId: string) => overrides.get(organizationId, () => store.overrides(organizationId));
+
+  const admin = (actor: PlatformActor) => requirePlatformAdministrator(directory, actor, PlatformPermissions.systemSettings);
+
+  function overrideResponse(override: FlagOverride): FlagOverrideResponse {
+    return {
+      userId: override.userId,
+      enabled: override.enabled,
+      variant: override.variant,
+      expiresAt: override.expiresAt,
+      isExpired: override.expiresAt !== null && Date.parse(override.expiresAt) <= clock.now().getTime(),
+    };
+  }
+
+  async function existing(key: string): Promise<FlagRecord> {
+    const flag = await store.find(key);
+    if (!flag) throw notFound(key);
+    return flag;
+  }
+
+  return {
+    async list(actor) {
+      await admin(actor);
+      return (await store.list()).map(toFlagResponse);
+    },
+
+    async create(actor, input) {
+      await admin(actor);
+      const data = FlagCreateInput.parse(input);
+      const now = clock.now().toISOString();
+      const record: FlagRecord = { ...data, createdAt: now, updatedAt: now };
+      if ((await store.insert(record, actor.subject)) === 'exists') {
+        throw new ProblemError('FeatureFlags.KeyExists', `A feature flag with the key '${data.key}' already exists.`);
+      }
+      definitions.evict('definitions');
+      return toFlagResponse(record);
+    },
+
+    async update(actor, key, input) {
+      await admin(actor);
+      const data = FlagUpdateInput.parse(input);
+      const current = await existing(key);
+      const record: FlagRecord = {
+        ...data,
+        key: current.key,
+        createdAt: current.createdAt,
+        updatedAt: clock.now().toISOString(),
+      };
+      if (!(await store.update(record, actor.subject))) throw notFound(key);
+      definitions.evict('definitions');
+      return toFlagResponse(record);
+    },
+
+    async remove(actor, key) {
+      await admin(actor);
+      if (!(await store.remove(key, clock.now().toISOString(), actor.subject))) throw notFound(key);
+      definitions.evict('definitions');
+    },
+
+    async listForOrganization(actor) {
+      const organizationId = tenantOf(actor);
+      requirePermission(actor, PlatformPermissions.configurationRead);
+      const [flags, own] = await Promise.all([allFlags(), overridesOf(organizationId)]);
+      return flags.map((flag) => {
+        const mine = own.filter((override) => override.flagKey === flag.key);
+        const organization = mine.find((override) => override.userId === null);
+        return {
+          ...toFlagResponse(flag),
+          override: organization ? overrideResponse(organization) : null,
+          userOverrides: mine.filter((override) => override.userId !== null).map(overrideResponse),
+        };
+      });
+    },
+
+    async putOverride(actor, key, input) {
+      const organizationId = tenantOf(actor);
+      requirePermission(actor, PlatformPermissions.configurationManage);
+      const data = FlagOverrideInput.parse(input);
+      const flag = await existing(key);
+      if (data.variant !== null && !flag.variants.some((variant) => variant.name === data.variant)) {
+        throw new ValidationProblem({
+          variant: [flag.type === 'variant' ? 'Name one of the flag’s variants.' : 'Only variant flags have variants.'],
+        });
+      }
+      if (data.userId !== null && !(await directory.isMember(organizationId, data.userId))) {
+        throw new ValidationProblem({ userId: ['Not a member of your organization.'] });
+      }
+      const override: FlagOverride = { flagKey: flag.key, organizationId, ...data };
+      if (!(await store.putOverride(override, clock.now().toISOString(), actor.subject))) throw notFound(key);
+      overrides.evict(organizationId);
+      return overrideResponse(override);
+    },
+
+    async removeOverride(actor, key, userId) {
+      const organizationId = tenantOf(actor);
+      requirePermission(actor, PlatformPermissions.configurationManage);
+      await existing(key);
+      await store.removeOverride(key, organizationId, userId, clock.now().toISOString(), actor.subject);
+      overrides.evict(organizationId);
+    },
+
+    async evaluate(caller) {
+      const flags = await allFlags();
+      const own = caller.organizationId === null ? [] : await overridesOf(caller.organizationId);
+      const now = clock.now();
+      const values: Record<string, FlagValue> = {};
+      for (const flag of flags) {
+        const organizationOverride = own.find((override) => override.flagKey === flag.key && override.userId === null);
+        const userOverride =
+          caller.userId === null
+            ? undefined
+            : own.find((override) => override.flagKey === flag.key && override.userId === caller.userId);
+        values[flag.key] = evaluateFlag(flag, { userId: caller.userId, organizationOverride, userOverride }, now);
+      }
+      return values;
+    },
+  };
+}

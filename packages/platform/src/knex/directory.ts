@@ -1,0 +1,34 @@
+import type { Knex } from 'knex';
+import type { PlatformDirectory } from '../access.js';
+
+/**
+ * The {@link PlatformDirectory} over identity's tables (`@idt/identity`'s
+ * migrations run first): the platform organization is the active one with
+ * `is_platform`.
+ *
+ * @example
+ * const directory = createKnexPlatformDirectory(db);
+ */
+export function createKnexPlatformDirectory(db: Knex): PlatformDirectory {
+  return {
+    async isPlatformOrganization(organizationId) {
+      const row = await db('identity_organizations')
+        .where({ id: organizationId, is_platform: true, status: 'active' })
+        .first(db.raw('1 as found'));
+      return row !== undefined;
+    },
+    async isMember(organizationId, userId) {
+      const row = await db('identity_memberships')
+        .where({ organization_id: organizationId, user_id: userId, status: 'active' })
+        .first(db.raw('1 as found'));
+      return row !== undefined;
+    },
+    async rolesOf(organizationId, userId) {
+      const roles: string[] = await db('identity_membership_roles as r')
+        .join('identity_memberships as m', 'm.id', 'r.membership_id')
+        .where({ 'm.organization_id': organizationId, 'm.user_id': userId, 'm.status': 'active' })
+        .pluck('r.role');
+      return roles.map((role) => role.toLowerCase());
+    },
+  };
+}

@@ -1,0 +1,163 @@
+import {
+  type Clock,
+  defineEventHandler,
+  type EventCatalog,
+  type EventDefinition,
+  type EventHandlerDefinition,
+  type EventOutbox,
+  type Logger,
+  type ModuleJob,
+  type Route,
+} from '@idt/core';
+import type { CacheInvalidator } from '@idt/core/knex';
+import type { Knex } from 'knex';
+import { type AnnouncementsService, createAnnouncementsService } from '../announcements/service.js';
+import { type ChangelogService, createChangelogService } from '../changelog/service.js';
+import { platformEvents } from '../events.js';
+import { createFlagsService, type FlagsService } from '../flags/service.js';
+import { createAnnouncementRoutes } from '../http/announcement-routes.js';
+import { createChangelogRoutes } from '../http/changelog-routes.js';
+import { createConfigurationRoutes } from '../http/configuration-routes.js';
+import { createWebhookRoutes } from '../http/webhook-routes.js';
+import { builtInSettings, createSettingRegistry, type SettingDefinition, type SettingRegistry } from '../settings/definitions.js';
+import { createSettingsService, type SettingsService } from '../settings/service.js';
+import { WEBHOOK_EVENT_TYPES } from '../webhooks/catalog.js';
+import { WEBHOOK_TIMEOUT_MS } from '../webhooks/schedule.js';
+import { createWebhookSender } from '../webhooks/sender.js';
+import { createWebhooksService, type WebhooksService } from '../webhooks/service.js';
+import { createKnexAnnouncementsStore } from './announcements-store.js';
+import { createKnexChangelogStore } from './changelog-store.js';
+import { createKnexPlatformDirectory } from './directory.js';
+import { createKnexFlagsStore } from './flags-store.js';
+import { createKnexSettingsStore } from './settings-store.js';
+import { createKnexWebhooksStore } from './webhooks-store.js';
+
+/** The name of the job that sends due webhook deliveries. */
+export const WEBHOOK_JOB = 'platform.webhooks.deliver';
+
+/** The name of the job that publishes due scheduled announcements and expires old ones. */
+export const ANNOUNCEMENT_JOB = 'platform.announcements.schedule';
+
+/** Options of {@link createKnexPlatform}. */
+export interface KnexPlatformOptions {
+  readonly db: Knex;
+  /** The event bus's outbox: change events are written in the change's transaction. */
+  readonly outbox: EventOutbox;
+  /** Spreads cache evictions to every instance. */
+  readonly invalidator: CacheInvalidator;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Setting definitions besides the built-in ones. */
+  readonly settings?: readonly SettingDefinition[];
+  /** How often the announcement job runs, in milliseconds (60,000 by default). */
+  readonly announcementJobIntervalMs?: number;
+  /** The registered events (the bus's catalog), read once every module registered its own: webhooks subscribe to them. */
+  readonly catalog?: () => EventCatalog;
+  /** Webhook delivery: loopback and private hosts (local demos and tests only), and how often the delivery job runs (1,000 ms). */
+  readonly webhooks?: { readonly allowPrivateHosts?: boolean; readonly jobIntervalMs?: number };
+}
+
+/** The platform module on knex: its services, routes, events, handlers and jobs. */
+export interface KnexPlatform {
+  readonly registry: SettingRegistry;
+  readonly settings: SettingsService;
+  readonly flags: FlagsService;
+  readonly changelog: ChangelogService;
+  readonly announcements: AnnouncementsService;
+  readonly webhooks: WebhooksService;
+  readonly routes: readonly Route[];
+  /** Events the module publishes (register them for the catalog). */
+  readonly events: readonly EventDefinition<any>[];
+  /** Builds the handlers; call it once every module's events are registered on the bus. */
+  handlers(): EventHandlerDefinition<any>[];
+  readonly jobs: readonly ModuleJob[];
+}
+
+/**
+ * Wires the platform module over a knex database (migrations:
+ * `platformMigrations`, after `@idt/core` and `@idt/identity`).
+ *
+ * @example
+ * const platform = createKnexPlatform({ db, outbox: bus, invalidator });
+ * routes.push(...platform.routes);
+ */
+export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
+  const { db, outbox, invalidator } = options;
+  const clock = options.clock ? { clock: options.clock } : {};
+  const directory = createKnexPlatformDirectory(db);
+  const registry = createSettingRegistry([...builtInSettings, ...(options.settings ?? [])]);
+  const settings = createSettingsService({
+    store: createKnexSettingsStore({ db, outbox, invalidator }),
+    registry,
+    directory,
+    invalidator,
+    ...clock,
+  });
+  const flags = createFlagsService({
+    store: createKnexFlagsStore({ db, outbox, invalidator }),
+    directory,
+    invalidator,
+    ...clock,
+  });
+  const changelog = createChangelogService({ store: createKnexChangelogStore({ db, outbox }), directory, ...clock });
+  const announcements = createAnnouncementsService({
+    store: createKnexAnnouncementsStore({ db, outbox }),
+    directory,
+    isEnabled: async (organizationId) => (await settings.resolve(organizationId, null))['announcements.enabled'] !== false,
+    ...clock,
+  });
+  const registered = () => new Map((options.catalog?.().events ?? []).map((event) => [event.type, event]));
+  const offered = () => {
+    const events = registered();
+    return WEBHOOK_EVENT_TYPES.filter((entry) => entry.source === undefined || events.has(entry.source));
+  };
+  const allowPrivateHosts = options.webhooks?.allowPrivateHosts ?? false;
+  const webhooks = createWebhooksService({
+    store: createKnexWebhooksStore(db),
+    directory,
+    sender: createWebhookSender({ allowPrivateHosts, timeoutMs: WEBHOOK_TIMEOUT_MS }),
+    eventTypes: offered,
+    allowPrivateHosts,
+    ...clock,
+  });
+  const handlers = () => {
+    const events = registered();
+    return WEBHOOK_EVENT_TYPES.flatMap((entry) => {
+      const event = entry.source === undefined ? undefined : events.get(entry.source);
+      if (!event) return [];
+      return [
+        defineEventHandler({
+          name: `platform.webhooks.${entry.type}`,
+          module: 'platform',
+          event,
+          description: `Queues \`${entry.type}\` for the webhook endpoints that subscribe to it.`,
+          handle: (envelope) => webhooks.enqueueEvent(entry.type, envelope.payload, envelope.occurredAt, envelope.id),
+        }),
+      ];
+    });
+  };
+  return {
+    registry,
+    settings,
+    flags,
+    changelog,
+    announcements,
+    webhooks,
+    routes: [
+      ...createConfigurationRoutes(settings, flags),
+      ...createChangelogRoutes(changelog),
+      ...createAnnouncementRoutes(announcements),
+      ...createWebhookRoutes(webhooks),
+    ],
+    events: [...platformEvents],
+    handlers,
+    jobs: [
+      { name: WEBHOOK_JOB, intervalMs: options.webhooks?.jobIntervalMs ?? 1000, run: () => webhooks.deliverDue() },
+      {
+        name: ANNOUNCEMENT_JOB,
+        intervalMs: options.announcementJobIntervalMs ?? 60_000,
+        run: () => announcements.runSchedule(),
+      },
+    ],
+  };
+}

@@ -1,3 +1,5 @@
+export type { CallOptions, World } from './api.js';
+export { caller, expectJson, expectProblem, outboxEvents, seedWorld } from './api.js';
 export type { BrowserResponse, HtmlForm, SubmitOptions } from './browser.js';
 export { Browser, parseForms } from './browser.js';
 export type { SkippingClock } from './clock.js';

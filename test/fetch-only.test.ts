@@ -4,7 +4,7 @@ import { identity } from '@idt/identity';
 import { identityMigrations } from '@idt/identity/knex';
 import { oidc } from '@idt/oidc';
 import { oidcMigrations } from '@idt/oidc/knex';
-import { createTestDatabase, registerFlowClient, runSignInFlow, type TestDatabase } from '@idt/testing';
+import { createTestDatabase, mintAccessToken, registerFlowClient, runSignInFlow, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 describe('createIdt(...).fetch with no node:http server', () => {
@@ -40,5 +40,18 @@ describe('createIdt(...).fetch with no node:http server', () => {
       new Request(`${baseUrl}/v1/storage/buckets`, { headers: { authorization: `Bearer ${result.accessToken}` } }),
     );
     expect(storage.status).toBe(404);
+    // Nothing here mails e-mail change confirmations (that is @idt/notifications): a change is refused, not lost.
+    const token = await mintAccessToken({ idt, database }, { sub: result.userId, org_id: result.organizationId });
+    const change = await idt.fetch(
+      new Request(`${baseUrl}/v1/identity/auth/change-email`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ newEmail: 'elsewhere@example.com' }),
+      }),
+    );
+    expect(change.status).toBe(503);
+    expect(change.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await change.json()).toMatchObject({ status: 503, code: 'EmailChange.Unavailable' });
+    expect(await database.db('identity_email_changes').count({ n: '*' }).first()).toMatchObject({ n: 0 });
   });
 });

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { signJwt } from '@idt/core';
 import { seedTenant } from './identity.js';
+import type { Idt } from '@idt/core';
+import type { Knex } from 'knex';
 import type { TestServer } from './server.js';
+
+/** What minting needs of a running idt: a {@link TestServer}, or any composition with its database. */
+export interface TokenTarget {
+  readonly idt: Pick<Idt<any>, 'infrastructure' | 'clock' | 'config'>;
+  readonly database: { readonly db: Knex };
+}
 
 /** Claims of a test access token; `sub` is required, the rest are optional. */
 export interface TestTokenClaims {
@@ -28,7 +36,7 @@ export interface MintOptions {
  * issuer and audience the public base URL, signed with the server's active
  * key), for suites that test the API rather than the sign-in flow.
  */
-export async function mintAccessToken(server: TestServer, claims: TestTokenClaims, options: MintOptions = {}): Promise<string> {
+export async function mintAccessToken(server: TokenTarget, claims: TestTokenClaims, options: MintOptions = {}): Promise<string> {
   if (claims.client_id === undefined) await ensureTestClient(server);
   const keys = await server.idt.infrastructure.keys.listKeys();
   const key = keys.find((candidate) => candidate.status === 'active' && candidate.alg === (options.alg ?? 'ES256'));
@@ -57,14 +65,14 @@ export const TEST_CLIENT_ID = 'idt-test-client';
 const ensured = new WeakSet<object>();
 
 /** Inserts the test client once per server, when the OpenID provider tables exist. */
-async function ensureTestClient(server: TestServer): Promise<void> {
+async function ensureTestClient(server: TokenTarget): Promise<void> {
   if (ensured.has(server)) return;
   await insertClient(server, { clientId: TEST_CLIENT_ID, organizationId: null, kind: 'application', scopes: ['openid'] });
   ensured.add(server);
 }
 
 async function insertClient(
-  server: TestServer,
+  server: TokenTarget,
   client: { clientId: string; organizationId: string | null; kind: 'application' | 'service-account'; scopes: string[] },
 ): Promise<void> {
   const { db } = server.database;

@@ -88,9 +88,7 @@ export type { ScopeDefinition } from './authorization/scopes.js';
 export { parseScopes, permissionsForScopes, SCOPE_CATALOG, scopeDefinition, scopesWithin } from './authorization/scopes.js';
 export { CredentialCodes } from './credentials/problems.js';
 export { UserEmailChangedEvent, UserEmailChangeRequestedEvent } from './email-change/events.js';
-export type { EmailChangeHandlerOptions } from './email-change/handlers.js';
-export { createEmailChangeHandlers } from './email-change/handlers.js';
-export type { EmailChangeService, EmailChangeServiceOptions } from './email-change/service.js';
+export type { EmailChangeService, EmailChangeServiceOptions, PendingEmailChange } from './email-change/service.js';
 export {
   ChangeEmailInput,
   ConfirmEmailChangeInput,
@@ -145,7 +143,13 @@ export type {
   OrganizationContext,
 } from './memberships/store.js';
 export type { IdentityModuleOptions, IdentityModuleSettings, IdentityServices } from './module.js';
-export { CLIENT_LOOKUP_CAPABILITY, identity, identityVariables, SESSION_COOKIE_NAME } from './module.js';
+export {
+  CLIENT_LOOKUP_CAPABILITY,
+  EMAIL_CHANGE_MAIL_CAPABILITY,
+  identity,
+  identityVariables,
+  SESSION_COOKIE_NAME,
+} from './module.js';
 export type { AddedMember, OperatorService, OperatorServiceOptions } from './operator/service.js';
 export { AddMemberInput, createOperatorService } from './operator/service.js';
 export type { OperatorStore } from './operator/store.js';

@@ -13,6 +13,13 @@ export const SESSION_COOKIE_NAME = 'idt_session';
 /** The capability through which the identity module asks about OAuth clients (provided by `@idt/oidc`). */
 export const CLIENT_LOOKUP_CAPABILITY = 'identity.clients';
 
+/**
+ * The capability a module provides (any value) when it mails e-mail change
+ * confirmations and notices: `@idt/notifications` does. Without it the
+ * identity module refuses e-mail change requests with 503.
+ */
+export const EMAIL_CHANGE_MAIL_CAPABILITY = 'identity.emailChangeMail';
+
 /** Settings of the identity module. */
 export interface IdentityModuleSettings {
   /** `IDT_EMAIL_CHANGE_MAX_REQUESTS`: e-mail change requests per user per window (default 3; 0 refuses all). */
@@ -84,6 +91,7 @@ export function identity(options: IdentityModuleOptions = {}): IdtModule<'identi
           sessionCookieName: SESSION_COOKIE_NAME,
           emailChangeMaxRequests: ctx.settings.emailChangeMaxRequests,
           emailChangeWindowSeconds: ctx.settings.emailChangeWindowSeconds,
+          emailChangeMailed: ctx.capability(EMAIL_CHANGE_MAIL_CAPABILITY) !== undefined,
         },
         secret: ctx.secret,
         mailer: ctx.mailer,

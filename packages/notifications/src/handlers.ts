@@ -7,7 +7,13 @@ import {
   type Logger,
   type Mailer,
 } from '@idt/core';
-import { expandRoles, UserEmailChangedEvent, UserSessionEvictedEvent } from '@idt/identity';
+import {
+  type EmailChangeService,
+  expandRoles,
+  UserEmailChangedEvent,
+  UserEmailChangeRequestedEvent,
+  UserSessionEvictedEvent,
+} from '@idt/identity';
 import { InquirySubmittedEvent } from '@idt/inquiries';
 import type { Knex } from 'knex';
 import { NOTIFICATION_MAILS_TABLE } from './knex/migrations.js';
@@ -22,6 +28,8 @@ export interface NotificationHandlerOptions {
   readonly logger: Logger;
   /** The public base URL, for links in mails. */
   readonly baseUrl: string;
+  /** The identity module's e-mail change service: the confirmation link of a pending change. */
+  readonly emailChange: Pick<EmailChangeService, 'pendingConfirmation'>;
 }
 
 interface Member {
@@ -65,7 +73,11 @@ export async function membersWithPermission(db: Knex, organizationId: string, pe
  * - `InquirySubmittedEvent` → an in-app `InquirySubmitted` notification and a
  *   mail to every member of the organization holding `InquiriesRead`,
  *   unless they opted out of that channel or type;
- * - `UserEmailChangedEvent` → an in-app `SecurityAlert` (personal);
+ * - `UserEmailChangeRequestedEvent` → the confirmation link mailed to the
+ *   new address (transactional: preferences do not apply), unless the change
+ *   was confirmed or replaced meanwhile;
+ * - `UserEmailChangedEvent` → a security notice mailed to the old address
+ *   (transactional) and an in-app `SecurityAlert` (personal);
  * - `UserSessionEvictedEvent` → an in-app `SecurityAlert` (personal).
  */
 export function createNotificationHandlers(options: NotificationHandlerOptions): EventHandlerDefinition<any>[] {
@@ -128,6 +140,64 @@ export function createNotificationHandlers(options: NotificationHandlerOptions):
           });
         }
         logger.debug('inquiry notifications sent', { inquiryId: payload.inquiryId, staff: staff.length });
+      },
+    }),
+    defineEventHandler({
+      name: 'notifications.mail-email-change-confirmation',
+      module: 'notifications',
+      event: UserEmailChangeRequestedEvent,
+      description: 'Mails the confirmation link of an e-mail change to the new address.',
+      async handle({ id, payload }) {
+        const pending = await options.emailChange.pendingConfirmation(payload.changeId, payload.userId);
+        if (!pending) {
+          logger.info('e-mail change confirmed or replaced before its link was mailed', { changeId: payload.changeId });
+          return;
+        }
+        const until = new Date(pending.expiresAt).toUTCString();
+        await mailOnce(`${id}:email-change-confirmation`, {
+          to: pending.newEmail,
+          subject: 'Confirm your new e-mail address',
+          text: [
+            'You asked to use this e-mail address for your account.',
+            '',
+            `Confirm it by opening this link within 24 hours (until ${until}):`,
+            pending.link,
+            '',
+            "If you didn't ask for this, ignore this message; nothing changes.",
+          ].join('\n'),
+          html: [
+            '<p>You asked to use this e-mail address for your account.</p>',
+            `<p><a href="${escapeHtml(pending.link)}">Confirm your new e-mail address</a> within 24 hours (until ${escapeHtml(until)}).</p>`,
+            `<p style="color:#666">If the button does not work, paste this link into your browser:<br>${escapeHtml(pending.link)}</p>`,
+            '<p style="color:#666">If you didn\'t ask for this, ignore this message; nothing changes.</p>',
+          ].join('\n'),
+          headers: { 'X-Idt-Template': 'email-change-confirmation' },
+        });
+      },
+    }),
+    defineEventHandler({
+      name: 'notifications.mail-email-changed-notice',
+      module: 'notifications',
+      event: UserEmailChangedEvent,
+      description: 'Mails a security notice to the old address after an e-mail change.',
+      async handle({ id, payload }) {
+        const changed = `The e-mail address of your account was changed from ${payload.oldEmail} to ${payload.newEmail}.`;
+        await mailOnce(`${id}:email-changed-notice`, {
+          to: payload.oldEmail,
+          subject: 'Your e-mail address was changed',
+          text: [
+            changed,
+            'You now sign in with the new address.',
+            '',
+            "If you didn't do this, contact your administrator at once.",
+          ].join('\n'),
+          html: [
+            `<p>${escapeHtml(changed)}</p>`,
+            '<p>You now sign in with the new address.</p>',
+            "<p><strong>If you didn't do this, contact your administrator at once.</strong></p>",
+          ].join('\n'),
+          headers: { 'X-Idt-Template': 'email-changed-notice' },
+        });
       },
     }),
     defineEventHandler({

@@ -1,4 +1,5 @@
 import type { IdtModule } from '@idt/core';
+import { EMAIL_CHANGE_MAIL_CAPABILITY, type IdentityServices } from '@idt/identity';
 import { RealtimeCodes } from './hub/problems.js';
 import type { RealtimeHub } from './hub/types.js';
 import { notificationsMigrations } from './knex/migrations.js';
@@ -26,6 +27,8 @@ export function notifications(): IdtModule<'notifications', NotificationsService
     id: 'notifications',
     requires: ['identity'],
     migrations: notificationsMigrations,
+    // This module mails e-mail change confirmations and notices; without it the identity module refuses changes.
+    provides: { [EMAIL_CHANGE_MAIL_CAPABILITY]: () => true },
     problemCodes: [...Object.keys(NotificationsCodes), ...Object.keys(RealtimeCodes)],
     async setup(ctx) {
       const [{ realtimeHubOf }, { createNotificationsService }, { createNotificationRoutes }, { createNotificationHandlers }] =
@@ -51,6 +54,7 @@ export function notifications(): IdtModule<'notifications', NotificationsService
             clock: ctx.clock,
             logger: ctx.logger,
             baseUrl: ctx.config.publicBaseUrl,
+            emailChange: ctx.module<IdentityServices>('identity').credentials.emailChange,
           }),
           ...hub.handlers,
         ],

@@ -27,6 +27,29 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
     await server?.close();
   });
 
+  /** One of the module's handlers, built over the running server's services (to redeliver an event by hand). */
+  const handlerNamed = (name: string) => {
+    const handler = createNotificationHandlers({
+      db: server.database.db,
+      service: server.idt.services.notifications.service,
+      mailer,
+      clock: server.idt.clock,
+      logger: server.idt.logger,
+      baseUrl: server.url,
+      emailChange: server.idt.services.identity.credentials.emailChange,
+    }).find((candidate) => candidate.name === name);
+    if (!handler) throw new Error(`No handler ${name}`);
+    return handler;
+  };
+  const mailsWith = (template: string, to: string) =>
+    mailer.messages.filter((message) => message.headers?.['X-Idt-Template'] === template && message.to === to);
+  const changeEmail = (token: string, newEmail: string) =>
+    server.fetch('/v1/identity/auth/change-email', {
+      method: 'POST',
+      headers: { ...bearer(token), 'content-type': 'application/json' },
+      body: JSON.stringify({ newEmail }),
+    });
+
   const titles = async (token: string) =>
     (
       (await (await server.fetch('/v1/notifications', { headers: bearer(token) })).json()) as {
@@ -74,14 +97,7 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
   });
 
   it('creates each notification and sends each mail once when an event is delivered twice', async () => {
-    const handler = createNotificationHandlers({
-      db: server.database.db,
-      service: server.idt.services.notifications.service,
-      mailer,
-      clock: server.idt.clock,
-      logger: server.idt.logger,
-      baseUrl: server.url,
-    }).find((candidate) => candidate.name === 'notifications.inquiry-submitted');
+    const handler = handlerNamed('notifications.inquiry-submitted');
     const envelope = {
       id: `redelivered-${dialect}`,
       type: 'InquirySubmittedEvent',
@@ -98,22 +114,15 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
       },
     };
     const before = mailer.messages.length;
-    await handler?.handle(envelope);
-    await handler?.handle({ ...envelope, attempt: 2 });
+    await handler.handle(envelope);
+    await handler.handle({ ...envelope, attempt: 2 });
     expect(mailer.messages.length - before).toBe(2); // owner and manager, once each
     const rows = await server.database.db('notifications').where({ title: 'New inquiry from Twice' });
     expect(rows).toHaveLength(3); // owner, admin, manager
   });
 
   it('alerts the user in-app when the e-mail address changed', async () => {
-    const handler = createNotificationHandlers({
-      db: server.database.db,
-      service: server.idt.services.notifications.service,
-      mailer,
-      clock: server.idt.clock,
-      logger: server.idt.logger,
-      baseUrl: server.url,
-    }).find((candidate) => candidate.name === 'notifications.email-changed-alert');
+    const handler = handlerNamed('notifications.email-changed-alert');
     const envelope = {
       id: `email-changed-${dialect}`,
       type: 'UserEmailChangedEvent',
@@ -121,11 +130,80 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
       attempt: 1,
       payload: { userId: acme.user.id, oldEmail: 'old@example.com', newEmail: 'new@example.com' },
     };
-    await handler?.handle(envelope);
-    await handler?.handle(envelope);
+    await handler.handle(envelope);
+    await handler.handle(envelope);
     const alerts = (await titles(acme.tokens.user)).filter((item) => item.type === 'SecurityAlert');
     expect(alerts.map((item) => item.title)).toEqual(['Your e-mail address was changed']);
     // Personal: visible in every organization of the user, to nobody else.
     expect((await titles(acme.tokens.owner)).some((item) => item.type === 'SecurityAlert')).toBe(false);
+  });
+
+  it('mails the confirmation link to the new address and the notice to the old one, in plain text and HTML', async () => {
+    const { user } = acme;
+    const newEmail = `moved-${dialect}@example.com`;
+    const optOut = await server.fetch('/v1/notifications/preferences', {
+      method: 'PUT',
+      headers: bearer(acme.tokens.user),
+      body: JSON.stringify({ channel: 'email', enabled: false }),
+    });
+    expect(optOut.status).toBe(204);
+    expect((await changeEmail(acme.tokens.user, newEmail)).status).toBe(200);
+    await vi.waitFor(() => expect(mailsWith('email-change-confirmation', newEmail)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 25,
+    });
+    const [confirmation] = mailsWith('email-change-confirmation', newEmail);
+    const link = /https?:\/\/\S+confirm-email-change\S+/.exec(confirmation?.text ?? '')?.[0] as string;
+    expect(link.startsWith(`${server.url}/v1/identity/auth/confirm-email-change?`)).toBe(true);
+    expect(confirmation?.subject).toBe('Confirm your new e-mail address');
+    // The HTML part carries the same link, escaped.
+    expect(confirmation?.html).toContain(`href="${link.replaceAll('&', '&amp;')}"`);
+
+    // Redelivering the request event mails nothing twice.
+    const [requested] = await server.database.db('core_outbox_events').where({ type: 'UserEmailChangeRequestedEvent' });
+    const envelope = { id: requested.id, type: requested.type, occurredAt: new Date().toISOString(), attempt: 2 };
+    await handlerNamed('notifications.mail-email-change-confirmation').handle({
+      ...envelope,
+      payload: JSON.parse(requested.payload),
+    });
+    expect(mailsWith('email-change-confirmation', newEmail)).toHaveLength(1);
+
+    expect((await fetch(link)).status).toBe(200);
+    await vi.waitFor(() => expect(mailsWith('email-changed-notice', user.email)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 25,
+    });
+    const [notice] = mailsWith('email-changed-notice', user.email);
+    expect(notice?.text).toContain(`from ${user.email} to ${newEmail}`);
+    expect(notice?.html).toContain(`to ${newEmail}`);
+    // Both mails are transactional: the opt-out above silenced neither. The in-app alert is there too.
+    await vi.waitFor(
+      async () => expect((await titles(acme.tokens.user)).map((item) => item.title)).toContain('Your e-mail address was changed'),
+      { timeout: 10_000, interval: 25 },
+    );
+  });
+
+  it('mails no link for a change that was replaced or confirmed before the event was handled', async () => {
+    const first = `first-${dialect}@example.com`;
+    const second = `second-${dialect}@example.com`;
+    expect((await changeEmail(acme.tokens.owner, first)).status).toBe(200);
+    expect((await changeEmail(acme.tokens.owner, second)).status).toBe(200);
+    await vi.waitFor(() => expect(mailsWith('email-change-confirmation', second)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 25,
+    });
+    const events = await server.database.db('core_outbox_events').where({ type: 'UserEmailChangeRequestedEvent' });
+    const stale = events.find((row) => JSON.parse(row.payload).newEmail === first);
+    const before = mailer.messages.length;
+    // Handled again as if it were delivered late: the first change was replaced, so nothing goes out.
+    await handlerNamed('notifications.mail-email-change-confirmation').handle({
+      id: `late-${stale.id}`,
+      type: stale.type,
+      occurredAt: new Date().toISOString(),
+      attempt: 1,
+      payload: JSON.parse(stale.payload),
+    });
+    expect(mailer.messages.length).toBe(before);
+    expect(mailsWith('email-change-confirmation', first).length).toBeLessThanOrEqual(1);
   });
 });

@@ -43,7 +43,7 @@ export interface EventEnvelope<T extends Record<string, unknown> = Record<string
 
 /** A subscriber: one named, idempotent reaction of one module to one event type. */
 export interface EventHandlerDefinition<T extends Record<string, unknown> = Record<string, unknown>> {
-  /** Unique across the process, e.g. `identity.mail-email-change-confirmation`. */
+  /** Unique across the process, e.g. `notifications.mail-email-change-confirmation`. */
   readonly name: string;
   /** The consuming module, e.g. `notifications`. */
   readonly module: string;

@@ -20,6 +20,10 @@ export const CredentialCodes = registerProblemCodes('@idt/identity', {
   },
   'EmailChange.SameEmail': { kind: 'Validation', description: 'The new e-mail address is the current one.' },
   'EmailChange.InvalidToken': { kind: 'Validation', description: 'The confirmation link is invalid or was already used.' },
+  'EmailChange.Unavailable': {
+    kind: 'Unavailable',
+    description: 'No module of this deployment mails confirmation links (compose @idt/notifications).',
+  },
   'EmailChange.TokenExpired': { kind: 'Validation', description: 'The confirmation link has expired; request a new one.' },
   'Passwordless.InvalidToken': { kind: 'Validation', description: 'The sign-in link is invalid, expired or already used.' },
   'Passwordless.InvalidCode': { kind: 'Validation', description: 'The code is wrong, expired or already used.' },

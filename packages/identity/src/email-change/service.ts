@@ -42,6 +42,26 @@ export interface EmailChangeServiceOptions {
   readonly logger?: Logger;
   /** How long a confirmation link works; 24 hours by default. */
   readonly linkLifetimeMs?: number;
+  /**
+   * Whether a module of the deployment mails the confirmation links (the
+   * notifications module does; the module's `identity.emailChangeMail` capability).
+   * Without one, {@link EmailChangeService.request} refuses with 503
+   * `EmailChange.Unavailable` instead of accepting a change nobody can
+   * confirm. Defaults to true.
+   */
+  readonly confirmationsMailed?: boolean;
+}
+
+/** A change still waiting for confirmation, with its link: what the confirmation mail says. */
+export interface PendingEmailChange {
+  readonly changeId: string;
+  readonly userId: string;
+  /** Lowercase. */
+  readonly newEmail: string;
+  /** ISO 8601; the link stops working then. */
+  readonly expiresAt: string;
+  /** The confirmation link (carries a MAC of the change id, never stored). */
+  readonly link: string;
 }
 
 /**
@@ -53,13 +73,15 @@ export interface EmailChangeServiceOptions {
 export interface EmailChangeService {
   /**
    * Asks to move the user to `newEmail`: records the pending change and
-   * publishes `UserEmailChangeRequestedEvent` (its handler mails the link).
+   * publishes `UserEmailChangeRequestedEvent` (the notifications module's
+   * handler mails the link).
    * When another account uses the address, nothing is recorded and that
    * address gets a short notice instead; the caller cannot tell the
    * difference.
    *
    * @throws ProblemError `Validation.Failed` (400) for a malformed address,
-   *   `EmailChange.SameEmail` (400), `RateLimit.Exceeded` (429, with a
+   *   `EmailChange.SameEmail` (400), `EmailChange.Unavailable` (503) when no
+   *   module mails confirmations, `RateLimit.Exceeded` (429, with a
    *   `retry-after` header) past the per-user limit.
    * @throws UnauthorizedError when the user is missing or deactivated.
    */
@@ -75,6 +97,12 @@ export interface EmailChangeService {
   confirm(input: ConfirmEmailChangeInput): Promise<{ userId: string; newEmail: string }>;
   /** The confirmation link of a change. */
   confirmationLink(change: { id: string; userId: string; newEmail: string }): string;
+  /**
+   * The pending change `changeId` of `userId` with its confirmation link, or
+   * `null` when it was confirmed, replaced, pruned or belongs to someone
+   * else: the mailer of `UserEmailChangeRequestedEvent` then sends nothing.
+   */
+  pendingConfirmation(changeId: string, userId: string): Promise<PendingEmailChange | null>;
   /** Deletes consumed and expired changes; returns how many. */
   prune(): Promise<number>;
 }
@@ -104,8 +132,21 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
 
   return {
     confirmationLink,
+    async pendingConfirmation(changeId, userId) {
+      if (!isUuid(changeId)) return null;
+      const change = await store.find(changeId);
+      if (!change || change.consumedAt !== null || change.userId !== userId) return null;
+      return {
+        changeId: change.id,
+        userId: change.userId,
+        newEmail: change.newEmail,
+        expiresAt: change.expiresAt,
+        link: confirmationLink(change),
+      };
+    },
     async request(userId, input) {
       const { newEmail } = ChangeEmailInput.parse(input);
+      if (options.confirmationsMailed === false) throw new ProblemError('EmailChange.Unavailable');
       const user = await store.findUser(userId);
       if (user?.status !== 'active') throw new UnauthorizedError('The account is missing or deactivated.');
       if (user.email.toLowerCase() === newEmail) throw new ProblemError('EmailChange.SameEmail');

@@ -45,11 +45,11 @@ export function createEmailChangeRoutes(emailChange: EmailChangeService): Route[
       operationId: 'changeEmail',
       summary: 'Ask to change your e-mail address; a confirmation link is mailed to the new one',
       description:
-        'Needs a signed-in user: a bearer token or the session cookie (with an `Origin` of the sign-in site). Answers with short bodies: 400 `same_email`, 429 `rate_limited` (with `Retry-After`; the per-user limit is `IDT_EMAIL_CHANGE_MAX_REQUESTS` per `IDT_EMAIL_CHANGE_WINDOW_SECONDS`, anchored at the first request), 401 `unauthorized`. A malformed address is a 400 `Validation.Failed` problem. An address another account uses answers 200 as well, but changes nothing.',
+        'Needs a signed-in user: a bearer token or the session cookie (with an `Origin` of the sign-in site). Answers with short bodies: 400 `same_email`, 429 `rate_limited` (with `Retry-After`; the per-user limit is `IDT_EMAIL_CHANGE_MAX_REQUESTS` per `IDT_EMAIL_CHANGE_WINDOW_SECONDS`, anchored at the first request), 401 `unauthorized`. A malformed address is a 400 `Validation.Failed` problem; a deployment without a module that mails the confirmation (`@idt/notifications`) answers a 503 `EmailChange.Unavailable` problem. An address another account uses answers 200 as well, but changes nothing.',
       tags: ['E-mail change'],
       tenant: 'optional',
       request: { body: ChangeEmailInput },
-      problemCodes: ['EmailChange.SameEmail'],
+      problemCodes: ['EmailChange.SameEmail', 'EmailChange.Unavailable'],
       responses: {
         200: { description: '`{ succeeded: true }`: the link is on its way', schema: EmailChangeResult },
         400: {

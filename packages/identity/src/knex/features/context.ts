@@ -18,6 +18,8 @@ export interface IdentitySettings {
   readonly emailChangeMaxRequests: number;
   /** Length of the e-mail change window, in seconds (positive). */
   readonly emailChangeWindowSeconds: number;
+  /** Whether a module mails e-mail change confirmations; without one, requests answer 503. Default true. */
+  readonly emailChangeMailed?: boolean;
 }
 
 /** What every identity feature is built from. */

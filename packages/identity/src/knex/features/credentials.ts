@@ -1,7 +1,6 @@
 import type { ApiKeyService } from '../../api-keys/service.js';
 import { createApiKeyService } from '../../api-keys/service.js';
 import { UserEmailChangedEvent, UserEmailChangeRequestedEvent } from '../../email-change/events.js';
-import { createEmailChangeHandlers } from '../../email-change/handlers.js';
 import { createEmailChangeService, type EmailChangeService } from '../../email-change/service.js';
 import { createApiKeyRoutes } from '../../http/routes/api-keys.js';
 import { createEmailChangeRoutes } from '../../http/routes/email-change.js';
@@ -34,7 +33,7 @@ const HOUR_MS = 3_600_000;
 
 /**
  * Builds the credentials feature: its knex stores, services, routes, events,
- * mail handlers and pruning jobs, and the API-key and session lookups of the
+ * pruning jobs, and the API-key and session lookups of the
  * credential resolver.
  *
  * @example
@@ -60,6 +59,7 @@ export function createCredentialsFeature(ctx: FeatureContext): CredentialsFeatur
     maxRequests: settings.emailChangeMaxRequests,
     windowSeconds: settings.emailChangeWindowSeconds,
     publicBaseUrl: settings.publicBaseUrl,
+    confirmationsMailed: settings.emailChangeMailed ?? true,
     clock,
     logger,
   });
@@ -83,7 +83,8 @@ export function createCredentialsFeature(ctx: FeatureContext): CredentialsFeatur
       ...createPasswordlessRoutes(passwordless, sessions),
     ],
     events: [UserSessionEvictedEvent, UserSessionRevokedEvent, UserEmailChangeRequestedEvent, UserEmailChangedEvent],
-    handlers: createEmailChangeHandlers({ store: emailChangeStore, service: emailChange, mailer: ctx.mailer, logger }),
+    // The notifications module mails e-mail change confirmations and notices (one sender).
+    handlers: [],
     jobs: [
       { name: 'identity: prune ended sessions', intervalMs: HOUR_MS, run: () => sessions.prune() },
       {

@@ -187,8 +187,10 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
   if (problems.length) throw new ConfigError(problems);
 
   const migrationSets = migrationSetsOf(modules);
-  const ownsDb = typeof options.database !== 'object';
-  const db = typeof options.database === 'object' ? options.database : createDatabase(config.databaseUrl);
+  // A knex instance is a function, not an object: anything but a URL (or nothing) is the host's own pool.
+  const hostDb = typeof options.database === 'string' || options.database === undefined ? undefined : options.database;
+  const ownsDb = hostDb === undefined;
+  const db = hostDb ?? createDatabase(config.databaseUrl);
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
     for (const close of closers.splice(0).reverse()) {

@@ -150,6 +150,12 @@ describe('createIdt composes a host module through both entry points', () => {
     await database?.destroy();
   });
 
+  it("uses the host's knex instance as its one pool, not a second one on the configured URL", () => {
+    // A knex instance is a function; taking it for a URL once opened a second SQLite pool whose
+    // overlapping write transactions failed with "database is locked".
+    expect(idt.db).toBe(database.db);
+  });
+
   it('types and reaches the services of each module', () => {
     expect(idt.services.greetings.greet('Ada')).toBe('Ahoy, Ada #1');
     expect(idt.modules.map((module) => module.id)).toEqual(['counter', 'greetings']);

@@ -189,9 +189,8 @@ export function createNotificationsService(options: NotificationsServiceOptions)
     return toRecord({ ...row, read_at: null });
   }
 
-  let queue: Promise<void> = Promise.resolve();
-  /** Creates and publishes; one run at a time (see notify). */
-  async function notifyNow(notifications: readonly NewNotification[]): Promise<NotificationRecord[]> {
+  /** Creates and publishes, skipping opted-out members and source keys already used. */
+  async function createNotifications(notifications: readonly NewNotification[]): Promise<NotificationRecord[]> {
     const created: NotificationRecord[] = [];
     try {
       await db.transaction(async (trx) => {
@@ -298,21 +297,7 @@ export function createNotificationsService(options: NotificationsServiceOptions)
       await publish([record]);
       return record;
     },
-    async notify(notifications) {
-      // One batch at a time: event handlers run concurrently, and on SQLite overlapping write
-      // transactions from handlers left the file locked for other writers (see the closing note).
-      const turn = queue;
-      let release!: () => void;
-      queue = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      await turn;
-      try {
-        return await notifyNow(notifications);
-      } finally {
-        release();
-      }
-    },
+    notify: createNotifications,
     async accepts(userId, organizationId, channel, type) {
       return !(await optedOut(db, userId, organizationId, channel, type));
     },

@@ -82,7 +82,11 @@ export async function commandTarget(
   const composition = await loadComposition(io.cwd, global.config);
   const file = composition.options;
   const env = file.env ?? io.env;
-  const knex = options.database === undefined && typeof file.database === 'object' ? file.database : undefined;
+  // A knex instance is a function: anything but a URL is the host's own pool.
+  const knex =
+    options.database === undefined && file.database !== undefined && typeof file.database !== 'string'
+      ? file.database
+      : undefined;
   const databaseUrl = options.database ?? (typeof file.database === 'string' ? file.database : undefined);
   const top: IdtConfigOverrides = { ...settings.overrides, ...(databaseUrl !== undefined ? { databaseUrl } : {}) };
   const config = file.resolvedConfig

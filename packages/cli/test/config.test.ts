@@ -215,6 +215,29 @@ describe('config discovery', () => {
     expect(await tableNames(other.database)).toEqual(['identity_users', 'oidc_clients']);
   });
 
+  it("takes the config file's own knex instance as the database", async () => {
+    const cwd = join(scratch.dir, 'own-knex');
+    const { database } = await freshEnv();
+    const filename = database.url.slice('sqlite:'.length);
+    scratch.write(
+      'own-knex/idt.config.mjs',
+      [
+        "import { defineIdtConfig } from '@idt/core';",
+        "import { identity } from '@idt/identity';",
+        "import knex from 'knex';",
+        '',
+        `const database = knex({ client: 'better-sqlite3', connection: { filename: ${JSON.stringify(filename)} }, useNullAsDefault: true });`,
+        'export default defineIdtConfig({ modules: [identity()], database });',
+        '',
+      ].join('\n'),
+    );
+    // No IDT_DATABASE_URL: a knex instance (a function) was once ignored for the default SQLite file.
+    const env = { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'warn', IDT_DATA_DIR: cwd };
+    const migrated = await idt(env, ['migrate', '--json'], { cwd });
+    expect(migrated.exitCode, migrated.stderr).toBe(0);
+    expect(await tableNames(database)).toEqual(['identity_users']);
+  });
+
   it('refuses commands whose modules the composition lacks, naming the module to add', async () => {
     const cwd = join(scratch.dir, 'identity-only');
     scratch.write('identity-only/idt.config.mjs', configSource(['identity']));

@@ -121,6 +121,8 @@ export {
   splitBaseUrl,
   UPLOAD_REQUEST_TIMEOUT_MS,
 } from './idt.js';
+export type { SecretBox } from './keys/crypto.js';
+export { createSecretBox } from './keys/crypto.js';
 export { resolveKeyEncryptionSecret } from './keys/secret.js';
 export type { Logger, LoggerOptions, LogLevel } from './logger.js';
 export { createLogger, silentLogger } from './logger.js';

@@ -15,6 +15,19 @@ export interface PlatformDirectory {
   isMember(organizationId: string, userId: string): Promise<boolean>;
   /** The role names (lowercase) of an active member of `organizationId`; empty for anyone else. */
   rolesOf(organizationId: string, userId: string): Promise<string[]>;
+  /**
+   * Active members with active accounts whose roles (custom roles included)
+   * grant `permission`: of `organizationId`, or of every active organization
+   * when it is `null`; only those holding `role` (lowercase) when given. One
+   * entry per membership.
+   */
+  members(
+    organizationId: string | null,
+    permission: string,
+    role?: string,
+  ): Promise<Array<{ userId: string; organizationId: string }>>;
+  /** The owners and admins of the platform organization (active members with active accounts). */
+  platformAdministrators(): Promise<Array<{ userId: string; organizationId: string }>>;
 }
 
 /** Permissions the platform module checks (SPEC-NOTES "Roles and permissions"). */

@@ -80,8 +80,8 @@ export type ChangelogPublishedPayload = z.output<typeof ChangelogPublishedEvent.
  * An announcement was published, by hand or by the scheduling job. Written
  * in the transaction that publishes it. `organizationId` owns it; with
  * `target` `all` it is for every organization, with `role` for the members
- * holding `targetValue`. The notifications module turns it into one in-app
- * notification per targeted member (once it consumes this event). Webhooks
+ * holding `targetValue`. With the notifications module present, the
+ * platform module turns it into one in-app notification per targeted member. Webhooks
  * call it `announcement.published`. Contracts namespace `Platform.Events`.
  */
 export const AnnouncementPublishedEvent = defineEvent({
@@ -102,10 +102,32 @@ export const AnnouncementPublishedEvent = defineEvent({
 /** The payload of {@link AnnouncementPublishedEvent}. */
 export type AnnouncementPublishedPayload = z.output<typeof AnnouncementPublishedEvent.schema>;
 
+/**
+ * A webhook endpoint was disabled by delivery: it answered 410 Gone, or its
+ * deliveries failed for 5 days. Written in the transaction that disables it;
+ * platform administrators are told (an in-app notification when the
+ * notifications module is present). Contracts namespace `Platform.Events`.
+ */
+export const WebhookEndpointDisabledEvent = defineEvent({
+  type: 'WebhookEndpointDisabledEvent',
+  module: 'platform',
+  description: `Delivery disabled a webhook endpoint (contracts namespace \`${PLATFORM_EVENTS_NAMESPACE}\`).`,
+  schema: z.object({
+    endpointId: z.string(),
+    url: z.string(),
+    reason: z.string(),
+    disabledAt: z.string().describe('ISO 8601 UTC'),
+  }),
+});
+
+/** The payload of {@link WebhookEndpointDisabledEvent}. */
+export type WebhookEndpointDisabledPayload = z.output<typeof WebhookEndpointDisabledEvent.schema>;
+
 /** Every integration event of the platform module, for the catalog. */
 export const platformEvents = [
   SettingChangedEvent,
   FeatureFlagChangedEvent,
   ChangelogPublishedEvent,
   AnnouncementPublishedEvent,
+  WebhookEndpointDisabledEvent,
 ] as const;

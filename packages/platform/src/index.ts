@@ -54,6 +54,7 @@ export type {
   ChangelogPublishedPayload,
   FeatureFlagChangedPayload,
   SettingChangedPayload,
+  WebhookEndpointDisabledPayload,
 } from './events.js';
 export {
   AnnouncementPublishedEvent,
@@ -64,6 +65,7 @@ export {
   platformEvents,
   SETTINGS_CACHE,
   SettingChangedEvent,
+  WebhookEndpointDisabledEvent,
 } from './events.js';
 export type { FlagDefinition, FlagOverride, FlagSubject, FlagType, FlagValue, FlagVariant } from './flags/evaluate.js';
 export { evaluateFlag, flagBucket } from './flags/evaluate.js';
@@ -87,6 +89,8 @@ export { createConfigurationRoutes } from './http/configuration-routes.js';
 export { createWebhookRoutes } from './http/webhook-routes.js';
 export type { PlatformOptions, PlatformServices } from './module.js';
 export { platform } from './module.js';
+export type { PlatformNoticeOptions, PlatformNotifier } from './notices.js';
+export { createPlatformNoticeHandlers } from './notices.js';
 export { PlatformCodes } from './problems.js';
 export type { JsonValue, SettingDefinition, SettingKeyClass, SettingRegistry, SettingType } from './settings/definitions.js';
 export {

@@ -30,4 +30,4 @@ export type { KnexPlatform, KnexPlatformOptions } from './knex/module.js';
 export { ANNOUNCEMENT_JOB, createKnexPlatform, WEBHOOK_JOB } from './knex/module.js';
 export type { KnexSettingsStoreOptions } from './knex/settings-store.js';
 export { createKnexSettingsStore } from './knex/settings-store.js';
-export { createKnexWebhooksStore } from './knex/webhooks-store.js';
+export { createKnexWebhooksStore, WEBHOOK_SECRET_PURPOSE } from './knex/webhooks-store.js';

@@ -3,6 +3,7 @@ import type { AnnouncementsService } from './announcements/service.js';
 import type { ChangelogService } from './changelog/service.js';
 import type { FlagsService } from './flags/service.js';
 import { platformMigrations } from './knex/migrations.js';
+import type { PlatformNotifier } from './notices.js';
 import { PlatformCodes } from './problems.js';
 import type { SettingDefinition, SettingRegistry } from './settings/definitions.js';
 import type { SettingsService } from './settings/service.js';
@@ -57,6 +58,8 @@ export function platform(options: PlatformOptions = {}): IdtModule<'platform', P
   return {
     id: 'platform',
     requires: ['identity'],
+    // Set up after notifications when both are composed: announcements become in-app notifications.
+    optional: ['notifications'],
     migrations: platformMigrations,
     problemCodes: Object.keys(PlatformCodes),
     settings: {
@@ -75,11 +78,13 @@ export function platform(options: PlatformOptions = {}): IdtModule<'platform', P
         db: ctx.db,
         outbox: ctx.events,
         invalidator: ctx.invalidator,
+        secret: ctx.secret,
         clock: ctx.clock,
         logger: ctx.logger,
         ...(options.settings ? { settings: options.settings } : {}),
         ...(options.announcementJobIntervalMs ? { announcementJobIntervalMs: options.announcementJobIntervalMs } : {}),
         catalog: () => ctx.events.catalog(),
+        ...(ctx.has('notifications') ? { notifier: ctx.module<{ service: PlatformNotifier }>('notifications').service } : {}),
         webhooks: {
           allowPrivateHosts: options.webhooks?.allowPrivateHosts ?? ctx.env.IDT_WEBHOOKS_ALLOW_PRIVATE_HOSTS === 'true',
           ...(options.webhooks?.jobIntervalMs ? { jobIntervalMs: options.webhooks.jobIntervalMs } : {}),

@@ -153,8 +153,8 @@ const announcements: Migration = {
 };
 
 /**
- * Webhooks: endpoints (secrets stored as written: they sign, so they cannot
- * be hashed), messages (unique per source event, so the bus delivering an
+ * Webhooks: endpoints (secrets sealed under the server secret: they sign,
+ * so they cannot be hashed), messages (unique per source event, so the bus delivering an
  * event twice queues it once), deliveries (one per message and endpoint,
  * claimed with a lease so a crashed instance's work is taken over) and
  * attempts (the delivery log).

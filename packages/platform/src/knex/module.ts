@@ -1,5 +1,6 @@
 import {
   type Clock,
+  createSecretBox,
   defineEventHandler,
   type EventCatalog,
   type EventDefinition,
@@ -8,6 +9,7 @@ import {
   type Logger,
   type ModuleJob,
   type Route,
+  silentLogger,
 } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import type { Knex } from 'knex';
@@ -19,6 +21,7 @@ import { createAnnouncementRoutes } from '../http/announcement-routes.js';
 import { createChangelogRoutes } from '../http/changelog-routes.js';
 import { createConfigurationRoutes } from '../http/configuration-routes.js';
 import { createWebhookRoutes } from '../http/webhook-routes.js';
+import { createPlatformNoticeHandlers, type PlatformNotifier } from '../notices.js';
 import { builtInSettings, createSettingRegistry, type SettingDefinition, type SettingRegistry } from '../settings/definitions.js';
 import { createSettingsService, type SettingsService } from '../settings/service.js';
 import { WEBHOOK_EVENT_TYPES } from '../webhooks/catalog.js';
@@ -30,7 +33,7 @@ import { createKnexChangelogStore } from './changelog-store.js';
 import { createKnexPlatformDirectory } from './directory.js';
 import { createKnexFlagsStore } from './flags-store.js';
 import { createKnexSettingsStore } from './settings-store.js';
-import { createKnexWebhooksStore } from './webhooks-store.js';
+import { createKnexWebhooksStore, WEBHOOK_SECRET_PURPOSE } from './webhooks-store.js';
 
 /** The name of the job that sends due webhook deliveries. */
 export const WEBHOOK_JOB = 'platform.webhooks.deliver';
@@ -55,6 +58,10 @@ export interface KnexPlatformOptions {
   readonly catalog?: () => EventCatalog;
   /** Webhook delivery: loopback and private hosts (local demos and tests only), and how often the delivery job runs (1,000 ms). */
   readonly webhooks?: { readonly allowPrivateHosts?: boolean; readonly jobIntervalMs?: number };
+  /** The server secret (`ctx.secret`): webhook endpoint secrets are sealed under a key derived from it. */
+  readonly secret: string;
+  /** Creates in-app notifications (the notifications module's service); without it, announcements notify nobody. */
+  readonly notifier?: PlatformNotifier;
 }
 
 /** The platform module on knex: its services, routes, events, handlers and jobs. */
@@ -78,7 +85,7 @@ export interface KnexPlatform {
  * `platformMigrations`, after `@idt/core` and `@idt/identity`).
  *
  * @example
- * const platform = createKnexPlatform({ db, outbox: bus, invalidator });
+ * const platform = createKnexPlatform({ db, outbox: bus, invalidator, secret });
  * routes.push(...platform.routes);
  */
 export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
@@ -100,8 +107,9 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
     ...clock,
   });
   const changelog = createChangelogService({ store: createKnexChangelogStore({ db, outbox }), directory, ...clock });
+  const announcementsStore = createKnexAnnouncementsStore({ db, outbox });
   const announcements = createAnnouncementsService({
-    store: createKnexAnnouncementsStore({ db, outbox }),
+    store: announcementsStore,
     directory,
     isEnabled: async (organizationId) => (await settings.resolve(organizationId, null))['announcements.enabled'] !== false,
     ...clock,
@@ -113,16 +121,22 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
   };
   const allowPrivateHosts = options.webhooks?.allowPrivateHosts ?? false;
   const webhooks = createWebhooksService({
-    store: createKnexWebhooksStore(db),
+    store: createKnexWebhooksStore(db, outbox, createSecretBox(options.secret, WEBHOOK_SECRET_PURPOSE)),
     directory,
     sender: createWebhookSender({ allowPrivateHosts, timeoutMs: WEBHOOK_TIMEOUT_MS }),
     eventTypes: offered,
     allowPrivateHosts,
     ...clock,
   });
+  const notices = createPlatformNoticeHandlers({
+    ...(options.notifier ? { notifier: options.notifier } : {}),
+    directory,
+    announcements: announcementsStore,
+    logger: options.logger ?? silentLogger,
+  });
   const handlers = () => {
     const events = registered();
-    return WEBHOOK_EVENT_TYPES.flatMap((entry) => {
+    const deliveries = WEBHOOK_EVENT_TYPES.flatMap((entry) => {
       const event = entry.source === undefined ? undefined : events.get(entry.source);
       if (!event) return [];
       return [
@@ -135,6 +149,7 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
         }),
       ];
     });
+    return [...deliveries, ...notices];
   };
   return {
     registry,

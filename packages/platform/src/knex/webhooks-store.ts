@@ -1,6 +1,7 @@
-import { newId } from '@idt/core';
+import { type EventOutbox, newId, type SecretBox } from '@idt/core';
 import { toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
+import { WebhookEndpointDisabledEvent } from '../events.js';
 import type { DeliveryAttemptResponse } from '../webhooks/schemas.js';
 import type { DeliveryRecord, EndpointRecord, MessageRecord, WebhooksStore } from '../webhooks/store.js';
 import {
@@ -12,19 +13,24 @@ import {
 
 type Row = Record<string, unknown>;
 
+/** The purpose the endpoint secrets' key is derived for (see `createSecretBox`). */
+export const WEBHOOK_SECRET_PURPOSE = 'idt-webhook-secrets';
+
 const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
 
-function endpointFromRow(row: Row): EndpointRecord {
+function endpointFromRow(row: Row, box: SecretBox): EndpointRecord {
+  const id = String(row.id);
+  const previous = text(row.previous_secret);
   return {
-    id: String(row.id),
+    id,
     url: String(row.url),
     description: String(row.description),
     eventTypes: JSON.parse(String(row.event_types)) as string[],
     organizationId: text(row.organization_id),
     enabled: row.enabled === true || row.enabled === 1,
     disabledReason: text(row.disabled_reason),
-    secret: String(row.secret),
-    previousSecret: text(row.previous_secret),
+    secret: box.open(String(row.secret), id),
+    previousSecret: previous === null ? null : box.open(previous, id),
     previousSecretExpiresAt: toIsoOrNull(row.previous_secret_expires_at),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
@@ -33,7 +39,7 @@ function endpointFromRow(row: Row): EndpointRecord {
   };
 }
 
-function endpointRow(endpoint: EndpointRecord) {
+function endpointRow(endpoint: EndpointRecord, box: SecretBox) {
   return {
     url: endpoint.url,
     description: endpoint.description,
@@ -41,8 +47,8 @@ function endpointRow(endpoint: EndpointRecord) {
     organization_id: endpoint.organizationId,
     enabled: endpoint.enabled,
     disabled_reason: endpoint.disabledReason,
-    secret: endpoint.secret,
-    previous_secret: endpoint.previousSecret,
+    secret: box.seal(endpoint.secret, endpoint.id),
+    previous_secret: endpoint.previousSecret === null ? null : box.seal(endpoint.previousSecret, endpoint.id),
     previous_secret_expires_at: endpoint.previousSecretExpiresAt,
     updated_at: endpoint.updatedAt,
     last_success_at: endpoint.lastSuccessAt,
@@ -76,31 +82,35 @@ function attemptFromRow(row: Row): DeliveryAttemptResponse {
 }
 
 /**
- * The knex {@link WebhooksStore}. Deliveries are claimed one conditional
+ * The knex {@link WebhooksStore}. Endpoint secrets are sealed with `box`
+ * (AES-256-GCM under the server secret, bound to the endpoint id): they
+ * sign deliveries, so they cannot be hashed, and a copy of the database
+ * alone does not let anyone forge deliveries. Deliveries are claimed one conditional
  * `UPDATE` at a time (status pending, due, lease free), so two instances
  * never send the same attempt; a crashed instance's lease runs out and
  * another takes the delivery over, under the same `webhook-id`.
  *
  * @example
- * const store = createKnexWebhooksStore(db);
+ * const store = createKnexWebhooksStore(db, bus, createSecretBox(secret, WEBHOOK_SECRET_PURPOSE));
  */
-export function createKnexWebhooksStore(db: Knex): WebhooksStore {
+export function createKnexWebhooksStore(db: Knex, outbox: EventOutbox, box: SecretBox): WebhooksStore {
+  const fromRow = (row: Row) => endpointFromRow(row, box);
   return {
     async insertEndpoint(endpoint) {
-      await db(WEBHOOK_ENDPOINTS_TABLE).insert({ id: endpoint.id, ...endpointRow(endpoint), created_at: endpoint.createdAt });
+      await db(WEBHOOK_ENDPOINTS_TABLE).insert({ id: endpoint.id, ...endpointRow(endpoint, box), created_at: endpoint.createdAt });
     },
 
     async findEndpoint(id) {
       const row = await db(WEBHOOK_ENDPOINTS_TABLE).where({ id }).first();
-      return row ? endpointFromRow(row) : undefined;
+      return row ? fromRow(row) : undefined;
     },
 
     async listEndpoints() {
-      return (await db(WEBHOOK_ENDPOINTS_TABLE).orderBy('created_at')).map(endpointFromRow);
+      return (await db(WEBHOOK_ENDPOINTS_TABLE).orderBy('created_at')).map(fromRow);
     },
 
     async updateEndpoint(endpoint) {
-      return (await db(WEBHOOK_ENDPOINTS_TABLE).where({ id: endpoint.id }).update(endpointRow(endpoint))) > 0;
+      return (await db(WEBHOOK_ENDPOINTS_TABLE).where({ id: endpoint.id }).update(endpointRow(endpoint, box))) > 0;
     },
 
     async deleteEndpoint(id) {
@@ -192,7 +202,7 @@ export function createKnexWebhooksStore(db: Knex): WebhooksStore {
           id: String(row.id),
           attempts: Number(row.attempts),
           message: messageFromRow({ ...row, id: row.m_id }),
-          endpoint: endpointFromRow(endpoint),
+          endpoint: fromRow(endpoint),
         });
       }
       return claimed;
@@ -234,9 +244,25 @@ export function createKnexWebhooksStore(db: Knex): WebhooksStore {
             .whereNull('failure_streak_since')
             .update({ failure_streak_since: outcome.at });
           if (outcome.disableEndpoint) {
-            await trx(WEBHOOK_ENDPOINTS_TABLE)
-              .where({ id: delivery.endpoint_id })
-              .update({ enabled: false, disabled_reason: outcome.disableEndpoint, updated_at: outcome.at });
+            const disabled: Array<{ url: string }> = await trx(WEBHOOK_ENDPOINTS_TABLE)
+              .where({ id: delivery.endpoint_id, enabled: true })
+              .update({ enabled: false, disabled_reason: outcome.disableEndpoint, updated_at: outcome.at })
+              .returning(['url']);
+            // Only the attempt that disabled it tells the administrators (a concurrent one finds it disabled).
+            const [endpointRow] = disabled;
+            if (endpointRow) {
+              await outbox.write(trx, [
+                {
+                  event: WebhookEndpointDisabledEvent,
+                  payload: {
+                    endpointId: delivery.endpoint_id,
+                    url: endpointRow.url,
+                    reason: outcome.disableEndpoint,
+                    disabledAt: outcome.at,
+                  },
+                },
+              ]);
+            }
           }
         }
       }),

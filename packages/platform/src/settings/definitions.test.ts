@@ -142,6 +142,8 @@ const directory: PlatformDirectory = {
   isPlatformOrganization: async (id) => id === PLATFORM_ORG,
   isMember: async () => true,
   rolesOf: async () => [],
+  members: async () => [],
+  platformAdministrators: async () => [],
 };
 
 function actor(organizationId: string, permissions: string[], userId: string | null = 'user-1'): PlatformActor {

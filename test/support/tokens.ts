@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { signJwt } from '@idt/core';
-import { seedTenant } from './identity.js';
 import type { Idt } from '@idt/core';
+import { signJwt } from '@idt/core';
 import type { Knex } from 'knex';
+import { seedTenant } from './identity.js';
 import type { TestServer } from './server.js';
 
 /** What minting needs of a running idt: a {@link TestServer}, or any composition with its database. */

@@ -97,7 +97,11 @@ export function createKnexWebhooksStore(db: Knex, outbox: EventOutbox, box: Secr
   const fromRow = (row: Row) => endpointFromRow(row, box);
   return {
     async insertEndpoint(endpoint) {
-      await db(WEBHOOK_ENDPOINTS_TABLE).insert({ id: endpoint.id, ...endpointRow(endpoint, box), created_at: endpoint.createdAt });
+      await db(WEBHOOK_ENDPOINTS_TABLE).insert({
+        id: endpoint.id,
+        ...endpointRow(endpoint, box),
+        created_at: endpoint.createdAt,
+      });
     },
 
     async findEndpoint(id) {

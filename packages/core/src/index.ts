@@ -126,6 +126,35 @@ export { createSecretBox } from './keys/crypto.js';
 export { resolveKeyEncryptionSecret } from './keys/secret.js';
 export type { Logger, LoggerOptions, LogLevel } from './logger.js';
 export { createLogger, silentLogger } from './logger.js';
+export type {
+  BrowserLogEvent,
+  BrowserLogLevel,
+  IngestedLogEvent,
+  LogBatch,
+  LogBatchParseResult,
+  LogEventError,
+} from './logs/event.js';
+export {
+  BROWSER_LOG_LEVELS,
+  LOG_BATCH_LIMITS,
+  LOG_BATCH_REASONS,
+  LOG_EVENT_NAME,
+  parseLogBatch,
+  redactLogAttrs,
+} from './logs/event.js';
+export type { LogIngestContext, LogIngestHandler, LogIngestOptions } from './logs/ingest.js';
+export { createLogIngestHandler } from './logs/ingest.js';
+export type {
+  BufferedLogSink,
+  LogQueueOptions,
+  LogSink,
+  LogSinkFromEnvOptions,
+  OtlpLogSinkOptions,
+  StdoutLogSinkOptions,
+} from './logs/sinks.js';
+export { createOtlpLogSink, createStdoutLogSink, logSinkFromEnv, toOtlpLogsRequest } from './logs/sinks.js';
+export type { FixedWindowDecision, FixedWindowLimiter, FixedWindowLimiterOptions } from './logs/window.js';
+export { createFixedWindowLimiter } from './logs/window.js';
 export type { Mailer, MailMessage, MemoryMailer } from './mail/mailer.js';
 export { assertMailMessage, createMemoryMailer } from './mail/mailer.js';
 export type {

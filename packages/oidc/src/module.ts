@@ -1,4 +1,12 @@
-import { type EnvironmentVariable, envReader, type IdtModule } from '@idt/core';
+import {
+  createLogIngestHandler,
+  type EnvironmentVariable,
+  envReader,
+  type IdtModule,
+  type LogIngestOptions,
+  type LogSink,
+  logSinkFromEnv,
+} from '@idt/core';
 import {
   CLIENT_LOOKUP_CAPABILITY,
   type ClientLookup,
@@ -6,6 +14,7 @@ import {
   type IdentityServices,
   SESSION_COOKIE_NAME,
 } from '@idt/identity';
+import { createSignInLogRoutes, SIGN_IN_LOG_SERVICE } from './http/routes/logs.js';
 import { createIdentityDirectory } from './identity-directory.js';
 import { createKnexClientStore } from './knex/client-store.js';
 import { oidcMigrations } from './knex/migrations.js';
@@ -29,6 +38,13 @@ export interface OidcModuleSettings {
 export interface OidcModuleOptions extends Partial<OidcModuleSettings> {
   /** Time budget and retries of back-channel logout delivery. */
   readonly backchannelLimits?: BackchannelLimits;
+  /**
+   * The sign-in pages' browser log ingest, `POST /logs` (SPEC 4.10): where
+   * events go (by default `logSinkFromEnv`: OTLP when
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else standard output) and the
+   * per-IP window (60 a minute). `false` leaves the route out.
+   */
+  readonly logs?: { readonly sink?: LogSink; readonly rateLimit?: LogIngestOptions['rateLimit'] } | false;
 }
 
 /** The services of the OpenID provider module (`idt.services.oidc`). */
@@ -44,6 +60,11 @@ export const oidcVariables: readonly EnvironmentVariable[] = [
     description: 'Deliver back-channel logout to loopback and private addresses (local demos and tests only).',
     default: 'false',
   },
+  {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    description:
+      'OTLP/HTTP collector base URL: browser log events of POST /logs go to <url>/v1/logs as OTLP JSON; unset, they are JSON lines on standard output.',
+  },
 ];
 
 /**
@@ -57,7 +78,7 @@ export const oidcVariables: readonly EnvironmentVariable[] = [
  * const idt = await createIdt({ database: 'sqlite:./data/idt.sqlite', modules: [identity(), oidc({ accessTokenMinutes: 5 })] });
  */
 export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcServices, OidcModuleSettings> {
-  const { backchannelLimits, ...overrides } = options;
+  const { backchannelLimits, logs, ...overrides } = options;
   return {
     id: 'oidc',
     requires: ['identity'],
@@ -132,14 +153,29 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
         logger: ctx.logger,
       });
       await module.start();
+      const ownSink = logs === false || logs?.sink ? undefined : logSinkFromEnv(ctx.env, { logger: ctx.logger });
+      const logRoutes =
+        logs === false
+          ? []
+          : createSignInLogRoutes(
+              createLogIngestHandler({
+                service: SIGN_IN_LOG_SERVICE,
+                clock: ctx.clock,
+                trustForwardedProto: ctx.config.trustProxy,
+                sink: logs?.sink ?? (ownSink as LogSink),
+                ...(logs?.rateLimit !== undefined ? { rateLimit: logs.rateLimit } : {}),
+                logger: ctx.logger,
+              }),
+            );
       return {
         services: module,
-        routes: module.routes,
+        routes: [...module.routes, ...logRoutes],
         surfaces: [{ name: 'openid-provider', matches: isOidcSurfacePath, node: module.nodeHandler }],
         events: module.events,
         handlers: module.handlers,
         jobs: module.jobs,
         onSigningKeysRotated: () => module.reloadKeys(),
+        close: async () => void (await ownSink?.close()),
       };
     },
   };

@@ -19,4 +19,12 @@ export const BffCodes = registerProblemCodes('@idt/bff', {
     description: 'The sign-in transaction is missing, expired or does not match; start again at /bff/login.',
   },
   'Bff.UpstreamUnavailable': { kind: 'Unavailable', description: 'The API behind the BFF did not answer.' },
+  'Bff.UpstreamTimeout': {
+    kind: 'GatewayTimeout',
+    description: 'The API behind the BFF did not answer in time.',
+  },
+  'Bff.OriginNotAllowed': {
+    kind: 'Forbidden',
+    description: 'The request comes from a page of another origin.',
+  },
 });

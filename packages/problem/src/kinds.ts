@@ -2,7 +2,8 @@
  * The error kinds of SPEC 7.2 and the HTTP status each one renders as.
  *
  * `PayloadTooLarge` (413) extends the table for size limits (uploads, log
- * batches); every other kind is exactly the spec's.
+ * batches) and `GatewayTimeout` (504) for a proxy whose upstream did not
+ * answer in time (the BFF); every other kind is exactly the spec's.
  */
 export const problemKinds = {
   Validation: 400,
@@ -16,6 +17,7 @@ export const problemKinds = {
   RateLimited: 429,
   Failure: 500,
   Unavailable: 503,
+  GatewayTimeout: 504,
 } as const;
 
 /** One of the error kinds of SPEC 7.2. */

@@ -10,8 +10,12 @@ export type CurrentSession =
   | { readonly session: BffSession; readonly setCookie: readonly string[] }
   | {
       readonly session: null;
-      /** `Bff.SessionMissing` (no or unknown cookie, expired session) or `Bff.SessionRefreshFailed` (the provider refused the refresh: the session was destroyed). */
-      readonly code: 'Bff.SessionMissing' | 'Bff.SessionRefreshFailed';
+      /**
+       * - `Bff.SessionMissing` (401): no or unknown cookie, expired session; the cookies are cleared.
+       * - `Bff.SessionRefreshFailed` (401): the provider refused the refresh (`invalid_grant`); the session was destroyed and the cookies are cleared.
+       * - `Bff.UpstreamUnavailable` (503): the access token is due and the provider could not be reached (network, 5xx, a refresh lock held too long elsewhere); the session is kept, so a retry may succeed. `setCookie` clears nothing.
+       */
+      readonly code: 'Bff.SessionMissing' | 'Bff.SessionRefreshFailed' | 'Bff.UpstreamUnavailable';
       readonly setCookie: readonly string[];
     };
 

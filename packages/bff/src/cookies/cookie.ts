@@ -1,0 +1,50 @@
+import type { HeaderSource } from '../sessions/current.js';
+
+/** Attributes of a `Set-Cookie` value the BFF writes (always `HttpOnly` and `Path=/`, never `Domain`). */
+export interface CookieAttributes {
+  readonly maxAgeSeconds: number;
+  readonly sameSite: 'Strict' | 'Lax';
+  readonly secure: boolean;
+}
+
+/**
+ * A `Set-Cookie` value: `name=value; Path=/; Max-Age=N; HttpOnly; Secure;
+ * SameSite=...`. No `Domain`, so a `__Host-` cookie is accepted.
+ */
+export function serializeCookie(name: string, value: string, attributes: CookieAttributes): string {
+  const parts = [`${name}=${value}`, 'Path=/', `Max-Age=${Math.max(0, Math.floor(attributes.maxAgeSeconds))}`, 'HttpOnly'];
+  if (attributes.secure) parts.push('Secure');
+  parts.push(`SameSite=${attributes.sameSite}`);
+  return parts.join('; ');
+}
+
+/** A `Set-Cookie` value that removes a cookie (same name, path and flags, `Max-Age=0`). */
+export function expiredCookie(name: string, attributes: Omit<CookieAttributes, 'maxAgeSeconds'>): string {
+  return serializeCookie(name, '', { ...attributes, maxAgeSeconds: 0 });
+}
+
+/** One request header from a Fetch `Headers` or node's `IncomingHttpHeaders`. */
+export function headerOf(headers: HeaderSource, name: string): string | null {
+  if (headers instanceof Headers) return headers.get(name);
+  const value = (headers as Record<string, string | string[] | undefined>)[name.toLowerCase()];
+  if (value === undefined) return null;
+  return Array.isArray(value) ? value.join('; ') : value;
+}
+
+/**
+ * The value of a cookie in a `Cookie` header; the first one when the
+ * browser sent the name twice. Values are taken as written (sealed values
+ * need no decoding).
+ */
+export function readCookie(header: string | null, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const index = part.indexOf('=');
+    if (index < 0) continue;
+    if (part.slice(0, index).trim() !== name) continue;
+    let value = part.slice(index + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    return value;
+  }
+  return undefined;
+}

@@ -256,7 +256,7 @@ describe.each(testDialects())('idt commands on %s', (dialect) => {
       '--scope',
       'profile,email',
       '--redirect-uri',
-      'http://localhost:3000/auth/callback',
+      'http://localhost:3000/bff/callback',
       '--post-logout-redirect-uri',
       'http://localhost:3000/',
       '--env-file',
@@ -279,7 +279,7 @@ describe.each(testDialects())('idt commands on %s', (dialect) => {
     ]);
     expect(variables).toMatchObject({
       OIDC_CLIENT_ID: 'acme-dashboard',
-      OIDC_REDIRECT_URI: 'http://localhost:3000/auth/callback',
+      OIDC_REDIRECT_URI: 'http://localhost:3000/bff/callback',
       OIDC_POST_LOGOUT_REDIRECT_URI: 'http://localhost:3000/',
       OIDC_SCOPES: 'openid profile email',
     });

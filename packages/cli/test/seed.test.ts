@@ -376,7 +376,7 @@ clients:
       expect(readEnvFile(join(demoDir, 'dashboard.env'))).toMatchObject({
         OIDC_ISSUER: 'http://localhost:8080',
         OIDC_CLIENT_ID: 'demo-dashboard',
-        OIDC_REDIRECT_URI: 'http://localhost:3000/auth/callback',
+        OIDC_REDIRECT_URI: 'http://localhost:3000/bff/callback',
         OIDC_POST_LOGOUT_REDIRECT_URI: 'http://localhost:3000/',
       });
       expect(readEnvFile(join(demoDir, 'service.env'))).toMatchObject({ OIDC_SERVICE_CLIENT_ID: 'sa-demo-service' });

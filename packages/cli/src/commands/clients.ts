@@ -96,7 +96,7 @@ export function registerClientCommands(program: Command, io: CliIo): void {
       'after',
       examples(
         'idt register-client --org acme --kind service-account --name Reporting --scope users.read --env-file sa.env',
-        'idt register-client --org acme --kind application --name Dashboard --scope "openid profile email offline_access" --redirect-uri http://localhost:3000/auth/callback --post-logout-redirect-uri http://localhost:3000/ --env-file dashboard.env',
+        'idt register-client --org acme --kind application --name Dashboard --scope "openid profile email offline_access" --redirect-uri http://localhost:3000/bff/callback --post-logout-redirect-uri http://localhost:3000/ --env-file dashboard.env',
         'npx idt register-client --org acme --kind service-account --name Billing --scope users.read --env-out billing.env --json',
       ),
     )

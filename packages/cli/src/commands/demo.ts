@@ -47,10 +47,19 @@ export function demoSeed(adminPassword: string): SeedFileInput {
       {
         name: 'Dashboard',
         tenantName: 'Demo',
-        redirectUris: [`${DASHBOARD_ORIGIN}/auth/callback`],
+        redirectUris: [`${DASHBOARD_ORIGIN}/bff/callback`],
         postLogoutRedirectUris: [`${DASHBOARD_ORIGIN}/`],
         frontchannelLogoutUri: `${DASHBOARD_ORIGIN}/bff/frontchannel-logout`,
-        scopes: ['openid', 'profile', 'email', 'offline_access', 'roles', 'users.read', 'organizations.read'],
+        scopes: [
+          'openid',
+          'profile',
+          'email',
+          'offline_access',
+          'roles',
+          'users.read',
+          'organizations.read',
+          'notifications.read',
+        ],
         envFile: 'dashboard.env',
       },
       {
@@ -74,7 +83,7 @@ export function registerDemo(program: Command, io: CliIo): void {
       .command('demo')
       .summary('migrate and seed a ready-to-try demo, with env files for the example dashboard')
       .description(
-        `Applies the migrations of the composition (it needs the identity and oidc modules), then seeds a demo: the organization Demo, its administrator ${DEMO_ADMIN_EMAIL} (the generated password is shown once), the application Dashboard (redirect ${DASHBOARD_ORIGIN}/auth/callback) and the service account sa-demo-service, and writes dashboard.env and service.env. Runs in the Development environment unless IDT_ENVIRONMENT says otherwise. Idempotent.`,
+        `Applies the migrations of the composition (it needs the identity and oidc modules), then seeds a demo: the organization Demo, its administrator ${DEMO_ADMIN_EMAIL} (the generated password is shown once), the application Dashboard (redirect ${DASHBOARD_ORIGIN}/bff/callback) and the service account sa-demo-service, and writes dashboard.env and service.env. Runs in the Development environment unless IDT_ENVIRONMENT says otherwise. Idempotent.`,
       )
       .option('--dir <dir>', 'where to write dashboard.env and service.env', './data/demo')
       .option('--force', 'overwrite existing env files'),

@@ -1,0 +1,188 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { IngestedLogEvent } from '@idt/core';
+import { bootstrapAdmin, registerClient, startTestServer, type TestAdmin, type TestServer } from '@idt/testing';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Dashboard, startDashboard } from '../src/index.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'dashboard');
+/** A JWT (access or ID token) anywhere in a string. */
+const JWT = /eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{16,}/;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Everything the page received from the dashboard origin, bodies included, to search for tokens. */
+function recordBodies(page: Page, origin: string): string[] {
+  const bodies: string[] = [];
+  page.on('response', (response) => {
+    if (!response.url().startsWith(origin)) return;
+    bodies.push(`${response.url()} ${JSON.stringify(response.headers())}`);
+    response.text().then(
+      (text) => bodies.push(text),
+      () => undefined,
+    );
+  });
+  return bodies;
+}
+
+/** Follows the provider's pages (sign-in form, consent, organization) until the browser is back on the dashboard. */
+async function signInThrough(page: Page, dashboard: Dashboard, email: string, password: string): Promise<void> {
+  for (let step = 0; step < 6 && !page.url().startsWith(dashboard.url); step++) {
+    if (await page.locator('input[name="password"]').count()) {
+      await page.fill('input[name="email"]', email);
+      await page.fill('input[name="password"]', password);
+      await Promise.all([page.waitForNavigation(), page.locator('form[action$="/login"] button[type="submit"]').first().click()]);
+    } else if (await page.locator('form[action$="/consent"]').count()) {
+      await Promise.all([page.waitForNavigation(), page.locator('form[action$="/consent"] button[value="approve"]').click()]);
+    } else if (await page.locator('form[action$="/organization"]').count()) {
+      await Promise.all([page.waitForNavigation(), page.locator('form[action$="/organization"] button').first().click()]);
+    } else {
+      throw new Error(`Unexpected page at ${page.url()}:\n${(await page.content()).slice(0, 2000)}`);
+    }
+  }
+  await page.waitForURL(`${dashboard.url}/`);
+}
+
+describe.skipIf(!existsSync(CHROMIUM))('the example dashboard in headless Chromium', () => {
+  let server: TestServer;
+  let admin: TestAdmin;
+  let dashboard: Dashboard;
+  let browser: Browser;
+  const logged: IngestedLogEvent[] = [];
+
+  beforeAll(async () => {
+    server = await startTestServer({ env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    admin = await bootstrapAdmin(server);
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const client = await registerClient(server, await admin.token(), admin.organizationId, {
+      kind: 'application',
+      name: 'Dashboard',
+      redirectUris: [`${origin}/bff/callback`],
+      postLogoutRedirectUris: [`${origin}/`],
+      // Back-channel only: the second test proves the provider's logout token alone ends the BFF session.
+      backchannelLogoutUri: `${origin}/bff/backchannel-logout`,
+      scopes: ['openid', 'profile', 'email', 'roles', 'offline_access', 'notifications.read'],
+    });
+    dashboard = await startDashboard(
+      {
+        env: {
+          OIDC_ISSUER: server.url,
+          OIDC_CLIENT_ID: client.clientId,
+          OIDC_CLIENT_SECRET: client.clientSecret,
+          OIDC_REDIRECT_URI: `${origin}/bff/callback`,
+          OIDC_POST_LOGOUT_REDIRECT_URI: `${origin}/`,
+          OIDC_SCOPES: 'openid profile email roles offline_access notifications.read',
+          BFF_API_BASE_URL: server.url,
+          COOKIE_PASSWORD: 'a dashboard cookie password of 32+ chars',
+        },
+        logSink: { write: (events) => void logged.push(...events) },
+      },
+      port,
+    );
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+    mkdirSync(SHOTS, { recursive: true });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await dashboard?.close();
+    await server?.close();
+  });
+
+  async function signedInPage(): Promise<{ context: BrowserContext; page: Page; bodies: string[] }> {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const bodies = recordBodies(page, dashboard.url);
+    await page.goto(dashboard.url);
+    await page.locator('#sign-in').click();
+    await signInThrough(page, dashboard, admin.email, admin.password);
+    await page.locator('#profile-email').getByText(admin.email).waitFor();
+    return { context, page, bodies };
+  }
+
+  it('signs in, shows the profile, receives a notification through the hub, holds no token, and signs out', async () => {
+    const { context, page, bodies } = await signedInPage();
+    expect(await page.locator('#profile-org').textContent()).toBe('Platform');
+    expect(await page.locator('#profile-roles').textContent()).toContain('owner');
+    await page.locator('#live.live').waitFor();
+
+    // A notification created through the API arrives over the hub, proxied by the BFF.
+    const created = await server.fetch('/v1/notifications', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await admin.token()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        userId: admin.userId,
+        type: 'SystemNotification',
+        title: 'Deploy finished',
+        message: 'v2 is live.',
+      }),
+    });
+    expect(created.status).toBe(201);
+    await page.locator('#notification-list li', { hasText: 'Deploy finished' }).waitFor({ timeout: 5_000 });
+    await page.screenshot({ path: join(SHOTS, 'signed-in.png'), fullPage: true });
+    // The page's browser logger reaches /bff/logs (its 5 s timer flushes), stamped with the signed-in user.
+    await expect
+      .poll(() => logged.find((entry) => entry.event === 'dashboard.notification_received')?.userId, {
+        timeout: 10_000,
+        interval: 100,
+      })
+      .toBe(admin.userId);
+
+    // No token in the page's storage, its cookies (the session cookie is HttpOnly) or anything it received.
+    // Evaluated in the page (a string, so the test compiles without the DOM library).
+    const storage = (await page.evaluate(
+      '({ cookie: document.cookie, local: JSON.stringify({ ...localStorage }), session: JSON.stringify({ ...sessionStorage }) })',
+    )) as { cookie: string; local: string; session: string };
+    expect(storage.cookie).not.toMatch(JWT);
+    expect(storage.local).toBe('{}');
+    expect(storage.session).toBe('{}');
+    await page.waitForLoadState('networkidle');
+    expect(bodies.length).toBeGreaterThan(3);
+    for (const body of bodies) expect(body).not.toMatch(JWT);
+    const cookies = await context.cookies(dashboard.url);
+    const session = cookies.find((cookie) => cookie.name.startsWith('__Host-'));
+    expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/' });
+    for (const cookie of cookies) expect(cookie.value).not.toMatch(JWT);
+
+    // Sign out: the BFF ends its session and sends the browser to the provider's logout.
+    await page.locator('#sign-out').click();
+    await page.waitForURL((url) => !url.href.startsWith(dashboard.url));
+    if (await page.locator('form button[value="yes"], form [name="logout"]').count()) {
+      await Promise.all([page.waitForNavigation(), page.locator('form button').first().click()]);
+    }
+    await page.waitForURL(`${dashboard.url}/`);
+    await page.locator('#sign-in').waitFor();
+    expect(await page.locator('#sign-out').isVisible()).toBe(false);
+    await page.screenshot({ path: join(SHOTS, 'signed-out.png'), fullPage: true });
+    expect((await page.request.get(`${dashboard.url}/bff/user`)).status()).toBe(401);
+    await context.close();
+  });
+
+  it('ends a session the provider logged out through back-channel logout alone', async () => {
+    const { context, page } = await signedInPage();
+    expect((await page.request.get(`${dashboard.url}/bff/user`)).status()).toBe(200);
+    // Log out at the provider directly: the dashboard is not told by the browser, only by the logout token.
+    await page.goto(`${server.url}/connect/logout`);
+    if (await page.locator('form button').count()) {
+      await Promise.all([page.waitForNavigation(), page.locator('form button').first().click()]);
+    }
+    await expect
+      .poll(async () => (await page.request.get(`${dashboard.url}/bff/user`)).status(), { timeout: 10_000, interval: 100 })
+      .toBe(401);
+    await page.goto(dashboard.url);
+    await page.locator('#sign-in').waitFor();
+    await context.close();
+  });
+});

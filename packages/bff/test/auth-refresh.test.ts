@@ -63,6 +63,22 @@ describe('BFF token refresh against the reference provider', () => {
     expect(bff.tokenRequests() - hits).toBe(1);
   });
 
+  it('refreshes once for 20 parallel API calls through the proxy with an expiring session, and every call succeeds', async () => {
+    const { browser } = await bffSignIn(bff, provider);
+    const before = await sessionOf(browser, bff);
+    const cookie = cookieHeader(browser, bff);
+    clock.advance(before.accessTokenExpiresAt - clock.now().getTime() - 30_000);
+    const hits = bff.tokenRequests();
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => fetch(`${bff.url}/api/v1/identity/users/me`, { headers: { cookie } })),
+    );
+    expect(responses.map((response) => response.status)).toEqual(Array.from({ length: 20 }, () => 200));
+    expect(bff.tokenRequests() - hits).toBe(1);
+    const after = await sessionOf(browser, bff);
+    expect(after.accessToken).not.toBe(before.accessToken);
+    expect(after.refreshToken).not.toBe(before.refreshToken);
+  });
+
   it('ends the session when the provider refuses the refresh token', async () => {
     const { browser } = await bffSignIn(bff, provider);
     const session = await sessionOf(browser, bff);

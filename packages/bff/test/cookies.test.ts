@@ -10,18 +10,13 @@ import {
 import { createManualClock } from '@idt/core';
 import { describe, expect, it } from 'vitest';
 import { sealKeyId } from '../src/cookies/seal.js';
-import { parseSetCookie } from './support.js';
+import { OFFLINE_BFF_ENV, parseSetCookie } from './support.js';
 
 const NEW_SECRET = 'n'.repeat(32);
 const OLD_SECRET = 'o'.repeat(32);
 
-const BASE_ENV = {
-  OIDC_ISSUER: 'https://id.example.com',
-  OIDC_CLIENT_ID: 'client',
-  OIDC_CLIENT_SECRET: 'secret',
-  OIDC_REDIRECT_URI: 'https://app.example.com/bff/callback',
-  BFF_API_BASE_URL: 'https://id.example.com',
-};
+/** The offline configuration without a cookie secret: each test names its own. */
+const BASE_ENV = { ...OFFLINE_BFF_ENV, COOKIE_PASSWORD: undefined };
 
 const single = (secret = OLD_SECRET, extra: Record<string, string> = {}) =>
   bffConfigFromEnv({ ...BASE_ENV, COOKIE_PASSWORD: secret, ...extra });

@@ -12,7 +12,7 @@ import { BFF_SESSIONS_TABLE, bffMigrations, createKnexBffSessionStore } from '@i
 import { createManualClock, sha256Hex } from '@idt/core';
 import { connectTestDatabase, createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { TEST_COOKIE_PASSWORD } from './support.js';
+import { OFFLINE_BFF_ENV } from './support.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 
@@ -148,14 +148,7 @@ describe('memory BFF session store', () => {
 describe.each(testDialects())('knex BFF session store on %s', (dialect) => {
   let database: TestDatabase;
   let second: TestDatabase;
-  const keyring = bffConfigFromEnv({
-    OIDC_ISSUER: 'https://id.example.com',
-    OIDC_CLIENT_ID: 'c',
-    OIDC_CLIENT_SECRET: 's',
-    OIDC_REDIRECT_URI: 'https://app.example.com/bff/callback',
-    BFF_API_BASE_URL: 'https://id.example.com',
-    COOKIE_PASSWORD: TEST_COOKIE_PASSWORD,
-  }).cookie.keyring;
+  const keyring = bffConfigFromEnv(OFFLINE_BFF_ENV).cookie.keyring;
   beforeAll(async () => {
     database = await createTestDatabase(dialect, [bffMigrations]);
     second = connectTestDatabase(database);
@@ -266,14 +259,7 @@ describe.each(testDialects())('knex BFF session store on %s', (dialect) => {
 
   it('refreshes once when two BFF instances find one session due at the same time', async () => {
     const clock = createManualClock(T0);
-    const config = bffConfigFromEnv({
-      OIDC_ISSUER: 'https://id.example.com',
-      OIDC_CLIENT_ID: 'c',
-      OIDC_CLIENT_SECRET: 's',
-      OIDC_REDIRECT_URI: 'https://app.example.com/bff/callback',
-      BFF_API_BASE_URL: 'https://id.example.com',
-      COOKIE_PASSWORD: TEST_COOKIE_PASSWORD,
-    });
+    const config = bffConfigFromEnv(OFFLINE_BFF_ENV);
     const cookies = createBffCookies(config, clock);
     const provider = rotatingProvider('refresh-0');
     const storeA = createKnexBffSessionStore({ db: database.db, secrets: keyring, lockPollMs: 5 });
@@ -348,14 +334,7 @@ function rotatingProvider(first: string) {
 }
 
 describe('BFF sessions (refresh rules)', () => {
-  const config = bffConfigFromEnv({
-    OIDC_ISSUER: 'https://id.example.com',
-    OIDC_CLIENT_ID: 'c',
-    OIDC_CLIENT_SECRET: 's',
-    OIDC_REDIRECT_URI: 'https://app.example.com/bff/callback',
-    BFF_API_BASE_URL: 'https://id.example.com',
-    COOKIE_PASSWORD: TEST_COOKIE_PASSWORD,
-  });
+  const config = bffConfigFromEnv(OFFLINE_BFF_ENV);
 
   async function setup(refresher: { refresh(token: string): Promise<RefreshOutcome> }) {
     const clock = createManualClock(T0);

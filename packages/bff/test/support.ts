@@ -51,6 +51,16 @@ export interface TestBff {
   close(): Promise<void>;
 }
 
+/** A complete BFF configuration for tests that never reach a provider (config, cookies, stores). */
+export const OFFLINE_BFF_ENV: Readonly<Record<string, string>> = Object.freeze({
+  OIDC_ISSUER: 'https://id.example.com',
+  OIDC_CLIENT_ID: 'client',
+  OIDC_CLIENT_SECRET: 'secret',
+  OIDC_REDIRECT_URI: 'https://app.example.com/bff/callback',
+  BFF_API_BASE_URL: 'https://id.example.com',
+  COOKIE_PASSWORD: TEST_COOKIE_PASSWORD,
+});
+
 /** Options of {@link startTestBff}. */
 export interface TestBffOptions {
   readonly clock?: Clock;

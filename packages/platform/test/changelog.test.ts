@@ -167,6 +167,7 @@ describe.each(testDialects())('changelog over HTTP on %s', (dialect) => {
       'ChangelogPublishedEvent',
       'FeatureFlagChangedEvent',
       'SettingChangedEvent',
+      'WebhookEndpointDisabledEvent',
     ]);
   });
 

@@ -431,10 +431,19 @@ async function buildBundle() {
       {
         name: 'external-npm-dependencies',
         setup(pluginBuild) {
-          // Bare imports other than the workspace packages stay imports of node_modules.
-          pluginBuild.onResolve({ filter: /^[^./]/ }, (args) =>
-            args.path.startsWith('@idt/') ? undefined : { path: args.path, external: true },
-          );
+          // Bare imports other than the workspace packages stay imports of node_modules, resolved
+          // from the importing package (not from bench/.build): packages/notifications has its own
+          // ws 8 while the root node_modules holds another package's ws 7.
+          pluginBuild.onResolve({ filter: /^[^./]/ }, async (args) => {
+            if (args.path.startsWith('@idt/') || args.pluginData === 'resolving') return undefined;
+            if (args.path.startsWith('node:')) return { path: args.path, external: true };
+            const resolved = await pluginBuild.resolve(args.path, {
+              kind: args.kind,
+              resolveDir: args.resolveDir,
+              pluginData: 'resolving',
+            });
+            return { path: resolved.errors.length || !resolved.path ? args.path : resolved.path, external: true };
+          });
         },
       },
     ],

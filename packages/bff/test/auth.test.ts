@@ -15,6 +15,7 @@ import {
   TEST_COOKIE_PASSWORD,
   type TestBff,
   type TestProvider,
+  throughProvider,
 } from './support.js';
 
 describe('BFF sign-in over HTTP against the reference provider', () => {
@@ -62,7 +63,7 @@ describe('BFF sign-in over HTTP against the reference provider', () => {
     expect(params.code_challenge).toMatch(/^[\w-]{43}$/);
     expect(params).not.toHaveProperty('response_mode');
     const [tx] = login.headers.getSetCookie().map(parseSetCookie);
-    expect(tx?.name).toBe('__Host-idt_bff_tx');
+    expect(tx?.name).toBe(`__Host-idt_bff_tx_${params.state?.slice(0, 16)}`);
     expect(Object.fromEntries(tx?.attributes ?? [])).toEqual({
       path: '/',
       'max-age': '600',
@@ -73,6 +74,7 @@ describe('BFF sign-in over HTTP against the reference provider', () => {
     // The verifier stays in the sealed cookie; only its challenge leaves.
     const transaction = await createBffCookies(bff.config, clock).readTransaction(
       new Headers({ cookie: `${tx?.name}=${tx?.value}` }),
+      params.state ?? null,
     );
     expect(transaction).toMatchObject({ state: params.state, nonce: params.nonce, returnTo: '/orders', organization });
     expect(location.href).not.toContain(transaction?.codeVerifier);
@@ -96,7 +98,7 @@ describe('BFF sign-in over HTTP against the reference provider', () => {
       secure: '',
       samesite: 'Strict',
     });
-    expect(cookies.find((cookie) => cookie.name === '__Host-idt_bff_tx')?.attributes.get('max-age')).toBe('0');
+    expect(cookies.find((cookie) => cookie.name.startsWith('__Host-idt_bff_tx_'))?.attributes.get('max-age')).toBe('0');
 
     const session = await sessionOf(browser, bff);
     const user = await get(browser, '/bff/user');
@@ -186,7 +188,8 @@ describe('BFF sign-in over HTTP against the reference provider', () => {
     const returnToOf = async (value: string) => {
       const login = await bff.bff.fetch(new Request(`${bff.url}/bff/login?returnTo=${encodeURIComponent(value)}`));
       const { name, value: sealed } = parseSetCookie(login.headers.getSetCookie()[0] ?? '');
-      return (await cookies.readTransaction(new Headers({ cookie: `${name}=${sealed}` })))?.returnTo;
+      const state = new URL(login.headers.get('location') ?? '').searchParams.get('state');
+      return (await cookies.readTransaction(new Headers({ cookie: `${name}=${sealed}` }), state))?.returnTo;
     };
     for (const evil of [
       '//evil.com',
@@ -217,11 +220,22 @@ describe('BFF sign-in over HTTP against the reference provider', () => {
 
     const browser = new Browser();
     const callbackUrl = await authorizeThroughBff(bff, provider, browser);
+    const state = new URL(callbackUrl).searchParams.get('state') ?? '';
+    // Another sign-in's state finds no transaction and leaves this one alone.
+    const otherState = new URL(callbackUrl);
+    otherState.searchParams.set('state', 'another-sign-in-state-0000');
+    const other = await browser.request(otherState.href);
+    expectBrowserProblem(other, 400, 'Bff.LoginTransactionInvalid');
+    expect(other.headers.getSetCookie().filter((value) => value.includes(state.slice(0, 16)))).toEqual([]);
+    // A state that names this transaction's cookie but is not its state fails, and spends the transaction.
     const wrongState = new URL(callbackUrl);
-    wrongState.searchParams.set('state', 'not-the-state');
+    wrongState.searchParams.set('state', `${state.slice(0, 16)}tampered`);
     const mismatch = await browser.request(wrongState.href);
     expectBrowserProblem(mismatch, 400, 'Bff.LoginTransactionInvalid');
-    expect(parseSetCookie(mismatch.headers.getSetCookie()[0] ?? '')).toMatchObject({ name: '__Host-idt_bff_tx', value: '' });
+    expect(parseSetCookie(mismatch.headers.getSetCookie()[0] ?? '')).toMatchObject({
+      name: `__Host-idt_bff_tx_${state.slice(0, 16)}`,
+      value: '',
+    });
     // The transaction is spent: the real callback is refused too.
     expect((await browser.request(callbackUrl)).status).toBe(400);
 
@@ -255,7 +269,23 @@ describe('BFF sign-in over HTTP against the reference provider', () => {
     );
     expect(denied.status).toBe(302);
     expect(denied.headers.get('location')).toBe('/welcome?x=1&error=access_denied&error_description=membership_pending');
-    expect(browser.cookies(bff.url).has('__Host-idt_bff_tx')).toBe(false);
+    expect([...browser.cookies(bff.url).keys()].filter((name) => name.startsWith('__Host-idt_bff_tx'))).toEqual([]);
+  });
+
+  it('lets two tabs that start signing in together both finish (one transaction cookie per sign-in)', async () => {
+    const browser = new Browser();
+    const loginA = await get(browser, '/bff/login?returnTo=%2Fa');
+    const loginB = await get(browser, '/bff/login?returnTo=%2Fb');
+    const pending = [...browser.cookies(bff.url).keys()].filter((name) => name.startsWith('__Host-idt_bff_tx_'));
+    expect(pending).toHaveLength(2);
+    const callbackA = await throughProvider(bff, provider, browser, loginA.headers.get('location') ?? '');
+    const callbackB = await throughProvider(bff, provider, browser, loginB.headers.get('location') ?? '');
+    const b = await browser.request(callbackB);
+    expect([b.status, b.headers.get('location')]).toEqual([302, '/b']);
+    const a = await browser.request(callbackA);
+    expect([a.status, a.headers.get('location')]).toEqual([302, '/a']);
+    expect([...browser.cookies(bff.url).keys()].filter((name) => name.startsWith('__Host-idt_bff_tx_'))).toEqual([]);
+    expect((await sessionOf(browser, bff)).user.sub).toBe(provider.admin.userId);
   });
 
   it('replaces the session a browser already had when it signs in again', async () => {

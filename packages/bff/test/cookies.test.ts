@@ -23,7 +23,13 @@ const single = (secret = OLD_SECRET, extra: Record<string, string> = {}) =>
 const rotated = () =>
   bffConfigFromEnv({ ...BASE_ENV, COOKIE_PASSWORDS: JSON.stringify({ k2: NEW_SECRET, default: OLD_SECRET }) });
 
-const TX: LoginTransaction = { state: 's', nonce: 'n', codeVerifier: 'v', returnTo: '/orders', organization: 'org' };
+const STATE = 'Zm9yLXRoZS1zdGF0ZS1vZi1hLWxvZ2lu';
+const TX: LoginTransaction = { state: STATE, nonce: 'n', codeVerifier: 'v', returnTo: '/orders', organization: 'org' };
+/** The one `Set-Cookie` value of a first sign-in. */
+const only = (values: string[]) => {
+  expect(values).toHaveLength(1);
+  return values[0] as string;
+};
 
 function session(id: string, now: number): BffSession {
   return {
@@ -40,9 +46,9 @@ function session(id: string, now: number): BffSession {
   };
 }
 
-const headersWith = (setCookie: string) => {
-  const { name, value } = parseSetCookie(setCookie);
-  return new Headers({ cookie: `other=1; ${name}=${value}` });
+const headersWith = (...setCookies: string[]) => {
+  const pairs = setCookies.map(parseSetCookie).map(({ name, value }) => `${name}=${value}`);
+  return new Headers({ cookie: ['other=1', ...pairs].join('; ') });
 };
 
 const noRefresh = { refresh: async () => ({ kind: 'unavailable' as const, error: new Error('not in this test') }) };
@@ -77,8 +83,8 @@ describe('BFF cookies', () => {
 
   it('writes the login-transaction cookie SameSite=Lax for 10 minutes', async () => {
     const cookies = createBffCookies(single());
-    const parsed = parseSetCookie(await cookies.transactionCookie(TX));
-    expect(parsed.name).toBe('__Host-idt_bff_tx');
+    const parsed = parseSetCookie(only(await cookies.transactionCookie(TX)));
+    expect(parsed.name).toBe(`__Host-idt_bff_tx_${STATE.slice(0, 16)}`);
     expect([...parsed.attributes]).toEqual([
       ['path', '/'],
       ['max-age', '600'],
@@ -93,7 +99,7 @@ describe('BFF cookies', () => {
     const session = parseSetCookie(await cookies.sessionCookie('id', 60));
     expect(session.name).toBe('idt_bff');
     expect(session.attributes.has('secure')).toBe(false);
-    expect(parseSetCookie(await cookies.transactionCookie(TX)).name).toBe('idt_bff_tx');
+    expect(parseSetCookie(only(await cookies.transactionCookie(TX))).name).toBe(`idt_bff_tx_${STATE.slice(0, 16)}`);
   });
 
   it('unseals under an older key and says so; a key no longer configured unseals nothing', async () => {
@@ -166,13 +172,35 @@ describe('BFF cookies', () => {
   it('refuses a login transaction older than 10 minutes even if the browser kept the cookie', async () => {
     const clock = createManualClock('2026-01-01T00:00:00Z');
     const cookies = createBffCookies(single(), clock);
-    const headers = headersWith(await cookies.transactionCookie(TX));
+    const headers = headersWith(only(await cookies.transactionCookie(TX)));
     clock.advance(9 * 60_000 + 59_000);
-    expect(await cookies.readTransaction(headers)).toEqual(TX);
+    expect(await cookies.readTransaction(headers, STATE)).toEqual(TX);
     clock.advance(1_000);
-    expect(await cookies.readTransaction(headers)).toBeUndefined();
+    expect(await cookies.readTransaction(headers, STATE)).toBeUndefined();
     clock.advance(1_000);
-    expect(await cookies.readTransaction(headers)).toBeUndefined();
+    expect(await cookies.readTransaction(headers, STATE)).toBeUndefined();
+  });
+
+  it('keeps one transaction cookie per sign-in in progress, read by its state, and clears them past four', async () => {
+    const cookies = createBffCookies(single());
+    const states = ['AAAAAAAAAAAAAAAAfirst', 'BBBBBBBBBBBBBBBBsecond', 'CCCCCCCCCCCCCCCCthird', 'DDDDDDDDDDDDDDDDfourth'];
+    const jar: string[] = [];
+    for (const state of states) {
+      const values = await cookies.transactionCookie({ ...TX, state }, headersWith(...jar));
+      expect(values).toHaveLength(1);
+      jar.push(values[0] as string);
+    }
+    for (const state of states) expect((await cookies.readTransaction(headersWith(...jar), state))?.state).toBe(state);
+    // Another sign-in's state names another cookie: a mismatched or absent state reads nothing.
+    expect(await cookies.readTransaction(headersWith(...jar), 'EEEEEEEEEEEEEEEEfifth')).toBeUndefined();
+    expect(await cookies.readTransaction(headersWith(...jar), null)).toBeUndefined();
+    expect(cookies.clearTransaction(null)).toEqual([]);
+    // A fifth sign-in while four are pending clears the abandoned ones.
+    const fifth = await cookies.transactionCookie({ ...TX, state: 'EEEEEEEEEEEEEEEEfifth' }, headersWith(...jar));
+    expect(fifth.map((value) => [parseSetCookie(value).name, parseSetCookie(value).attributes.get('max-age')])).toEqual([
+      ...states.map((state) => [`__Host-idt_bff_tx_${state.slice(0, 16)}`, '0']),
+      ['__Host-idt_bff_tx_EEEEEEEEEEEEEEEE', '600'],
+    ]);
   });
 
   it('refuses a session cookie after its lifetime', async () => {

@@ -176,7 +176,18 @@ export async function authorizeThroughBff(
     `${bff.url}/bff/login${options.returnTo === undefined ? '' : `?returnTo=${encodeURIComponent(options.returnTo)}`}`,
   );
   if (login.status !== 302) throw new Error(`/bff/login answered ${login.status}: ${login.body}`);
-  let response = await browser.navigate(login.headers.get('location') ?? '');
+  return throughProvider(bff, provider, browser, login.headers.get('location') ?? '', options);
+}
+
+/** Follows an authorization URL through the provider's pages (sign-in, consent, organization) to the BFF's callback URL, not visited. */
+export async function throughProvider(
+  bff: TestBff,
+  provider: TestProvider,
+  browser: Browser,
+  authorizationUrl: string,
+  options: { email?: string; password?: string } = {},
+): Promise<string> {
+  let response = await browser.navigate(authorizationUrl);
   for (let step = 0; step < 6; step++) {
     if (response.status >= 300 && response.status < 400) {
       if (!response.url.startsWith(`${bff.url}/bff/callback`)) throw new Error(`Unexpected redirect to ${response.url}`);

@@ -40,8 +40,8 @@ export type BffRouteHandler = (request: Request) => Promise<Response>;
 export function createAuthRoutes(context: AuthRoutesContext): Record<string, BffRouteHandler> {
   const { config, provider, sessions, store, cookies, clock, logger } = context;
 
-  const invalidTransaction = (request: Request, detail: string) =>
-    problemResponse(request, 'Bff.LoginTransactionInvalid', { detail, setCookie: [cookies.clearTransaction()] });
+  const invalidTransaction = (request: Request, detail: string, state: string | null = null) =>
+    problemResponse(request, 'Bff.LoginTransactionInvalid', { detail, setCookie: cookies.clearTransaction(state) });
 
   const sessionProblem = (request: Request, current: Extract<CurrentSession, { session: null }>) =>
     problemResponse(request, current.code, { setCookie: current.setCookie });
@@ -66,7 +66,7 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
     return new Response(null, {
       status: 302,
       headers: responseHeaders({ location: location.href, 'cache-control': 'no-store' }, [
-        await cookies.transactionCookie(transaction),
+        ...(await cookies.transactionCookie(transaction, request.headers)),
       ]),
     });
   }
@@ -83,19 +83,22 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
     if (destination !== null && destination !== 'document') {
       return invalidTransaction(request, 'The sign-in response must load as a top-level page, not in a frame or by script.');
     }
-    const transaction = await cookies.readTransaction(request.headers);
+    const params = new URL(request.url).searchParams;
+    const state = params.get('state');
+    // Each sign-in in progress has its own transaction cookie, named by its state.
+    const transaction = await cookies.readTransaction(request.headers, state);
     if (!transaction) {
       return invalidTransaction(
         request,
         'The sign-in transaction is missing or older than 10 minutes; start again at /bff/login.',
+        state,
       );
     }
-    const params = new URL(request.url).searchParams;
-    const state = params.get('state');
     if (!state || !constantTimeEqual(state, transaction.state)) {
       return invalidTransaction(
         request,
         'The sign-in response does not match this browser’s sign-in; start again at /bff/login.',
+        state,
       );
     }
     const error = params.get('error');
@@ -107,7 +110,7 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
             location: withAuthorizationError(transaction.returnTo, error, params.get('error_description')),
             'cache-control': 'no-store',
           },
-          [cookies.clearTransaction()],
+          cookies.clearTransaction(state),
         ),
       });
     }
@@ -117,10 +120,10 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
     } catch (failure) {
       if (failure instanceof CodeExchangeRefusedError) {
         logger.info('bff.callback.exchange_refused', { reason: failure.message });
-        return invalidTransaction(request, 'The sign-in could not be completed; start again at /bff/login.');
+        return invalidTransaction(request, 'The sign-in could not be completed; start again at /bff/login.', state);
       }
       logger.warn('bff.callback.provider_unavailable', { reason: (failure as Error).message });
-      return problemResponse(request, 'Bff.UpstreamUnavailable', { setCookie: [cookies.clearTransaction()] });
+      return problemResponse(request, 'Bff.UpstreamUnavailable', { setCookie: cookies.clearTransaction(state) });
     }
     // A session this browser held before is replaced, not left behind.
     const previous = await sessions.peek(request.headers);
@@ -138,7 +141,7 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
       status: 302,
       headers: responseHeaders({ location: transaction.returnTo, 'cache-control': 'no-store' }, [
         setCookie,
-        cookies.clearTransaction(),
+        ...cookies.clearTransaction(state),
       ]),
     });
   }

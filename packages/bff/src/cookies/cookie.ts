@@ -48,3 +48,12 @@ export function readCookie(header: string | null, name: string): string | undefi
   }
   return undefined;
 }
+
+/** The names of the cookies of a `Cookie` header, in order. */
+export function cookieNames(header: string | null): string[] {
+  if (!header) return [];
+  return header
+    .split(';')
+    .map((part) => part.slice(0, Math.max(0, part.indexOf('='))).trim())
+    .filter((name) => name !== '');
+}

@@ -1,14 +1,27 @@
 import { type Clock, systemClock } from '@idt/core';
 import type { BffConfig } from '../config.js';
 import type { HeaderSource } from '../sessions/current.js';
-import { type CookieAttributes, expiredCookie, headerOf, readCookie, serializeCookie } from './cookie.js';
+import { type CookieAttributes, cookieNames, expiredCookie, headerOf, readCookie, serializeCookie } from './cookie.js';
 import { createSealer } from './seal.js';
 
 /** How long a login may take from `/bff/login` to `/bff/callback`: 10 minutes (SPEC 5.4, 8.2). */
 export const LOGIN_TRANSACTION_TTL_SECONDS = 600;
 
-/** The suffix of the login-transaction cookie's name: `__Host-idt_bff` → `__Host-idt_bff_tx`. */
+/**
+ * The suffix of the login-transaction cookies' names: `__Host-idt_bff` →
+ * `__Host-idt_bff_tx_<first 16 characters of the state>`, one per sign-in in
+ * progress, so two tabs that start signing in together both finish.
+ */
 export const TRANSACTION_COOKIE_SUFFIX = '_tx';
+
+/** How many sign-ins may be in progress in one browser; starting another clears them all. */
+export const MAX_PENDING_TRANSACTIONS = 4;
+
+/** The part of a state that names its transaction cookie (states are base64url). */
+function stateKey(state: string): string | undefined {
+  const key = state.slice(0, 16);
+  return /^[A-Za-z0-9_-]{16}$/.test(key) ? key : undefined;
+}
 
 /** What `/bff/login` remembers for `/bff/callback`, sealed in the login-transaction cookie. */
 export interface LoginTransaction {
@@ -34,7 +47,7 @@ export type SessionCookie =
  * - the session cookie (`__Host-idt_bff` by default): the sealed session id
  *   and nothing else; `HttpOnly; Secure; SameSite=Strict; Path=/`, `Max-Age`
  *   the session's remaining lifetime, and the seal itself expires with it;
- * - the login-transaction cookie (`<name>_tx`): sealed state, nonce, PKCE
+ * - a login-transaction cookie per sign-in in progress (`<name>_tx_<state key>`): sealed state, nonce, PKCE
  *   verifier, return path and organization hint; `SameSite=Lax` (it must
  *   come back on the provider's top-level redirect), `Max-Age=600`, and a
  *   600-second seal, so an old one is refused even if a browser kept it.
@@ -44,17 +57,26 @@ export type SessionCookie =
  */
 export interface BffCookies {
   readonly sessionCookieName: string;
+  /** The prefix of the login-transaction cookies' names (each adds `_<state key>`). */
   readonly transactionCookieName: string;
   /** The `Set-Cookie` value of a session cookie naming `sessionId`, living `maxAgeSeconds`. */
   sessionCookie(sessionId: string, maxAgeSeconds: number): Promise<string>;
   readSession(headers: HeaderSource): Promise<SessionCookie>;
   /** Removes the session cookie. */
   clearSession(): string;
-  transactionCookie(transaction: LoginTransaction): Promise<string>;
-  /** The transaction, or `undefined` when missing, tampered with or older than 10 minutes. */
-  readTransaction(headers: HeaderSource): Promise<LoginTransaction | undefined>;
-  /** Removes the login-transaction cookie. */
-  clearTransaction(): string;
+  /**
+   * The `Set-Cookie` values that start a sign-in: its transaction cookie, and
+   * the removal of the other pending ones when the browser already holds
+   * {@link MAX_PENDING_TRANSACTIONS} (abandoned sign-ins do not pile up).
+   */
+  transactionCookie(transaction: LoginTransaction, headers?: HeaderSource): Promise<string[]>;
+  /**
+   * The transaction of the sign-in `state` names, or `undefined` when
+   * missing, tampered with, older than 10 minutes or of another state.
+   */
+  readTransaction(headers: HeaderSource, state: string | null): Promise<LoginTransaction | undefined>;
+  /** Removes the transaction cookie of `state` (nothing without a usable state). */
+  clearTransaction(state: string | null): string[];
 }
 
 /**
@@ -89,12 +111,23 @@ export function createBffCookies(config: Pick<BffConfig, 'cookie'>, clock: Clock
       return { state: 'valid', sessionId: id, needsReseal: unsealed.needsReseal };
     },
     clearSession: () => expiredCookie(sessionName, session),
-    async transactionCookie(tx) {
+    async transactionCookie(tx, headers) {
+      const key = stateKey(tx.state);
+      if (!key) throw new TypeError('A login state must be base64url, at least 16 characters');
       const sealed = await sealer.seal(tx, LOGIN_TRANSACTION_TTL_SECONDS * 1000);
-      return serializeCookie(transactionName, sealed, { ...transaction, maxAgeSeconds: LOGIN_TRANSACTION_TTL_SECONDS });
+      const pending = cookieNames(headers ? headerOf(headers, 'cookie') : null).filter((name) =>
+        name.startsWith(`${transactionName}_`),
+      );
+      const stale = pending.length >= MAX_PENDING_TRANSACTIONS ? pending.map((name) => expiredCookie(name, transaction)) : [];
+      return [
+        ...stale,
+        serializeCookie(`${transactionName}_${key}`, sealed, { ...transaction, maxAgeSeconds: LOGIN_TRANSACTION_TTL_SECONDS }),
+      ];
     },
-    async readTransaction(headers) {
-      const value = readCookie(headerOf(headers, 'cookie'), transactionName);
+    async readTransaction(headers, state) {
+      const key = state ? stateKey(state) : undefined;
+      if (!key) return undefined;
+      const value = readCookie(headerOf(headers, 'cookie'), `${transactionName}_${key}`);
       if (!value) return undefined;
       const unsealed = await sealer.unseal<Partial<LoginTransaction>>(value);
       const tx = unsealed?.value;
@@ -116,6 +149,9 @@ export function createBffCookies(config: Pick<BffConfig, 'cookie'>, clock: Clock
         ...(tx.organization ? { organization: tx.organization } : {}),
       };
     },
-    clearTransaction: () => expiredCookie(transactionName, transaction),
+    clearTransaction(state) {
+      const key = state ? stateKey(state) : undefined;
+      return key ? [expiredCookie(`${transactionName}_${key}`, transaction)] : [];
+    },
   };
 }

@@ -14,6 +14,8 @@ export type { FeatureContext, IdentityFeature, IdentitySettings } from './knex/f
 export type { CredentialsFeature, CredentialsServices } from './knex/features/credentials.js';
 export { createCredentialsFeature } from './knex/features/credentials.js';
 export { createKnexInvitationsStore } from './knex/invitations-store.js';
+export type { PermittedMember } from './knex/members-with-permission.js';
+export { membersWithPermission } from './knex/members-with-permission.js';
 export { createKnexMembershipsStore } from './knex/memberships-store.js';
 export { identityMigrations } from './knex/migrations.js';
 export type { KnexIdentity, KnexIdentityOptions } from './knex/module.js';

@@ -9,11 +9,11 @@ import {
 } from '@idt/core';
 import {
   type EmailChangeService,
-  expandRoles,
   UserEmailChangedEvent,
   UserEmailChangeRequestedEvent,
   UserSessionEvictedEvent,
 } from '@idt/identity';
+import { membersWithPermission } from '@idt/identity/knex';
 import { InquirySubmittedEvent } from '@idt/inquiries';
 import type { Knex } from 'knex';
 import { NOTIFICATION_MAILS_TABLE } from './knex/migrations.js';
@@ -30,38 +30,6 @@ export interface NotificationHandlerOptions {
   readonly baseUrl: string;
   /** The identity module's e-mail change service: the confirmation link of a pending change. */
   readonly emailChange: Pick<EmailChangeService, 'pendingConfirmation'>;
-}
-
-interface Member {
-  readonly userId: string;
-  readonly email: string;
-}
-
-/** Active members of the organization (active accounts) whose roles grant `permission`, custom roles included. */
-export async function membersWithPermission(db: Knex, organizationId: string, permission: string): Promise<Member[]> {
-  const rows = (await db('identity_memberships as m')
-    .join('identity_users as u', 'u.id', 'm.user_id')
-    .leftJoin('identity_membership_roles as r', 'r.membership_id', 'm.id')
-    .where({ 'm.organization_id': organizationId, 'm.status': 'active', 'u.status': 'active' })
-    .select('m.user_id as userId', 'u.email as email', 'r.role as role')) as Array<{
-    userId: string;
-    email: string;
-    role: string | null;
-  }>;
-  const custom = (await db('identity_roles').where({ organization_id: organizationId }).select('name', 'permissions')) as Array<{
-    name: string;
-    permissions: string;
-  }>;
-  const customRoles = new Map(custom.map((row) => [row.name.toLowerCase(), JSON.parse(row.permissions) as string[]]));
-  const roles = new Map<string, { email: string; roles: string[] }>();
-  for (const row of rows) {
-    const entry = roles.get(row.userId) ?? { email: row.email, roles: [] };
-    if (row.role) entry.roles.push(row.role);
-    roles.set(row.userId, entry);
-  }
-  return [...roles]
-    .filter(([, entry]) => expandRoles(entry.roles, customRoles).has(permission))
-    .map(([userId, entry]) => ({ userId, email: entry.email }));
 }
 
 /**
@@ -103,7 +71,7 @@ export function createNotificationHandlers(options: NotificationHandlerOptions):
       event: InquirySubmittedEvent,
       description: 'Notifies (in-app and by mail, unless opted out) every member holding InquiriesRead of a new inquiry.',
       async handle({ id, payload }) {
-        const staff = await membersWithPermission(db, payload.organizationId, 'InquiriesRead');
+        const staff = await membersWithPermission(db, 'InquiriesRead', { organizationId: payload.organizationId });
         const title = `New inquiry from ${payload.name}`.slice(0, 200);
         const message = `${payload.name} (${payload.email}) sent an inquiry about ${payload.projectType}.`.slice(0, 2000);
         const actionUrl = `/v1/inquiries/${payload.inquiryId}`;

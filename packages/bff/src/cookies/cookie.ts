@@ -31,24 +31,6 @@ export function headerOf(headers: HeaderSource, name: string): string | null {
   return Array.isArray(value) ? value.join('; ') : value;
 }
 
-/**
- * The value of a cookie in a `Cookie` header; the first one when the
- * browser sent the name twice. Values are taken as written (sealed values
- * need no decoding).
- */
-export function readCookie(header: string | null, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const index = part.indexOf('=');
-    if (index < 0) continue;
-    if (part.slice(0, index).trim() !== name) continue;
-    let value = part.slice(index + 1).trim();
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    return value;
-  }
-  return undefined;
-}
-
 /** The names of the cookies of a `Cookie` header, in order. */
 export function cookieNames(header: string | null): string[] {
   if (!header) return [];

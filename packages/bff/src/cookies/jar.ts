@@ -1,7 +1,7 @@
-import { type Clock, systemClock } from '@idt/core';
+import { type Clock, readCookie, systemClock } from '@idt/core';
 import type { BffConfig } from '../config.js';
 import type { HeaderSource } from '../sessions/current.js';
-import { type CookieAttributes, cookieNames, expiredCookie, headerOf, readCookie, serializeCookie } from './cookie.js';
+import { type CookieAttributes, cookieNames, expiredCookie, headerOf, serializeCookie } from './cookie.js';
 import { createSealer } from './seal.js';
 
 /** How long a login may take from `/bff/login` to `/bff/callback`: 10 minutes (SPEC 5.4, 8.2). */

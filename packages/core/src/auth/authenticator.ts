@@ -48,14 +48,18 @@ function invalidToken(description: string): UnauthorizedError {
   });
 }
 
-/** Reads one cookie from a `Cookie` header. */
+/**
+ * Reads one cookie from a `Cookie` header: the first one of that name, without
+ * the double quotes RFC 6265 allows around a value, percent-decoded when it is.
+ */
 export function readCookie(header: string | null, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const index = part.indexOf('=');
     if (index < 0) continue;
     if (part.slice(0, index).trim() === name) {
-      const value = part.slice(index + 1).trim();
+      let value = part.slice(index + 1).trim();
+      if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
       try {
         return decodeURIComponent(value);
       } catch {

@@ -1,5 +1,5 @@
-import { asDatabaseUnavailable } from '@idt/core';
-import { PROBLEM_CONTENT_TYPE, ProblemError, renderProblem, resolveTraceId } from '@idt/problem';
+import { asDatabaseUnavailable, resolveRequestId } from '@idt/core';
+import { PROBLEM_CONTENT_TYPE, ProblemError, type ProblemErrorOptions, renderProblem, resolveTraceId } from '@idt/problem';
 import '../problems.js';
 
 /** Headers of a response plus any `Set-Cookie` values (appended, never folded). */
@@ -9,21 +9,28 @@ export function responseHeaders(init: Record<string, string>, setCookie: readonl
   return headers;
 }
 
-/** Options of {@link problemResponse}. */
-export interface ProblemResponseOptions {
+/** Options of {@link problemResponse}: the problem's own (headers, field errors, a 4xx status for `Http.ClientError`) and the response's. */
+export interface ProblemResponseOptions extends ProblemErrorOptions {
   /** A user-safe sentence; the code's description by default. */
   readonly detail?: string;
-  readonly headers?: Record<string, string>;
+  /** `Set-Cookie` values to append. */
   readonly setCookie?: readonly string[];
+  /** The `x-request-id` to echo; the request's own when sane, else a new one. */
+  readonly requestId?: string;
 }
 
 /**
- * An RFC 9457 problem document (SPEC 7.1) for a registered code, with
- * `Cache-Control: no-store`; the `traceId` follows the request's
- * `traceparent` when it has one.
+ * The BFF's own answer as an RFC 9457 problem document (SPEC 7.1) for a
+ * registered code, with `Cache-Control: no-store`, the request id and any
+ * `Set-Cookie` values; the `traceId` follows the request's `traceparent`
+ * when it has one. The routes under `/bff` and the `/api` proxy both answer
+ * with it.
  */
 export function problemResponse(request: Request, code: string, options: ProblemResponseOptions = {}): Response {
-  return renderedProblem(request, new ProblemError(code, options.detail, { headers: options.headers ?? {} }), options.setCookie);
+  const { detail, setCookie, requestId, ...errorOptions } = options;
+  const response = renderedProblem(request, new ProblemError(code, detail, errorOptions), setCookie);
+  response.headers.set('x-request-id', requestId ?? resolveRequestId(request.headers.get('x-request-id')));
+  return response;
 }
 
 /** Any thrown value as a problem document: problem errors keep their code, a lost database answers 503, anything else 500. */

@@ -1,7 +1,8 @@
 import { resolveRequestId } from '@idt/core';
+import { problemResponse } from '../auth/http.js';
 import type { BffSessions, CurrentSession } from '../sessions/current.js';
 import { sanitizeNegotiateResponse } from './negotiate.js';
-import { API_MOUNT, forwardedFor, isTraversal, parseApiBase, problemResponse, UPSTREAM_HUB_PATH } from './shared.js';
+import { API_MOUNT, forwardedFor, isTraversal, parseApiBase, UPSTREAM_HUB_PATH } from './shared.js';
 
 /** Default time the API has to answer with its response headers. */
 export const DEFAULT_API_TIMEOUT_MS = 30_000;
@@ -122,7 +123,7 @@ export function createApiProxy(options: ApiProxyOptions): ApiProxy {
   return async function apiProxy(request: Request, info: ApiProxyRequestInfo = {}): Promise<Response> {
     const requestId = resolveRequestId(request.headers.get('x-request-id'));
     const fail = (code: string, extra: Parameters<typeof problemResponse>[2] = {}) =>
-      problemResponse(code, request, { requestId, ...extra });
+      problemResponse(request, code, { requestId, ...extra });
 
     const url = new URL(request.url);
     const path = url.pathname;
@@ -171,7 +172,7 @@ export function createApiProxy(options: ApiProxyOptions): ApiProxy {
 
     switch (outcome.kind) {
       case 'timeout':
-        return fail('Bff.UpstreamTimeout', { statusOverride: 504, setCookie: session.setCookie });
+        return fail('Bff.UpstreamTimeout', { setCookie: session.setCookie });
       case 'unavailable':
         return fail('Bff.UpstreamUnavailable', { setCookie: session.setCookie });
       case 'client-gone':

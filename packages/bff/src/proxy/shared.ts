@@ -1,7 +1,3 @@
-import { resolveRequestId } from '@idt/core';
-import { ProblemError, type ProblemErrorOptions, reasonPhrase, renderProblem, resolveTraceId } from '@idt/problem';
-import '../problems.js';
-
 /** Where the BFF serves the API proxy: `/api/*` maps onto the API base URL. */
 export const API_MOUNT = '/api';
 
@@ -63,38 +59,6 @@ export function isTraversal(path: string): boolean {
     current = decoded;
   }
   return true; // encoded four times over: no legitimate client does that
-}
-
-/** Options of {@link problemResponse}. */
-export interface ProblemResponseOptions extends ProblemErrorOptions {
-  readonly detail?: string;
-  /** `Set-Cookie` values to append. */
-  readonly setCookie?: readonly string[];
-  /** Renders the problem with this status instead of its kind's (504 for a timeout, a kind the table lacks). */
-  readonly statusOverride?: number;
-  readonly requestId?: string;
-}
-
-/**
- * The BFF's own answer as an RFC 9457 problem document (SPEC 7.1), with
- * `Cache-Control: no-store`, the request id and any `Set-Cookie` values.
- */
-export function problemResponse(code: string, request: Request, options: ProblemResponseOptions = {}): Response {
-  const traceId = resolveTraceId(request.headers.get('traceparent'));
-  const { detail, setCookie, statusOverride, requestId, ...errorOptions } = options;
-  const rendered = renderProblem(new ProblemError(code, detail, errorOptions), { environment: 'Production', traceId });
-  const body = rendered.body;
-  let status = rendered.status;
-  if (body && statusOverride !== undefined) {
-    status = statusOverride;
-    body.status = statusOverride;
-    body.title = reasonPhrase(statusOverride);
-  }
-  const headers = new Headers(rendered.headers);
-  headers.set('cache-control', 'no-store');
-  headers.set('x-request-id', requestId ?? resolveRequestId(request.headers.get('x-request-id')));
-  for (const cookie of setCookie ?? []) headers.append('set-cookie', cookie);
-  return new Response(body ? JSON.stringify(body) : null, { status, headers });
 }
 
 /**

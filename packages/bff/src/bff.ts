@@ -193,7 +193,8 @@ export async function createBff(options: CreateBffOptions = {}): Promise<Bff> {
    * body), and events are stamped with its user and organization.
    */
   async function logs(request: Request, info?: ApiProxyRequestInfo): Promise<Response> {
-    const current = request.method === 'POST' ? await sessions.current(request.headers) : undefined;
+    // Read as stored: a log beacon needs the session's user and CSRF token, never a token refresh.
+    const current = request.method === 'POST' ? await sessions.peek(request.headers) : undefined;
     const session = current?.session ?? null;
     return ingest(request, {
       clientIp: info?.remoteAddress ?? 'unknown',

@@ -1,14 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createIdt, type Idt } from '@idt/core';
 import { identity } from '@idt/identity';
 import { oidc } from '@idt/oidc';
-import { createTestDatabase, type TestDatabase } from '@idt/testing';
+import { createTestDatabase, freePort, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -23,17 +22,6 @@ function snippet(page: string, heading?: string): string {
   const match = /^```ts\n([\s\S]*?)^```$/m.exec(markdown.slice(at));
   if (!match?.[1]) throw new Error(`No ts block${heading ? ` under "${heading}"` : ''} in ${page}`);
   return match[1];
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** A snippet running in its own process. */

@@ -22,6 +22,7 @@ export {
   registerUser,
   signIn,
 } from './oidc.js';
+export { freePort } from './ports.js';
 export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
 export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';

@@ -1,8 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { IngestedLogEvent } from '@idt/core';
-import { bootstrapAdmin, registerClient, startTestServer, type TestAdmin, type TestServer } from '@idt/testing';
+import { bootstrapAdmin, freePort, registerClient, startTestServer, type TestAdmin, type TestServer } from '@idt/testing';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Dashboard, startDashboard } from '../src/index.js';
@@ -11,14 +10,6 @@ const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'dashboard');
 /** A JWT (access or ID token) anywhere in a string. */
 const JWT = /eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{16,}/;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Everything the page received from the dashboard origin, bodies included, to search for tokens. */
 function recordBodies(page: Page, origin: string): string[] {

@@ -7,6 +7,7 @@ import { loadConfig, resolveKeyEncryptionSecret, systemClock } from '@idt/core';
 import { createKnexSigningKeyStore } from '@idt/core/knex';
 import {
   createTestDatabase,
+  freePort,
   mintAccessToken,
   referenceMigrationSets,
   seedMembership,
@@ -85,15 +86,6 @@ async function startReceiver(failures: number) {
         server.closeAllConnections();
       }),
   };
-}
-
-/** A free loopback port, for a server that must come back on the same address. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 interface ServerProcess {

@@ -85,8 +85,18 @@ export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from
 export { incomingFromRequest, LightHeaders, LightResponse, toFetchResponse } from './http/light.js';
 export type { OpenApiDocument, OpenApiOptions } from './http/openapi.js';
 export { generateOpenApiDocument } from './http/openapi.js';
-export type { Page, PageRequest, PageSlice } from './http/paging.js';
-export { MAX_PAGE_SIZE, PageQuery, pageSchema, toPage } from './http/paging.js';
+export type { CursorPage, CursorPageRequest, CursorPageSlice, Page, PageCursor, PageRequest, PageSlice } from './http/paging.js';
+export {
+  CursorPageQuery,
+  cursorPageSchema,
+  decodeCursor,
+  encodeCursor,
+  MAX_PAGE_SIZE,
+  PageQuery,
+  pageSchema,
+  toCursorPage,
+  toPage,
+} from './http/paging.js';
 export {
   escapeHtml,
   html,

@@ -3,6 +3,7 @@ import { timestampColumn } from '@idt/core/knex';
 import { accessMigration } from './migrations-0002-access.js';
 import { accountsMigration } from './migrations-0003-accounts.js';
 import { credentialsMigration } from './migrations-0004-credentials.js';
+import { memberCountsMigration } from './migrations-0005-member-counts.js';
 
 const accounts: Migration = {
   name: '0001_accounts',
@@ -69,5 +70,5 @@ export const identityMigrations: MigrationSet = {
   owner: '@idt/identity',
   tableName: 'idt_identity_migrations',
   dependsOn: ['@idt/core'],
-  migrations: [accounts, accessMigration, accountsMigration, credentialsMigration],
+  migrations: [accounts, accessMigration, accountsMigration, credentialsMigration, memberCountsMigration],
 };

@@ -1,10 +1,11 @@
-import { isUniqueViolation } from '@idt/core';
+import { type Clock, createTtlCache, isUniqueViolation } from '@idt/core';
 import type { Knex } from 'knex';
-import { CacheNamespaces } from '../access/cache-namespaces.js';
+import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
 import { UserDeactivatedEvent, UserReactivatedEvent, UserRegisteredEvent } from '../accounts/events.js';
+import type { UserRecord } from '../accounts/records.js';
 import type { UsersStore } from '../users/store.js';
 import { writeRevocation } from './access-store.js';
-import { countOf, type KnexAccountsStoreOptions, paged, USER_COLUMNS, userFromRow } from './accounts-shared.js';
+import { type KnexAccountsStoreOptions, USER_COLUMNS, userFromRow } from './accounts-shared.js';
 
 /**
  * The knex {@link UsersStore}: every write, its events and its cache
@@ -13,7 +14,16 @@ import { countOf, type KnexAccountsStoreOptions, paged, USER_COLUMNS, userFromRo
  * @example
  * const users = createKnexUsersStore({ db, outbox: bus, invalidator });
  */
-export function createKnexUsersStore(options: KnexAccountsStoreOptions): UsersStore {
+export function createKnexUsersStore(
+  options: KnexAccountsStoreOptions & {
+    /**
+     * Keeps users read by `find` (the profile behind `GET /users/me`) in memory, evicted by the
+     * `identity.users` invalidations every write of a user's columns publishes; without it every
+     * `find` reads the database.
+     */
+    readonly cache?: { readonly subscribe: CacheSubscriber; readonly ttlMs?: number; readonly clock?: Clock };
+  },
+): UsersStore {
   const { db, outbox, invalidator } = options;
 
   const find = async (userId: string) => {
@@ -21,6 +31,37 @@ export function createKnexUsersStore(options: KnexAccountsStoreOptions): UsersSt
       .where('u.id', userId)
       .first(...USER_COLUMNS);
     return row ? userFromRow(row) : undefined;
+  };
+
+  const cache = options.cache
+    ? createTtlCache<UserRecord | undefined>({
+        ttlMs: options.cache.ttlMs ?? 30_000,
+        ...(options.cache.clock ? { clock: options.cache.clock } : {}),
+      })
+    : undefined;
+  if (cache) options.cache?.subscribe(CacheNamespaces.users, (key) => (key === '*' ? cache.clear() : cache.delete(key)));
+  /** `find` through the cache: a hit costs no database round trip; a miss (an unknown user) is not kept. */
+  const findCached = cache
+    ? async (userId: string) => {
+        const hit = cache.get(userId);
+        if (hit) return hit;
+        const user = await cache.getOrLoad(userId, async () => {
+          const loaded = await find(userId);
+          return loaded ? Object.freeze(loaded) : undefined;
+        });
+        if (!user) cache.delete(userId);
+        return user;
+      }
+    : find;
+  /** Drops this instance's copy at once after a write (the invalidation reaches every instance after commit). */
+  const forget = (userId: string) => cache?.delete(userId);
+  /** Runs a transaction that writes a user, then forgets this instance's copy of the user. */
+  const afterWrite = async <T>(userId: string, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> => {
+    try {
+      return await db.transaction(work);
+    } finally {
+      forget(userId);
+    }
   };
 
   const inOrganization = (executor: Knex, organizationId: string) =>
@@ -53,7 +94,7 @@ export function createKnexUsersStore(options: KnexAccountsStoreOptions): UsersSt
       }
     },
 
-    find,
+    find: findCached,
 
     async updateProfile(userId, patch, at) {
       const changes: Record<string, string> = {};
@@ -67,17 +108,43 @@ export function createKnexUsersStore(options: KnexAccountsStoreOptions): UsersSt
         if (count > 0) await invalidator.invalidate(CacheNamespaces.users, userId, trx);
         return count;
       });
+      forget(userId);
       return updated > 0 ? find(userId) : undefined;
     },
 
     async listInOrganization(organizationId, page) {
-      const [totalCount, rows] = await Promise.all([
-        countOf(inOrganization(db, organizationId)),
-        paged(inOrganization(db, organizationId).orderBy([{ column: 'm.created_at' }, { column: 'm.id' }]), page).select(
-          ...USER_COLUMNS,
-        ),
+      // The page's memberships come from identity_memberships(organization_id, created_at, id) in index
+      // order, sought by the cursor's key or skipped by offset on the index alone; only then are their
+      // users joined. The total is the per-organization count the triggers of 0005_member_counts keep.
+      const ids = db('identity_memberships')
+        .where('organization_id', organizationId)
+        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+        .limit(page.pageSize + 1)
+        .select('id');
+      if (page.cursor) {
+        const [createdAt = '', membershipId = ''] = page.cursor.after;
+        // A row-value comparison, which both engines turn into a range of the index (an OR of the two
+        // columns would be a filter over every row before the cursor).
+        ids.andWhereRaw('(created_at, id) > (?, ?)', [createdAt, membershipId]);
+      } else if (page.page > 1) {
+        ids.offset((page.page - 1) * page.pageSize);
+      }
+      const [counted, rows] = await Promise.all([
+        db('identity_organization_counts').where('organization_id', organizationId).first('members'),
+        db('identity_memberships as m')
+          .join('identity_users as u', 'u.id', 'm.user_id')
+          .whereIn('m.id', ids)
+          .orderBy([{ column: 'm.created_at' }, { column: 'm.id' }])
+          .select(...USER_COLUMNS, 'm.created_at as membership_created_at', 'm.id as membership_id'),
       ]);
-      return { totalCount, items: rows.map(userFromRow) };
+      const more = rows.length > page.pageSize;
+      const items = more ? rows.slice(0, page.pageSize) : rows;
+      const last = items.at(-1);
+      return {
+        totalCount: Number(counted?.members ?? 0),
+        items: items.map(userFromRow),
+        ...(more && last ? { next: [toSortKey(last.membership_created_at), String(last.membership_id)] } : {}),
+      };
     },
 
     async findInOrganization(organizationId, userId) {
@@ -88,7 +155,7 @@ export function createKnexUsersStore(options: KnexAccountsStoreOptions): UsersSt
     },
 
     deactivate: (userId, at, byUserId) =>
-      db.transaction(async (trx) => {
+      afterWrite(userId, async (trx) => {
         const updated = await trx('identity_users')
           .where({ id: userId, status: 'active' })
           .update({ status: 'deactivated', updated_at: at });
@@ -103,7 +170,7 @@ export function createKnexUsersStore(options: KnexAccountsStoreOptions): UsersSt
       }),
 
     reactivate: (userId, at, byUserId) =>
-      db.transaction(async (trx) => {
+      afterWrite(userId, async (trx) => {
         const updated = await trx('identity_users')
           .where({ id: userId, status: 'deactivated' })
           .update({ status: 'active', updated_at: at });
@@ -115,4 +182,9 @@ export function createKnexUsersStore(options: KnexAccountsStoreOptions): UsersSt
         return true;
       }),
   };
+}
+
+/** A timestamp as the cursor keeps it: SQLite's stored text as is, Postgres' `Date` as ISO 8601 (exact to the millisecond it stores). */
+function toSortKey(value: unknown): string {
+  return value instanceof Date ? value.toISOString() : String(value);
 }

@@ -1,4 +1,12 @@
-import { type Clock, newId, type Page, PageQuery, systemClock, toPage } from '@idt/core';
+import {
+  type Clock,
+  type CursorPage,
+  CursorPageQuery,
+  type CursorPageRequest,
+  newId,
+  systemClock,
+  toCursorPage,
+} from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import { type AccountsActor, requireUserId, tenantOf } from '../accounts/actor.js';
@@ -29,7 +37,7 @@ export const UpdateProfileInput = z.object({
 export type UpdateProfileInput = z.input<typeof UpdateProfileInput>;
 
 /** Input of {@link UsersService.list}: `page` and `pageSize`. */
-export type UserListQuery = z.input<typeof PageQuery>;
+export type UserListQuery = z.input<typeof CursorPageQuery>;
 
 /** Accounts: self-registration, the caller's profile, the tenant's users, deactivation. */
 export interface UsersService {
@@ -44,7 +52,7 @@ export interface UsersService {
   /** Changes the caller's names; evicts the cached user. */
   updateProfile(actor: AccountsActor, input: UpdateProfileInput): Promise<UserRecord>;
   /** Users with a membership in the caller's organization (`UsersRead`). */
-  list(actor: AccountsActor, query?: UserListQuery): Promise<Page<UserRecord>>;
+  list(actor: AccountsActor, query?: UserListQuery | CursorPageRequest): Promise<CursorPage<UserRecord>>;
   /**
    * A user with a membership in the caller's organization (`UsersRead`).
    *
@@ -133,8 +141,9 @@ export function createUsersService(options: UsersServiceOptions): UsersService {
 
     async list(actor, query = {}) {
       const tenant = tenantOf(actor, 'UsersRead');
-      const page = PageQuery.parse(query);
-      return toPage(await users.listInOrganization(tenant, page), page);
+      // The route hands over its parsed query (the cursor already decoded); other callers pass the raw one.
+      const page = typeof query.cursor === 'object' ? (query as CursorPageRequest) : CursorPageQuery.parse(query);
+      return toCursorPage(await users.listInOrganization(tenant, page), page);
     },
 
     async get(actor, userId) {

@@ -1,4 +1,4 @@
-import type { PageRequest, PageSlice } from '@idt/core';
+import type { CursorPageRequest, CursorPageSlice } from '@idt/core';
 import type { UserRecord } from '../accounts/records.js';
 
 /** A user to register. */
@@ -31,8 +31,12 @@ export interface UsersStore {
   find(userId: string): Promise<UserRecord | undefined>;
   /** In one transaction: updates the names and evicts the cached user. `undefined` when the user does not exist. */
   updateProfile(userId: string, patch: ProfilePatch, at: string): Promise<UserRecord | undefined>;
-  /** Users holding a membership (any state) in the organization, oldest membership first. */
-  listInOrganization(organizationId: string, page: PageRequest): Promise<PageSlice<UserRecord>>;
+  /**
+   * Users holding a membership (any state) in the organization, oldest membership first: the page
+   * after `page.cursor` when there is one, else page `page.page`; `next` is the sort key of the last
+   * row when more follow.
+   */
+  listInOrganization(organizationId: string, page: CursorPageRequest): Promise<CursorPageSlice<UserRecord>>;
   /** A user, only when they hold a membership (any state) in the organization. */
   findInOrganization(organizationId: string, userId: string): Promise<UserRecord | undefined>;
   /**

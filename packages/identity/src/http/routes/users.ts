@@ -1,4 +1,4 @@
-import { defineRoute, json, PageQuery, pageSchema, type Route } from '@idt/core';
+import { CursorPageQuery, cursorPageSchema, defineRoute, json, type Route } from '@idt/core';
 import { z } from 'zod';
 import { actorOf } from '../../accounts/actor.js';
 import { UserOrganization, UserRecord } from '../../accounts/records.js';
@@ -108,11 +108,12 @@ export function createUserRoutes(services: { users: UsersService; organizations:
       path: '/v1/identity/users',
       operationId: 'listUsers',
       summary: "The users of your token's organization",
-      description: 'Users holding a membership (any state) in the organization, oldest membership first.',
+      description:
+        "Users holding a membership (any state) in the organization, oldest membership first. Read a long list with `cursor` (the previous page's `nextCursor`): every page then costs the same, where `page` N skips the N-1 pages before it.",
       tags: ['Users'],
       permissions: ['UsersRead'],
-      request: { query: PageQuery },
-      responses: { 200: { description: 'A page of users', schema: pageSchema(UserRecord) } },
+      request: { query: CursorPageQuery },
+      responses: { 200: { description: 'A page of users', schema: cursorPageSchema(UserRecord) } },
       handler: async ({ principal, query }) => json(await users.list(actorOf(principal), query)),
     }),
     defineRoute({

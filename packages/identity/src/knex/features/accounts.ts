@@ -47,7 +47,10 @@ export interface AccountsFeature extends IdentityFeature {
 export function createAccountsFeature(ctx: FeatureContext): AccountsFeature {
   const { db, outbox, invalidator, clock, settings } = ctx;
   const storeOptions = { db, outbox, invalidator };
-  const usersStore = createKnexUsersStore(storeOptions);
+  const usersStore = createKnexUsersStore({
+    ...storeOptions,
+    cache: { subscribe: (namespace, listener) => invalidator.subscribe(namespace, listener), clock },
+  });
   const organizationsStore = createKnexOrganizationsStore(storeOptions);
   const invitationsStore = createKnexInvitationsStore(storeOptions);
 

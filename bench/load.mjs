@@ -7,14 +7,21 @@
  *   node bench/load.mjs '<json options>'
  *
  * Options: { url, method, headers, body, connections, duration, warmup,
- * serverPid } (durations in seconds). With `serverPid`, the CPU time of the
- * server, of this process and of everything else on the machine during the
- * measured run is reported too (Linux /proc), in cores.
+ * serverPid, authorizationsFile } (durations in seconds). With `serverPid`,
+ * the CPU time of the server, of this process and of everything else on the
+ * machine during the measured run is reported too (Linux /proc), in cores.
+ * With `authorizationsFile` (a JSON array of `Authorization` header values),
+ * successive requests of all connections take the next value in turn: the
+ * token requests spread over many clients.
  */
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
+import { startCpuMeter } from './cpu.mjs';
 
 const options = JSON.parse(process.argv[2] ?? '{}');
+
+const authorizations = options.authorizationsFile ? JSON.parse(readFileSync(options.authorizationsFile, 'utf8')) : undefined;
+let nextAuthorization = 0;
 
 function run(duration) {
   return autocannon({
@@ -22,6 +29,19 @@ function run(duration) {
     method: options.method ?? 'GET',
     headers: options.headers ?? {},
     ...(options.body === undefined ? {} : { body: options.body }),
+    ...(authorizations
+      ? {
+          requests: [
+            {
+              setupRequest: (request) => {
+                const authorization = authorizations[nextAuthorization];
+                nextAuthorization = (nextAuthorization + 1) % authorizations.length;
+                return { ...request, headers: { ...request.headers, authorization } };
+              },
+            },
+          ],
+        }
+      : {}),
     connections: options.connections ?? 20,
     pipelining: 1,
     duration,
@@ -29,48 +49,10 @@ function run(duration) {
   });
 }
 
-/** Busy and total clock ticks of all CPUs, from /proc/stat. */
-function machineTicks() {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
-    const total = fields.reduce((sum, value) => sum + value, 0);
-    return { busy: total - idle, total };
-  } catch {
-    return undefined;
-  }
-}
-
-/** User plus system clock ticks of a process, from /proc/<pid>/stat. */
-function processTicks(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return undefined;
-  }
-}
-
-const TICKS_PER_SECOND = 100;
-
 if ((options.warmup ?? 0) > 0) await run(options.warmup);
-const startedAt = process.hrtime.bigint();
-const machineBefore = machineTicks();
-const serverBefore = options.serverPid ? processTicks(options.serverPid) : undefined;
-const selfBefore = process.cpuUsage();
+const meter = startCpuMeter(options.serverPid);
 const result = await run(options.duration ?? 10);
-const seconds = Number(process.hrtime.bigint() - startedAt) / 1e9;
-const machineAfter = machineTicks();
-const serverAfter = options.serverPid ? processTicks(options.serverPid) : undefined;
-const self = process.cpuUsage(selfBefore);
-let cpu;
-if (machineBefore && machineAfter && serverBefore !== undefined && serverAfter !== undefined) {
-  const busy = (machineAfter.busy - machineBefore.busy) / TICKS_PER_SECOND / seconds;
-  const server = (serverAfter - serverBefore) / TICKS_PER_SECOND / seconds;
-  const load = (self.user + self.system) / 1e6 / seconds;
-  cpu = { server, loadGenerator: load, other: Math.max(0, busy - server - load), machineBusy: busy };
-}
+const cpu = meter.stop();
 const ok = result['2xx'];
 // autocannon counts timeouts among errors too.
 const failed = result.non2xx + result.errors;

@@ -1,35 +1,114 @@
 /**
- * Registers the benchmark's service-account client through the services of
- * the reference server (no HTTP, no bearer token needed) and prints
- * `{ clientId, clientSecret, organizationId }` as one JSON line.
+ * Registers the benchmark's clients through the services of the reference
+ * server (no HTTP, no bearer token needed) and prints one JSON line:
  *
- *   node --import tsx bench/setup-clients.ts <organizationId>
+ *   { organizationId, clientId, clientSecret, app: { clientId, clientSecret, redirectUri, scope }, adminPasswordHash, chainUsers }
+ *
+ * - a service account with the `users.read` scope (client credentials, the
+ *   bearer reads);
+ * - an application (authorization code + PKCE, refresh tokens) for the
+ *   sign-in and refresh flows of the bench administrator;
+ * - the administrator's stored password hash, which bench/baseline-argon2.mjs
+ *   verifies (idt's exact argon2id parameters);
+ * - `chainUsers` members of the platform organization (role `user`, the
+ *   administrator's password), one per refresh-token chain: idt keeps at
+ *   most 5 active sessions per user and revokes the tokens of the sessions
+ *   it evicts, so chains of one user would end each other. Inserted with
+ *   plain SQL, like bench/seed-scale.ts.
+ *
+ *   node --import tsx bench/setup-clients.ts <organizationId> [adminEmail] [chainUsers]
  *
  * Reads the same environment as the server (IDT_DATABASE_URL, IDT_ISSUER,
  * IDT_KEY_ENCRYPTION_SECRET, …). Run by bench/run.mjs after the first
  * administrator was created over HTTP; `organizationId` is the platform
  * organization that setup returned.
  */
+import { randomUUID } from 'node:crypto';
 import { createLogger, loadConfig } from '@idt/core';
+import { createDatabase } from '@idt/core/knex';
 import { createReferenceServer } from '../examples/server/src/index.js';
 
-const organizationId = process.argv[2];
-if (!organizationId) {
-  console.error('usage: node --import tsx bench/setup-clients.ts <organizationId>');
+const [organizationId, adminEmail = 'bench-admin@example.com', chainCount = '0'] = process.argv.slice(2);
+if (!organizationId || !/^\d+$/.test(chainCount)) {
+  console.error('usage: node --import tsx bench/setup-clients.ts <organizationId> [adminEmail] [chainUsers]');
   process.exit(2);
 }
+
+const REDIRECT_URI = 'https://rp.example.com/callback';
+const APP_SCOPES = ['openid', 'profile', 'email', 'roles', 'offline_access', 'users.read'];
 
 const config = loadConfig(process.env);
 const logger = createLogger({ level: 'warn', fields: { service: 'idt-bench-setup' } });
 const server = await createReferenceServer({ resolvedConfig: config, logger, migrations: 'skip' });
+const operator = { userId: null, platformAdmin: true } as const;
 try {
-  const registration = await server.services.oidc.clients.register({ userId: null, platformAdmin: true }, organizationId, {
+  const service = await server.services.oidc.clients.register(operator, organizationId, {
     kind: 'service-account',
     name: 'Bench service account',
     scopes: ['users.read'],
   });
+  const app = await server.services.oidc.clients.register(operator, organizationId, {
+    kind: 'application',
+    name: 'Bench application',
+    redirectUris: [REDIRECT_URI],
+    postLogoutRedirectUris: ['https://rp.example.com/signed-out'],
+    scopes: APP_SCOPES,
+  });
+  const db = createDatabase(config.databaseUrl);
+  let adminPasswordHash: string | undefined;
+  const chainUsers: string[] = [];
+  try {
+    const row = (await db('identity_users').where({ email: adminEmail }).first('password_hash')) as
+      | { password_hash: string | null }
+      | undefined;
+    adminPasswordHash = row?.password_hash ?? undefined;
+    const at = new Date().toISOString();
+    await db.transaction(async (trx) => {
+      for (let index = 0; index < Number(chainCount); index++) {
+        const userId = randomUUID();
+        const membershipId = randomUUID();
+        const email = `bench-chain-${index}@example.com`;
+        await trx('identity_users').insert({
+          id: userId,
+          email,
+          username: email,
+          first_name: 'Bench',
+          last_name: `Chain ${index}`,
+          password_hash: adminPasswordHash ?? null,
+          status: 'active',
+          email_verified: true,
+          created_at: at,
+          updated_at: at,
+        });
+        await trx('identity_memberships').insert({
+          id: membershipId,
+          organization_id: organizationId,
+          user_id: userId,
+          status: 'active',
+          created_at: at,
+          updated_at: at,
+        });
+        await trx('identity_membership_roles').insert({ membership_id: membershipId, role: 'user' });
+        chainUsers.push(email);
+      }
+    });
+  } finally {
+    await db.destroy();
+  }
   process.stdout.write(
-    `${JSON.stringify({ clientId: registration.client.clientId, clientSecret: registration.clientSecret, organizationId })}\n`,
+    `${JSON.stringify({
+      organizationId,
+      clientId: service.client.clientId,
+      clientSecret: service.clientSecret,
+      app: {
+        clientId: app.client.clientId,
+        clientSecret: app.clientSecret,
+        redirectUri: REDIRECT_URI,
+        scope: APP_SCOPES.join(' '),
+      },
+      adminPasswordHash,
+      chainUsers,
+    })}\n`,
   );
 } finally {
   await server.close();

@@ -39,9 +39,10 @@ export async function storeClients(db, table, clients) {
     consumed_at: null,
   }));
   await db.transaction(async (trx) => {
-    for (let start = 0; start < rows.length; start += 500) {
+    // SQLite's multi-row insert is a compound SELECT of at most 500 terms.
+    for (let start = 0; start < rows.length; start += 400) {
       await trx(table)
-        .insert(rows.slice(start, start + 500))
+        .insert(rows.slice(start, start + 400))
         .onConflict(['model', 'id'])
         .merge();
     }

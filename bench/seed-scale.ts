@@ -82,8 +82,11 @@ const options = parseArgs(process.argv.slice(2));
 const config = loadConfig(process.env);
 const db = createDatabase(config.databaseUrl);
 const dialect = dialectOf(db);
-/** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
-const BATCH = 1000;
+/**
+ * Rows per INSERT: knex writes SQLite's multi-row inserts as a compound SELECT
+ * (at most 500 terms); PostgreSQL takes up to 65,535 bound parameters.
+ */
+const BATCH = dialect === 'sqlite' ? 400 : 1000;
 
 async function insertAll(trx: Knex.Transaction, table: string, count: number, row: (index: number) => Record<string, unknown>) {
   for (let start = 0; start < count; start += BATCH) {

@@ -162,12 +162,15 @@ describe.each(testDialects())('the users list at scale on %s', (dialect) => {
       const plan = await explain(db, statement.sql, statement.bindings);
       if (/identity_memberships/.test(statement.sql)) {
         expect(plan, statement.sql).toContain('identity_memberships_org_created_id_index');
+        // From the start or from a cursor, rows come in index order: no sort of the organization's members.
+        if (dialectOf(db) === 'sqlite' && !/ in \(select/i.test(statement.sql))
+          expect(plan, statement.sql).not.toMatch(/TEMP B-TREE/);
         // The cursor's key is a range of the index (where the page starts), not a filter over the rows before it.
         if (statement.bindings.length > 3)
           expect(plan, statement.sql).toMatch(
             dialectOf(db) === 'sqlite'
               ? /identity_memberships_org_created_id_index \(organization_id=\? AND \(created_at,id\)>\(\?,\?\)\)/
-              : /Index Cond: \(\(organization_id = .*ROW\(created_at, id\) > ROW/,
+              : /Index Cond: \(\(+organization_id\)?(::text)? = .*ROW\(created_at, \(?id\)?(::text)?\) > ROW/,
           );
       }
       expect(plan, statement.sql).not.toMatch(/(Seq Scan on|SCAN) identity_(memberships|organization_counts)\b(?! USING)/);

@@ -33,8 +33,9 @@ export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex
       pool: {
         min: 1,
         max: 1,
-        afterCreate(connection: { pragma(sql: string): unknown }, done: (error: Error | null, connection: unknown) => void) {
+        afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
           try {
+            cacheStatements(connection);
             if (filename !== ':memory:') connection.pragma('journal_mode = WAL');
             connection.pragma('foreign_keys = ON');
             connection.pragma(`busy_timeout = ${busyTimeout}`);
@@ -62,6 +63,36 @@ export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex
   throw new TypeError(`Unsupported database URL "${redactDatabaseUrl(url)}": use sqlite:<file> or postgres://…`);
 }
 
+/** The parts of a better-sqlite3 connection {@link databaseConfig} touches. */
+interface SqliteConnection {
+  pragma(sql: string): unknown;
+  prepare(sql: string): unknown;
+}
+
+/** Most prepared statements a SQLite connection keeps. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Makes a better-sqlite3 connection reuse its prepared statements: knex
+ * prepares every query anew, and compiling the SQL costs about as much as
+ * running a primary-key read. knex only ever runs a statement to completion
+ * (`all`/`run`, synchronous), so one statement per SQL text is safe to share;
+ * SQLite re-prepares a cached statement by itself after a schema change.
+ */
+function cacheStatements(connection: SqliteConnection): void {
+  const prepare = connection.prepare.bind(connection);
+  const statements = new Map<string, unknown>();
+  connection.prepare = (sql: string) => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = prepare(sql);
+      if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value as string);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+}
+
 /**
  * Opens a database from its URL.
  *
@@ -84,6 +115,9 @@ export function redactDatabaseUrl(url: string): string {
   return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
 }
 
+/** `YYYY-MM-DDTHH:mm:ss.sssZ`, the form `Date#toISOString` writes for years 0000–9999. */
+const CANONICAL_ISO = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+
 /**
  * A timestamp read from either engine (Postgres gives `Date`, SQLite the ISO
  * string we wrote) as an ISO 8601 UTC string with milliseconds.
@@ -91,7 +125,8 @@ export function redactDatabaseUrl(url: string): string {
 export function toIso(value: unknown): string {
   if (value instanceof Date) return value.toISOString();
   if (typeof value === 'number') return new Date(value).toISOString();
-  if (typeof value === 'string') return new Date(value).toISOString();
+  // Already in the canonical form (what idt writes): returned as is, without a Date round trip.
+  if (typeof value === 'string') return CANONICAL_ISO.test(value) ? value : new Date(value).toISOString();
   throw new TypeError(`Not a timestamp: ${String(value)}`);
 }
 

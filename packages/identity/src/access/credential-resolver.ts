@@ -161,7 +161,18 @@ export function createCredentialResolver(options: CredentialResolverOptions): Cr
     if (found?.status !== 'active' || found.organizationStatus !== 'active') {
       throw new ProblemError('Tenant.Forbidden', 'The caller is not an active member of this organization.');
     }
-    return { permissions: expandRoles(found.roles, found.customRoles), tenant: found.organizationId };
+    return { permissions: permissionsOfMembership(found), tenant: found.organizationId };
+  }
+
+  /** Role expansion, once per cached membership (a new load, after an eviction, expands again). */
+  const expanded = new WeakMap<MembershipAccess, Set<string>>();
+  function permissionsOfMembership(found: MembershipAccess): Set<string> {
+    let permissions = expanded.get(found);
+    if (!permissions) {
+      permissions = expandRoles(found.roles, found.customRoles);
+      expanded.set(found, permissions);
+    }
+    return permissions;
   }
 
   async function resolveToken(claims: JwtClaims, tenantId: string | null): Promise<Principal> {

@@ -113,29 +113,43 @@ export function createKnexUsersStore(
     },
 
     async listInOrganization(organizationId, page) {
-      // The page's memberships come from identity_memberships(organization_id, created_at, id) in index
-      // order, sought by the cursor's key or skipped by offset on the index alone; only then are their
-      // users joined. The total is the per-organization count the triggers of 0005_member_counts keep.
-      const ids = db('identity_memberships')
-        .where('organization_id', organizationId)
-        .orderBy([{ column: 'created_at' }, { column: 'id' }])
-        .limit(page.pageSize + 1)
-        .select('id');
-      if (page.cursor) {
-        const [createdAt = '', membershipId = ''] = page.cursor.after;
-        // A row-value comparison, which both engines turn into a range of the index (an OR of the two
-        // columns would be a filter over every row before the cursor).
-        ids.andWhereRaw('(created_at, id) > (?, ?)', [createdAt, membershipId]);
-      } else if (page.page > 1) {
-        ids.offset((page.page - 1) * page.pageSize);
+      // Memberships are read from identity_memberships(organization_id, created_at, id) in index order
+      // (no sort): from the cursor's key on, or from the start, joining each row's user as it comes; a
+      // deep `page` skips its offset on the index alone (a subquery of ids) before joining. The total is
+      // the per-organization count the triggers of 0005_member_counts keep: one primary-key read.
+      const columns = [...USER_COLUMNS, 'm.created_at as membership_created_at', 'm.id as membership_id'];
+      const order = [{ column: 'm.created_at' }, { column: 'm.id' }];
+      const offset = page.cursor ? 0 : (page.page - 1) * page.pageSize;
+      let query: Knex.QueryBuilder;
+      if (offset === 0) {
+        query = db('identity_memberships as m')
+          .join('identity_users as u', 'u.id', 'm.user_id')
+          .where('m.organization_id', organizationId)
+          .orderBy(order)
+          .limit(page.pageSize + 1)
+          .select(columns);
+        if (page.cursor) {
+          const [createdAt = '', membershipId = ''] = page.cursor.after;
+          // A row-value comparison, which both engines turn into a range of the index (an OR of the two
+          // columns would be a filter over every row before the cursor).
+          query.andWhereRaw('(m.created_at, m.id) > (?, ?)', [createdAt, membershipId]);
+        }
+      } else {
+        const ids = db('identity_memberships')
+          .where('organization_id', organizationId)
+          .orderBy([{ column: 'created_at' }, { column: 'id' }])
+          .limit(page.pageSize + 1)
+          .offset(offset)
+          .select('id');
+        query = db('identity_memberships as m')
+          .join('identity_users as u', 'u.id', 'm.user_id')
+          .whereIn('m.id', ids)
+          .orderBy(order)
+          .select(columns);
       }
       const [counted, rows] = await Promise.all([
         db('identity_organization_counts').where('organization_id', organizationId).first('members'),
-        db('identity_memberships as m')
-          .join('identity_users as u', 'u.id', 'm.user_id')
-          .whereIn('m.id', ids)
-          .orderBy([{ column: 'm.created_at' }, { column: 'm.id' }])
-          .select(...USER_COLUMNS, 'm.created_at as membership_created_at', 'm.id as membership_id'),
+        query,
       ]);
       const more = rows.length > page.pageSize;
       const items = more ? rows.slice(0, page.pageSize) : rows;

@@ -5,7 +5,7 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerSeed } from './commands/seed.js';
 import { registerServe } from './commands/serve.js';
 import { registerSetup } from './commands/setup.js';
-import { describeError, errorLine } from './errors.js';
+import { describeError, errorLine, isPromptInterrupted } from './errors.js';
 import { type CliIo, createIo, ExitCode, type RunOptions, type RunResult } from './io.js';
 
 /** The version `idt --version` prints. */
@@ -33,7 +33,7 @@ export function createProgram(io: CliIo): Command {
       'after',
       [
         '',
-        'Exit codes: 0 success, 1 failed, 2 usage.',
+        'Exit codes: 0 success, 1 failed, 2 usage, 130 interrupted (Ctrl-C at a question).',
         "Every command takes --config <path>, --database <url> (default: the config file's database, else IDT_DATABASE_URL) and --json.",
         'Documentation: docs/cli.md',
       ].join('\n'),
@@ -70,6 +70,9 @@ export async function run(argv: readonly string[], options: RunOptions = {}): Pr
         const detail = error.message.replace(/^error: /, '');
         io.out(`${JSON.stringify({ ok: false, error: { code: 'Cli.Usage', detail } }, null, 2)}\n`);
       }
+    } else if (isPromptInterrupted(error)) {
+      // Ctrl-C at a question: the person chose to stop; nothing to report.
+      exitCode = ExitCode.Interrupted;
     } else {
       const described = describeError(error);
       exitCode = described.exitCode;

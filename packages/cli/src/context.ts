@@ -1,4 +1,8 @@
+import { constants } from 'node:fs';
+import { access, mkdir, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import {
+  ConfigError,
   createIdt,
   createLogger,
   type Env,
@@ -10,12 +14,12 @@ import {
   migrationSetsOf,
   splitBaseUrl,
 } from '@idt/core';
-import { assertMigrated, createDatabase, type MigrationSet, redactDatabaseUrl } from '@idt/core/knex';
+import { assertMigrated, databaseConfig, type MigrationSet, redactDatabaseUrl } from '@idt/core/knex';
 import type { IdentityServices } from '@idt/identity';
 import type { ClientActor, OidcServices } from '@idt/oidc';
-import type { Knex } from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { type Composition, loadComposition } from './composition.js';
-import { CliError } from './errors.js';
+import { CliError, configError, databaseError, type SettingsSource } from './errors.js';
 import type { CliIo } from './io.js';
 import type { Output } from './output.js';
 
@@ -52,6 +56,8 @@ export interface CommandTarget {
   readonly knex: Knex | undefined;
   /** The database for messages, its password masked. */
   readonly database: string;
+  /** Where the settings were read from, for configuration errors. */
+  readonly source: SettingsSource;
 }
 
 /** Settings a command adds to the configuration. */
@@ -89,26 +95,55 @@ export async function commandTarget(
       : undefined;
   const databaseUrl = options.database ?? (typeof file.database === 'string' ? file.database : undefined);
   const top: IdtConfigOverrides = { ...settings.overrides, ...(databaseUrl !== undefined ? { databaseUrl } : {}) };
-  const config = file.resolvedConfig
-    ? { ...file.resolvedConfig, ...top }
-    : loadConfig(
-        env,
-        {
-          ...settings.defaults?.(env),
-          ...(file.baseUrl === undefined ? {} : splitBaseUrl(file.baseUrl)),
-          ...file.config,
-          ...top,
-        },
-        { hasMailer: file.mailer !== undefined },
-      );
+  let config: IdtConfig;
+  try {
+    config = (
+      file.resolvedConfig
+        ? { ...file.resolvedConfig, ...top }
+        : loadConfig(
+            env,
+            {
+              ...settings.defaults?.(env),
+              ...(file.baseUrl === undefined ? {} : splitBaseUrl(file.baseUrl)),
+              ...file.config,
+              ...top,
+            },
+            { hasMailer: file.mailer !== undefined },
+          )
+    ) as IdtConfig;
+  } catch (error) {
+    if (error instanceof ConfigError) throw configError(error, settingsSource(io, composition));
+    throw error;
+  }
   return {
     composition,
-    config: config as IdtConfig,
+    source: settingsSource(io, composition),
+    config,
     env,
     migrationSets: migrationSetsOf(composition.modules),
     knex,
     database: knex ? `the knex instance of ${composition.source}` : redactDatabaseUrl(config.databaseUrl),
   };
+}
+
+/** The env file node loaded for this process (`node --env-file=<path>`), if any. */
+function nodeEnvFile(): string | undefined {
+  const args = process.execArgv;
+  for (const [index, arg] of args.entries()) {
+    if (arg.startsWith('--env-file=')) return arg.slice('--env-file='.length);
+    if (arg === '--env-file') return args[index + 1];
+  }
+  return undefined;
+}
+
+/** Where a run's settings come from, for configuration errors. */
+export function settingsSource(io: CliIo, composition: Composition): SettingsSource {
+  if (composition.options.env) return { description: `the env of ${composition.source}` };
+  const envFile = io.env === process.env ? nodeEnvFile() : undefined;
+  const environment = envFile
+    ? `the environment (with ${resolve(io.cwd, envFile)}, loaded by node --env-file)`
+    : 'the environment';
+  return { description: composition.file ? `${environment} and ${composition.source}` : environment };
 }
 
 /** The modules of a target and where they come from: `identity, oidc (./idt.config.mjs)`. */
@@ -123,10 +158,119 @@ export function commandLogger(io: CliIo, target: CommandTarget): Logger {
   return createLogger({ level, fields: { service: 'idt-cli' }, write: (line) => io.err(`${line}\n`) });
 }
 
-/** Opens the database of a command and closes it when the work is done (the config file's knex instance stays open). */
-export async function withDatabase<T>(target: CommandTarget, work: (db: Knex) => Promise<T>): Promise<T> {
+/** The file of a `sqlite:` URL, `undefined` for an in-memory database or another engine. */
+export function sqliteFile(url: string): string | undefined {
+  if (!url.startsWith('sqlite:')) return undefined;
+  const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  return file === ':memory:' ? undefined : resolve(file);
+}
+
+async function existing(path: string): Promise<{ isDirectory(): boolean } | undefined> {
+  try {
+    return await stat(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** How {@link withDatabase} treats a SQLite file that does not exist yet. */
+export type MissingDatabase = 'create' | 'refuse';
+
+/**
+ * Makes sure a SQLite file can be opened: with `create`, its missing
+ * directories are created one by one (a file under a path that cannot hold
+ * one fails here, not in a retry loop of the pool); with `refuse`, a missing
+ * file is an error (the command would only find an empty database).
+ *
+ * @throws CliError `Database.Unreachable` naming the file.
+ */
+export async function prepareSqliteFile(file: string, missing: MissingDatabase): Promise<void> {
+  const unreachable = (reason: string, hints: string[]) =>
+    new CliError('Database.Unreachable', `Cannot open the SQLite database ${file}: ${reason}`, { hints });
+  const found = await existing(file);
+  if (found) {
+    if (found.isDirectory())
+      throw unreachable('it is a directory.', ['Point IDT_DATABASE_URL (or --database) at a file: sqlite:./data/idt.sqlite.']);
+    return;
+  }
+  if (missing === 'refuse') {
+    throw unreachable('the file does not exist.', [
+      'Check IDT_DATABASE_URL (or --database); create the database with `idt migrate`.',
+    ]);
+  }
+  const toCreate: string[] = [];
+  let directory = dirname(file);
+  let ancestor = await existing(directory);
+  while (!ancestor) {
+    toCreate.unshift(directory);
+    const parent = dirname(directory);
+    if (parent === directory) break;
+    directory = parent;
+    ancestor = await existing(directory);
+  }
+  const hints = [
+    'Check IDT_DATABASE_URL (or --database): the directory of a SQLite file must exist or be creatable, and be writable.',
+  ];
+  if (ancestor && !ancestor.isDirectory()) throw unreachable(`${directory} is not a directory.`, hints);
+  try {
+    await access(directory, constants.W_OK);
+    for (const path of toCreate) await mkdir(path);
+  } catch (error) {
+    throw unreachable(`${(error as Error).message}.`, hints);
+  }
+}
+
+/** knex's log, without its stack trace of every failed connection attempt (the CLI reports the failure itself). */
+const knexLog = {
+  warn(message: string) {
+    if (!String(message).startsWith('Acquire connection error')) console.warn(`warning: ${message}`);
+  },
+  error(message: string) {
+    console.error(`error: ${message}`);
+  },
+  deprecate() {},
+  debug() {},
+};
+
+/**
+ * Opens the database of a command and checks that it answers.
+ *
+ * @throws CliError `Database.Unreachable` or `Database.AuthenticationFailed`.
+ */
+export async function openDatabase(target: CommandTarget, missing: MissingDatabase = 'create'): Promise<Knex> {
+  const url = target.config.databaseUrl;
+  const file = sqliteFile(url);
+  if (file !== undefined) await prepareSqliteFile(file, missing);
+  let db: Knex;
+  try {
+    db = knexFactory({ ...databaseConfig(url), log: knexLog });
+  } catch (error) {
+    throw databaseError(error, target.database) ?? error;
+  }
+  try {
+    await db.raw('select 1');
+  } catch (error) {
+    await db.destroy().catch(() => undefined);
+    throw databaseError(error, target.database) ?? error;
+  }
+  return db;
+}
+
+/**
+ * Opens the database of a command and closes it when the work is done (the
+ * config file's knex instance stays open). A SQLite file that does not exist
+ * is created (`create`, the default: migrate, demo) or refused (`refuse`).
+ *
+ * @throws CliError `Database.Unreachable` or `Database.AuthenticationFailed` when it cannot be opened.
+ */
+export async function withDatabase<T>(
+  target: CommandTarget,
+  work: (db: Knex) => Promise<T>,
+  missing: MissingDatabase = 'create',
+): Promise<T> {
   if (target.knex) return work(target.knex);
-  const db = createDatabase(target.config.databaseUrl);
+  const db = await openDatabase(target, missing);
   try {
     return await work(db);
   } finally {
@@ -168,17 +312,23 @@ export function requireModules(target: CommandTarget, command: string, ids: read
  * Composes the target's modules on an open database, without checking or
  * running migrations (the command has checked them).
  */
-export function composeIdt(target: CommandTarget, db: Knex, logger: Logger): Promise<Idt> {
+export async function composeIdt(target: CommandTarget, db: Knex, logger: Logger): Promise<Idt> {
   const { modules, options } = target.composition;
-  return createIdt({
-    ...options,
-    modules,
-    resolvedConfig: target.config,
-    env: target.env,
-    database: db,
-    logger,
-    migrations: 'skip',
-  });
+  try {
+    return await createIdt({
+      ...options,
+      modules,
+      resolvedConfig: target.config,
+      env: target.env,
+      database: db,
+      logger,
+      migrations: 'skip',
+    });
+  } catch (error) {
+    // A module's own settings (read from the same environment).
+    if (error instanceof ConfigError) throw configError(error, target.source);
+    throw error;
+  }
 }
 
 /**
@@ -199,18 +349,69 @@ export async function withServices<N extends keyof KnownServices, T>(
   work: (services: ServicesWith<N>, idt: Idt) => Promise<T>,
 ): Promise<T> {
   requireModules(target, needs.command, needs.modules);
-  return withDatabase(target, async (db) => {
-    if (target.config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
-    const idt = await composeIdt(target, db, commandLogger(io, target));
-    try {
-      return await work(idt.services as ServicesWith<N>, idt);
-    } finally {
+  return withDatabase(
+    target,
+    async (db) => {
+      if (target.config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
+      const idt = await composeIdt(target, db, commandLogger(io, target));
       try {
-        await idt.infrastructure.events.dispatchPending();
-      } catch (error) {
-        out.warn(`some events could not be delivered yet; a running server delivers them (${(error as Error).message})`);
+        return await work(idt.services as ServicesWith<N>, idt);
+      } finally {
+        await deliverEvents(out, idt);
+        await idt.close();
       }
-      await idt.close();
-    }
-  });
+    },
+    'refuse',
+  );
+}
+
+/** Delivers the events a command wrote to the outbox; a running server delivers what fails here. */
+async function deliverEvents(out: Output, idt: Idt): Promise<void> {
+  try {
+    await idt.infrastructure.events.dispatchPending();
+  } catch (error) {
+    out.warn(`some events could not be delivered yet; a running server delivers them (${(error as Error).message})`);
+  }
+}
+
+/**
+ * Like {@link withServices}, but `work` runs in ONE database transaction:
+ * the services are composed on it, so everything they write is committed
+ * together when `work` returns, or not at all when it throws. Events the
+ * work published are delivered after the commit.
+ *
+ * @throws CliError `Cli.ModuleMissing`; PendingMigrationsError; whatever `work` throws (after the rollback).
+ */
+export async function withServicesInTransaction<N extends keyof KnownServices, T>(
+  io: CliIo,
+  out: Output,
+  target: CommandTarget,
+  needs: { readonly command: string; readonly modules: readonly N[] },
+  work: (services: ServicesWith<N>, idt: Idt) => Promise<T>,
+): Promise<T> {
+  requireModules(target, needs.command, needs.modules);
+  return withDatabase(
+    target,
+    async (db) => {
+      if (target.config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
+      const logger = commandLogger(io, target);
+      const result = await db.transaction(async (trx) => {
+        const idt = await composeIdt(target, trx, logger);
+        try {
+          return await work(idt.services as ServicesWith<N>, idt);
+        } finally {
+          await idt.close();
+        }
+      });
+      // Committed: deliver the events through a composition on the database itself.
+      const idt = await composeIdt(target, db, logger);
+      try {
+        await deliverEvents(out, idt);
+      } finally {
+        await idt.close();
+      }
+      return result;
+    },
+    'refuse',
+  );
 }

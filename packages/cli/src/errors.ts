@@ -1,4 +1,4 @@
-import { ConfigError } from '@idt/core';
+import { ConfigError, isDatabaseUnavailable } from '@idt/core';
 import { PendingMigrationsError } from '@idt/core/knex';
 import { ProblemError, type ProblemFieldErrors, toProblemError } from '@idt/problem';
 import { ExitCode } from './io.js';
@@ -29,6 +29,103 @@ export function usageError(detail: string): CliError {
   return new CliError('Cli.Usage', detail, { exitCode: ExitCode.Usage });
 }
 
+/** Whether a thrown value is an `@inquirer/prompts` prompt ended by Ctrl-C (or closed input). */
+export function isPromptInterrupted(error: unknown): boolean {
+  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  return (
+    name === 'ExitPromptError' ||
+    name === 'AbortPromptError' ||
+    (typeof message === 'string' && message.includes('User force closed the prompt'))
+  );
+}
+
+/** Where the settings of a run were read from, for configuration errors. */
+export interface SettingsSource {
+  /** `the environment`, `the env of ./idt.config.mjs`, or the env file a command read. */
+  readonly description: string;
+}
+
+/** The fix of one configuration problem (`NAME: message`), naming the variable. */
+function configFix(problem: string): string {
+  const [name = '', ...rest] = problem.split(':');
+  const message = rest.join(':').trim();
+  const variable = name.trim();
+  if (/is required in Production/.test(message)) {
+    return `set ${variable} (see docs/configuration.md), or run outside Production: IDT_ENVIRONMENT=Development`;
+  }
+  if (/^[A-Z][A-Z0-9_]*$/.test(variable)) return `set ${variable} to a valid value (see docs/configuration.md)`;
+  return 'see docs/configuration.md';
+}
+
+/**
+ * A configuration error as the CLI reports it: one line naming the invalid
+ * variables and where they were read from, one hint per problem with its fix.
+ */
+export function configError(error: ConfigError, source: SettingsSource): CliError {
+  const names = error.problems.map((problem) => problem.split(':')[0]?.trim() ?? problem);
+  const detail = `Invalid configuration in ${source.description}: ${[...new Set(names)].join(', ')}.`;
+  const hints = error.problems.map((problem) => `${problem.replace(/\.?$/, '.')} Fix: ${configFix(problem)}.`);
+  return new CliError('Config.Invalid', detail, { hints, cause: error });
+}
+
+/** The SQLSTATEs of a PostgreSQL login refused for its user or password. */
+const AUTH_FAILED = new Set(['28P01', '28000']);
+
+/** The first value in a `cause` / `errors` chain that satisfies `test`. */
+function findInChain(
+  error: unknown,
+  test: (value: Record<string, unknown>) => boolean,
+  depth = 0,
+): Record<string, unknown> | undefined {
+  if (typeof error !== 'object' || error === null || depth > 5) return undefined;
+  const value = error as Record<string, unknown>;
+  if (test(value)) return value;
+  const inCause = findInChain(value.cause, test, depth + 1);
+  if (inCause) return inCause;
+  return Array.isArray(value.errors) ? value.errors.map((inner) => findInChain(inner, test, depth + 1)).find(Boolean) : undefined;
+}
+
+/**
+ * Classifies a failure to reach a database: wrong credentials
+ * (`Database.AuthenticationFailed`), or a server that is down, refuses,
+ * times out, a database that does not exist, a SQLite file that cannot be
+ * opened (`Database.Unreachable`). `undefined` for anything else.
+ *
+ * @param database the database as shown to the operator, its password masked.
+ */
+export function databaseError(error: unknown, database = 'the database'): CliError | undefined {
+  if (error instanceof CliError) return undefined;
+  const code = (value: Record<string, unknown>) => (typeof value.code === 'string' ? value.code : '');
+  const auth = findInChain(error, (value) => AUTH_FAILED.has(code(value)));
+  if (auth) {
+    return new CliError(
+      'Database.AuthenticationFailed',
+      `The database refused the login: ${String(auth.message).split('\n')[0]}.`,
+      {
+        hints: [`Check the user and password in IDT_DATABASE_URL (or --database); the URL used was ${database}.`],
+        cause: error,
+      },
+    );
+  }
+  const missing = findInChain(error, (value) => code(value) === '3D000');
+  const sqlite = findInChain(error, (value) => /^SQLITE_(CANTOPEN|READONLY|PERM|NOTADB)/.test(code(value)));
+  if (missing || sqlite || isDatabaseUnavailable(error)) {
+    const reason = String(
+      (missing ?? sqlite ?? findInChain(error, (value) => typeof value.message === 'string'))?.message ?? error,
+    )
+      .split('\n')[0]
+      ?.replace(/^Knex: /, '');
+    return new CliError('Database.Unreachable', `Cannot reach the database ${database}: ${reason}.`, {
+      hints: [
+        'Check IDT_DATABASE_URL (or --database), and that the database server is running and accepts connections there.',
+        'For SQLite (sqlite:<file>), the file’s directory must exist or be creatable, and be writable.',
+      ],
+      cause: error,
+    });
+  }
+  return undefined;
+}
+
 /** How a failure is reported: the `--json` error member and the human error line. */
 export interface DescribedError {
   readonly code: string;
@@ -49,19 +146,19 @@ export function describeError(error: unknown): DescribedError {
   if (error instanceof CliError) {
     return { code: error.code, detail: error.message, hints: error.hints, exitCode: error.exitCode };
   }
-  if (error instanceof ConfigError) {
-    return { code: 'Config.Invalid', detail: 'Invalid configuration.', hints: error.problems, exitCode: ExitCode.Failed };
-  }
+  if (error instanceof ConfigError) return describeError(configError(error, { description: 'the environment' }));
+  const unreachable = databaseError(error);
+  if (unreachable) return describeError(unreachable);
   if (error instanceof PendingMigrationsError) {
     const [first = error.message, ...rest] = error.message.split('\n');
     return { code: 'Migrations.Pending', detail: first.replace(/:$/, '.'), hints: rest.map((line) => line.trim()), exitCode: 1 };
   }
   const problem = toProblemError(error);
   if (!(problem instanceof ProblemError)) {
-    return { code: 'Server.Error', detail: problem.message, hints: [], exitCode: ExitCode.Failed };
+    return { code: 'Server.Error', detail: firstLine(problem.message), hints: [], exitCode: ExitCode.Failed };
   }
   const cause = problem.code === 'Server.Error' ? (problem.cause ?? error) : undefined;
-  const detail = cause instanceof Error && cause.message ? cause.message.split('\n')[0] || problem.detail : problem.detail;
+  const detail = cause instanceof Error && cause.message ? firstLine(cause.message) || problem.detail : problem.detail;
   return {
     code: problem.code,
     detail,
@@ -77,4 +174,9 @@ export function errorLine(described: DescribedError): string {
     .map(([field, messages]) => `${field === '' ? '(file)' : field}: ${messages.join(' ')}`)
     .join('; ');
   return `error: ${described.detail}${fields ? ` ${fields}` : ''} (${described.code})`;
+}
+
+/** The first line of a message: errors are one line. */
+function firstLine(message: string): string {
+  return message.split('\n')[0]?.trim() ?? '';
 }

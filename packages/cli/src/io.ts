@@ -26,14 +26,14 @@ export interface RunOptions {
 
 /** What a run did: the exit code and everything it wrote. */
 export interface RunResult {
-  /** 0 success, 1 failed, 2 usage. */
+  /** 0 success, 1 failed, 2 usage, 130 interrupted at a prompt. */
   readonly exitCode: number;
   readonly stdout: string;
   readonly stderr: string;
 }
 
-/** The exit codes of `idt`. */
-export const ExitCode = Object.freeze({ Success: 0, Failed: 1, Usage: 2 });
+/** The exit codes of `idt`: 130 is Ctrl-C at a prompt (128 + SIGINT, as shells report it). */
+export const ExitCode = Object.freeze({ Success: 0, Failed: 1, Usage: 2, Interrupted: 130 });
 
 /** The streams and settings of one run, as commands see them. */
 export interface CliIo {

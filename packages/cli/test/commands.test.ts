@@ -56,6 +56,7 @@ describe.each(testDialects())('idt commands on %s', (dialect) => {
 
   it('refuses every command but migrate while migrations are pending outside Testing, naming idt migrate', async () => {
     const development = { ...env, IDT_ENVIRONMENT: 'Development' };
+    await database.db.raw('select 1'); // the database exists (an empty SQLite file), without any migration
     const result = await idt(development, ['register-client', '--org', 'acme', '--kind', 'service-account', '--name', 'X']);
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toContain('idt migrate');

@@ -183,6 +183,8 @@ describe.each(testDialects())('idt seed on %s', (dialect) => {
     expect(first.stdout).toContain('Secrets of the new clients, shown only now');
     expect(first.stdout).toMatch(/^ {2}initech-intranet {2}\S{43}$/m);
     expect(first.stdout).toContain('Seed applied: 13 created, 0 updated, 0 unchanged, 0 skipped.');
+    expect(first.stdout).toMatch(/^ {2}organizations: +2 created$/m);
+    expect(first.stdout).toMatch(/^ {2}clients: +3 created$/m);
 
     // The bootstrap ended setup mode; organizations belong to the administrator.
     const { operator } = server.idt.services.identity.accounts;
@@ -325,7 +327,7 @@ clients:
     expect(again.stdout).toContain('Nothing changed: everything in more.yaml is already in place.');
   });
 
-  it('names the entry a service refuses: an unknown role, a scope that is no scope row', async () => {
+  it('names the entry a service refuses (an unknown role), and a scope that is no scope row before writing', async () => {
     const role = write('refused-role.json', {
       users: [
         {
@@ -346,9 +348,110 @@ clients:
     });
     expect(jsonOf(await idt(env, ['seed', '--file', scope, '--json'])).error).toEqual({
       code: 'Validation.Failed',
-      detail: 'The seed entry clients[0] was refused.',
-      errors: { 'clients[0].scopes': ['Unknown scope "no.such.scope".'] },
+      detail: 'The seed names scopes that do not exist.',
+      errors: {
+        'clients[0].scopes': [
+          'Unknown scope "no.such.scope": add it to the scopes section of the file, or use a scope of the catalog.',
+        ],
+      },
     });
+  });
+
+  /** The row count of every table of the database: what "left as it was" compares. */
+  const rowCounts = async (): Promise<Record<string, number>> => {
+    const tables: string[] =
+      dialect === 'sqlite'
+        ? await database.db('sqlite_master').where({ type: 'table' }).whereNot('name', 'like', 'sqlite_%').pluck('name')
+        : await database.db('pg_tables').whereRaw('schemaname = current_schema()').pluck('tablename');
+    const counts: Record<string, number> = {};
+    for (const table of tables.sort()) counts[table] = await count(table);
+    return counts;
+  };
+
+  it('checks every scope before writing: an unknown scope leaves every table as it was and writes no env file', async () => {
+    const before = await rowCounts();
+    expect(Object.keys(before)).toEqual(expect.arrayContaining(['identity_organizations', 'identity_users', 'oidc_clients']));
+    const seed = write('unknown-scope.yaml', {
+      organizations: [{ name: 'Hooli' }],
+      users: [
+        {
+          email: 'gavin@example.com',
+          firstName: 'Gavin',
+          lastName: 'Belson',
+          memberships: [{ organization: 'Hooli', roles: ['admin'] }],
+        },
+      ],
+      scopes: [{ scope: 'reports.export', description: 'Export reports' }],
+      clients: [
+        {
+          name: 'Reports',
+          kind: 'service-account',
+          tenantName: 'Hooli',
+          scopes: ['reports.export', 'reports.write'],
+          envFile: 'hooli.env',
+        },
+      ],
+    });
+    const result = await idt(env, ['seed', '--file', seed]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toBe(
+      'error: The seed names scopes that do not exist. clients[0].scopes: Unknown scope "reports.write": add it to the scopes section of the file, or use a scope of the catalog. (Validation.Failed)\n',
+    );
+    expect(await rowCounts()).toEqual(before);
+    expect(existsSync(join(dir, 'hooli.env'))).toBe(false);
+  });
+
+  it('applies a seed in one transaction: an entry refused half-way leaves every table as it was', async () => {
+    const before = await rowCounts();
+    // Scopes, the organization and the user are written before the membership's role is found unknown.
+    const seed = write('half-way.json', {
+      organizations: [{ name: 'Pied Piper' }],
+      users: [
+        {
+          email: 'richard@example.com',
+          password: PASSWORD,
+          firstName: 'Richard',
+          lastName: 'Hendricks',
+          memberships: [{ organization: 'Pied Piper', roles: ['wizard'] }],
+        },
+      ],
+      scopes: [{ scope: 'compression.read', description: 'Read compression ratios' }],
+    });
+    const result = await idt(env, ['seed', '--file', seed, '--json']);
+    expect(result.exitCode).toBe(1);
+    expect(jsonOf(result).error).toMatchObject({
+      code: 'Validation.Failed',
+      errors: { 'users[0].memberships[0].roles[0]': [expect.stringContaining('"wizard"')] },
+    });
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(await rowCounts()).toEqual(before);
+    const { operator } = server.idt.services.identity.accounts;
+    expect(await operator.findOrganization('Pied Piper')).toBeUndefined();
+    expect(await operator.findUserByEmail('richard@example.com')).toBeUndefined();
+
+    // Fixed, the same file applies completely, and the report counts per kind.
+    write('half-way.json', {
+      ...JSON.parse(readFileSync(seed, 'utf8')),
+      users: [
+        {
+          email: 'richard@example.com',
+          password: PASSWORD,
+          firstName: 'Richard',
+          lastName: 'Hendricks',
+          memberships: [{ organization: 'Pied Piper', roles: ['admin'] }],
+        },
+      ],
+    });
+    const fixed = await idt(env, ['seed', '--file', seed, '--json']);
+    expect(fixed.exitCode).toBe(0);
+    expect(jsonOf(fixed).counts).toEqual({
+      scope: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
+      organization: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
+      user: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
+      membership: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
+    });
+    const human = await idt(env, ['seed', '--file', seed]);
+    expect(human.stdout).toContain('Nothing changed');
   });
 
   it('refuses --env-file when several clients of the seed name no envFile', async () => {

@@ -9,13 +9,13 @@ import {
   type GlobalOptions,
   requireModules,
   withDatabase,
-  withServices,
+  withServicesInTransaction,
 } from '../context.js';
 import type { CliIo } from '../io.js';
 import { createOutput } from '../output.js';
-import { applySeed } from '../seed/apply.js';
+import { applySeed, writeSeedEnvFiles } from '../seed/apply.js';
 import { parseSeed, type SeedFileInput } from '../seed/schema.js';
-import { printSeedReport } from './seed.js';
+import { printSeedReport, seedResult } from './seed.js';
 import { examples, withCommonOptions } from './shared.js';
 
 interface DemoOptions extends CommonOptions {
@@ -101,33 +101,32 @@ export function registerDemo(program: Command, io: CliIo): void {
       const password = randomToken(18);
       const seed = parseSeed(demoSeed(password), {}, 'The demo seed');
       const dir = resolve(io.cwd, options.dir);
-      await withServices(io, out, target, { command: 'demo', modules: DEMO_MODULES }, async (services) => {
-        const report = await applySeed({ services }, seed, {
+      const needs = { command: 'demo', modules: DEMO_MODULES };
+      const report = await withServicesInTransaction(io, out, target, needs, (services) =>
+        applySeed({ services }, seed, {
           baseDir: dir,
           force: options.force === true,
           command: 'idt demo',
           progress: out.progress,
-        });
-        printSeedReport(out, report, 'the demo');
-        if (report.admin) {
-          out.line('');
-          out.line('Demo administrator (the password is shown only now):');
-          out.line(`  E-mail:   ${report.admin.email}`);
-          out.line(`  Password: ${password}`);
-        }
+          writeEnvFiles: false,
+        }),
+      );
+      await writeSeedEnvFiles(report, { command: 'idt demo', force: options.force === true });
+      printSeedReport(out, report, 'the demo');
+      if (report.admin) {
         out.line('');
-        out.line(`Serve it with \`idt serve\` (or \`npm start\`) at ${config.publicBaseUrl}.`);
-        out.line(
-          `The example dashboard reads ${resolve(dir, 'dashboard.env')}; a backend service ${resolve(dir, 'service.env')}.`,
-        );
-        out.result({
-          changed: report.changed,
-          steps: report.steps,
-          clients: report.secrets,
-          ...(report.admin ? { admin: { ...report.admin, password } } : {}),
-          issuer: config.publicBaseUrl,
-          envFiles: { dashboard: resolve(dir, 'dashboard.env'), service: resolve(dir, 'service.env') },
-        });
+        out.line('Demo administrator (the password is shown only now):');
+        out.line(`  E-mail:   ${report.admin.email}`);
+        out.line(`  Password: ${password}`);
+      }
+      out.line('');
+      out.line(`Serve it with \`idt serve\` (or \`npm start\`) at ${config.publicBaseUrl}.`);
+      out.line(`The example dashboard reads ${resolve(dir, 'dashboard.env')}; a backend service ${resolve(dir, 'service.env')}.`);
+      out.result({
+        ...seedResult(report),
+        ...(report.admin ? { admin: { ...report.admin, password } } : {}),
+        issuer: config.publicBaseUrl,
+        envFiles: { dashboard: resolve(dir, 'dashboard.env'), service: resolve(dir, 'service.env') },
       });
     });
 }

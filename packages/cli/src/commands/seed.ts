@@ -1,9 +1,9 @@
 import { basename, dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { type CommonOptions, commandTarget, type GlobalOptions, withServices } from '../context.js';
+import { type CommonOptions, commandTarget, type GlobalOptions, withServicesInTransaction } from '../context.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
-import { applySeed, type SeedReport, seedModules } from '../seed/apply.js';
+import { applySeed, type SeedReport, seedModules, writeSeedEnvFiles } from '../seed/apply.js';
 import { loadSeedFile } from '../seed/schema.js';
 import { type EnvFileOptions, envFileOption, examples, withCommonOptions, withEnvFileOptions } from './shared.js';
 
@@ -32,6 +32,18 @@ export function printSeedReport(out: Output, report: SeedReport, source: string)
       ? `Seed applied: ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('skipped')} skipped.`
       : `Nothing changed: everything in ${source} is already in place.`,
   );
+  if (!report.changed) return;
+  for (const [kind, counts] of Object.entries(report.counts)) {
+    const parts = (['created', 'updated', 'unchanged', 'skipped'] as const)
+      .filter((outcome) => counts[outcome] > 0)
+      .map((outcome) => `${counts[outcome]} ${outcome}`);
+    out.line(`  ${`${kind}s:`.padEnd(typeWidth + 2)}  ${parts.join(', ')}`);
+  }
+}
+
+/** The `--json` answer of a seed: what changed, the counts per kind, every step and the new clients' secrets. */
+export function seedResult(report: SeedReport): Record<string, unknown> {
+  return { changed: report.changed, counts: report.counts, steps: report.steps, clients: report.secrets };
 }
 
 /** `idt seed --file seed.json|seed.yaml`: applies a seed file (docs/seed-file.md), idempotently. */
@@ -42,29 +54,39 @@ export function registerSeed(program: Command, io: CliIo): void {
         .command('seed')
         .summary('apply a seed file: admin, organizations, users, scopes, clients')
         .description(
-          'Applies a seed file (JSON or YAML, docs/seed-file.md): the first administrator, organizations, users and memberships, scope rows and first-party clients, through the same services as the HTTP API. Needs the identity module, and the oidc module for scopes and clients. Idempotent: what exists is left unchanged, and a second run says that nothing changed. Secrets of new clients are shown once or written to their env files.',
+          'Applies a seed file (JSON or YAML, docs/seed-file.md): the first administrator, organizations, users and memberships, scope rows and first-party clients, through the same services as the HTTP API. Needs the identity module, and the oidc module for scopes and clients. All or nothing: the whole file is checked first (fields, organizations, scopes, env files), then applied in one database transaction, so a refused entry leaves the database as it was. Idempotent: what exists is left unchanged, and a second run says that nothing changed. Reports what was created, updated or left unchanged per kind. Secrets of new clients are shown once or written to their env files.',
         )
         .requiredOption('--file <path>', 'the seed file: .json, or .yaml / .yml'),
     ),
     'the variables of the one new client that names no envFile',
   )
-    .addHelpText('after', examples('idt seed --file seed.yaml', 'idt seed --file seed.json --json'))
+    .addHelpText(
+      'after',
+      examples(
+        "BOB_PASSWORD='a long passphrase for bob' idt seed --file seed.yaml",
+        'idt seed --file seed.json --env-out reporting.env --json',
+      ),
+    )
     .action(async (options: SeedOptions) => {
       const out = createOutput(io, options.json === true);
       const file = resolve(io.cwd, options.file);
       const seed = await loadSeedFile(file, io.env);
       const envFile = envFileOption(io, options);
       const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
-      await withServices(io, out, target, { command: 'seed', modules: seedModules(seed) }, async (services) => {
-        const report = await applySeed({ services }, seed, {
+      const needs = { command: 'seed', modules: seedModules(seed) };
+      const report = await withServicesInTransaction(io, out, target, needs, (services) =>
+        applySeed({ services }, seed, {
           baseDir: dirname(file),
           ...(envFile !== undefined ? { envFile } : {}),
           force: options.force === true,
           command: 'idt seed',
           progress: out.progress,
-        });
-        printSeedReport(out, report, basename(file));
-        out.result({ changed: report.changed, steps: report.steps, clients: report.secrets });
-      });
+          writeEnvFiles: false,
+        }),
+      );
+      // Committed: only now the env files of the new clients.
+      await writeSeedEnvFiles(report, { command: 'idt seed', force: options.force === true });
+      printSeedReport(out, report, basename(file));
+      out.result(seedResult(report));
     });
 }

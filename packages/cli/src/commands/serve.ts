@@ -11,7 +11,7 @@ import {
   type GlobalOptions,
   withDatabase,
 } from '../context.js';
-import { usageError } from '../errors.js';
+import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { createOutput } from '../output.js';
 import { examples, withCommonOptions } from './shared.js';
@@ -74,50 +74,90 @@ export function registerServe(program: Command, io: CliIo): void {
         },
       });
       const { config, database } = target;
-      await withDatabase(target, async (db) => {
-        if (config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
-        // The host's logger when the config file gives one, as its own server would log.
-        const idt = await composeIdt(target, db, target.composition.options.logger ?? commandLogger(io, target));
-        // Last resort, not a fix: a promise nobody handled is a bug to log, not a reason to drop every other request.
-        const onUnhandled = (reason: unknown) =>
-          idt.logger.error('unhandled promise rejection (a bug; the server keeps running)', { error: reason });
-        process.on('unhandledRejection', onUnhandled);
-        try {
-          const { url } = await idt.listen(config.port, config.host);
-          const identity = (idt.services as { identity?: IdentityServices }).identity;
-          const setupRequired = identity ? await identity.setup.isSetupRequired() : undefined;
-          const publicUrl = config.publicBaseUrl;
-          const modules = idt.modules.map((module) => module.id);
-          out.line(`idt ${config.environment} server listening on ${url}`);
-          if (publicUrl !== url) out.line(`  Public URL:     ${publicUrl}`);
-          out.line(`  Database:       ${database}`);
-          out.line(`  Modules:        ${describeComposition(target)}`);
-          if (target.composition.options.docs !== false) {
-            // The viewer needs the optional @scalar/api-reference; the document is always there.
-            out.line(`  API reference:  ${publicUrl}${resolveScalarScript() ? '/scalar' : '/openapi/v1.json'}`);
+      await withDatabase(
+        target,
+        async (db) => {
+          if (config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
+          // The host's logger when the config file gives one, as its own server would log.
+          const idt = await composeIdt(target, db, target.composition.options.logger ?? commandLogger(io, target));
+          // Last resort, not a fix: a promise nobody handled is a bug to log, not a reason to drop every other request.
+          const onUnhandled = (reason: unknown) =>
+            idt.logger.error('unhandled promise rejection (a bug; the server keeps running)', { error: reason });
+          process.on('unhandledRejection', onUnhandled);
+          try {
+            const { url } = await idt.listen(config.port, config.host).catch((error: unknown) => {
+              throw listenError(error, config.port, config.host);
+            });
+            const identity = (idt.services as { identity?: IdentityServices }).identity;
+            const setupRequired = identity ? await identity.setup.isSetupRequired() : undefined;
+            const publicUrl = config.publicBaseUrl;
+            const modules = idt.modules.map((module) => module.id);
+            out.line(`idt ${config.environment} server listening on ${url}`);
+            if (publicUrl !== url) out.line(`  Public URL:     ${publicUrl}`);
+            out.line(`  Database:       ${database}`);
+            out.line(`  Modules:        ${describeComposition(target)}`);
+            if (target.composition.options.docs !== false) {
+              // The viewer needs the optional @scalar/api-reference; the document is always there.
+              out.line(`  API reference:  ${publicUrl}${resolveScalarScript() ? '/scalar' : '/openapi/v1.json'}`);
+            }
+            if (setupRequired !== undefined) {
+              out.line(
+                setupRequired
+                  ? `  Setup required: yes. Create the first administrator: POST ${publicUrl}/v1/identity/setup/admin (or run \`idt setup\`)`
+                  : '  Setup required: no',
+              );
+            }
+            out.result({
+              url,
+              publicUrl,
+              environment: config.environment,
+              database,
+              config: target.composition.file ?? null,
+              modules,
+              ...(setupRequired !== undefined ? { setupRequired } : {}),
+            });
+            const reason = await stopRequested(io);
+            out.progress(`Received ${reason}; shutting down.`);
+          } finally {
+            process.off('unhandledRejection', onUnhandled);
+            await idt.close();
           }
-          if (setupRequired !== undefined) {
-            out.line(
-              setupRequired
-                ? `  Setup required: yes. Create the first administrator: POST ${publicUrl}/v1/identity/setup/admin (or run \`idt setup\`)`
-                : '  Setup required: no',
-            );
-          }
-          out.result({
-            url,
-            publicUrl,
-            environment: config.environment,
-            database,
-            config: target.composition.file ?? null,
-            modules,
-            ...(setupRequired !== undefined ? { setupRequired } : {}),
-          });
-          const reason = await stopRequested(io);
-          out.progress(`Received ${reason}; shutting down.`);
-        } finally {
-          process.off('unhandledRejection', onUnhandled);
-          await idt.close();
-        }
-      });
+        },
+        'refuse',
+      );
     });
+}
+
+/**
+ * A failure to listen as the operator should read it: the port is taken
+ * (`Server.PortInUse`) or needs privileges (`Server.PortForbidden`), with what to do.
+ */
+export function listenError(error: unknown, port: number, host: string): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  const other = port === 8080 ? 8081 : 8080;
+  if (code === 'EADDRINUSE') {
+    return new CliError('Server.PortInUse', `Port ${port} on ${host} is already in use by another process.`, {
+      hints: [
+        `Stop the process that listens there, or choose another port: --port ${other} (or PORT=${other}); --port 0 picks a free one.`,
+      ],
+      cause: error,
+    });
+  }
+  if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+    return new CliError(
+      code === 'EACCES' ? 'Server.PortForbidden' : 'Server.HostUnavailable',
+      code === 'EACCES'
+        ? `Listening on port ${port} of ${host} is not permitted for this user.`
+        : `${host} is not an address of this machine.`,
+      {
+        hints: [
+          code === 'EACCES'
+            ? `Use a port above 1023: --port ${other} (or PORT=${other}).`
+            : 'Choose an address of this machine: --host 127.0.0.1 (or HOST=0.0.0.0 for every interface).',
+        ],
+        cause: error,
+      },
+    );
+  }
+  return error;
 }

@@ -4,7 +4,7 @@ import type { AccountsActor, IdentityServices, OrganizationRecord } from '@idt/i
 import type { ClientRecord, OidcServices } from '@idt/oidc';
 import { ProblemError, toProblemError, ValidationProblem } from '@idt/problem';
 import { OPERATOR } from '../context.js';
-import { assertEnvFileFree, writeClientEnvFile } from '../env-file.js';
+import { assertEnvFileFree, type EnvFileSource, writeClientEnvFile } from '../env-file.js';
 import { CliError, usageError } from '../errors.js';
 import { type SeedClient, type SeedFile, seededClientKind } from './schema.js';
 
@@ -44,12 +44,25 @@ export interface SeededSecret {
   readonly envFile?: string;
 }
 
+/** How many entries of one kind ended in each outcome. */
+export type SeedCounts = Readonly<Record<SeedOutcome, number>>;
+
+/** An env file of a new client, to write once the seed is committed. */
+export interface PendingEnvFile {
+  readonly path: string;
+  readonly source: EnvFileSource;
+}
+
 /** What {@link applySeed} did. */
 export interface SeedReport {
   readonly steps: readonly SeedStep[];
   readonly secrets: readonly SeededSecret[];
   /** Whether anything was created or updated. */
   readonly changed: boolean;
+  /** The outcomes counted per kind of entry (`organization`, `user`, …), for the kinds the file has. */
+  readonly counts: Readonly<Partial<Record<SeedStep['type'], SeedCounts>>>;
+  /** Env files of new clients not written yet (with `writeEnvFiles: false`); {@link writeSeedEnvFiles} writes them. */
+  readonly pendingEnvFiles: readonly PendingEnvFile[];
   /** The administrator the seed's admin block created, if it did. */
   readonly admin?: { readonly userId: string; readonly organizationId: string; readonly email: string };
 }
@@ -66,6 +79,59 @@ export interface ApplySeedOptions {
   readonly command?: string;
   /** Reports progress of long steps (password hashing). */
   readonly progress?: (message: string) => void;
+  /**
+   * Write the env files of new clients at the end (default `true`). A caller
+   * that applies the seed in a transaction passes `false` and calls
+   * {@link writeSeedEnvFiles} after the commit, so a rolled-back seed leaves no file.
+   */
+  readonly writeEnvFiles?: boolean;
+}
+
+/** Counts the outcomes of a report's steps per kind of entry. */
+export function countSeedSteps(steps: readonly SeedStep[]): Partial<Record<SeedStep['type'], SeedCounts>> {
+  const counts: Partial<Record<SeedStep['type'], Record<SeedOutcome, number>>> = {};
+  for (const step of steps) {
+    const kind = counts[step.type] ?? { created: 0, updated: 0, unchanged: 0, skipped: 0 };
+    kind[step.outcome] += 1;
+    counts[step.type] = kind;
+  }
+  return counts;
+}
+
+/**
+ * Writes the env files a seed left pending (see {@link ApplySeedOptions.writeEnvFiles}).
+ * Every file is attempted; when some fail, the error shows the secrets of
+ * those clients once, since they cannot be fetched again.
+ *
+ * @throws CliError `Cli.EnvFileWriteFailed` listing the files that could not be written.
+ */
+export async function writeSeedEnvFiles(
+  report: Pick<SeedReport, 'pendingEnvFiles'>,
+  options: { readonly command?: string; readonly force?: boolean } = {},
+): Promise<void> {
+  const failed: Array<{ file: PendingEnvFile; error: unknown }> = [];
+  for (const file of report.pendingEnvFiles) {
+    try {
+      await writeClientEnvFile(file.path, file.source, { command: options.command ?? 'idt seed', force: options.force ?? false });
+    } catch (error) {
+      failed.push({ file, error });
+    }
+  }
+  if (failed.length === 0) return;
+  throw new CliError(
+    'Cli.EnvFileWriteFailed',
+    `The seed was applied, but ${failed.length} env file(s) could not be written: ${failed
+      .map(
+        ({ file, error }) =>
+          `${file.path} (${((error as Error).cause as Error | undefined)?.message ?? (error as Error).message})`,
+      )
+      .join('; ')}`,
+    {
+      hints: failed.map(
+        ({ file }) => `The secret of ${file.source.client.clientId}, shown only now: ${file.source.clientSecret}`,
+      ),
+    },
+  );
 }
 
 function isNotFound(error: unknown): boolean {
@@ -98,9 +164,12 @@ async function entryAt<T>(path: string, work: () => Promise<T>): Promise<T> {
  * as a composed `idt` (the same ones the HTTP API uses). Idempotent: what exists is left as it
  * is and reported `unchanged`; only new clients get a secret. Everything that
  * can be checked before writing is checked first: references to
- * organizations, and env files that would be overwritten.
+ * organizations, the scopes of clients, and env files that would be
+ * overwritten. It is atomic only when the services are composed on one
+ * transaction, as `idt seed` does (see `withServicesInTransaction`), with
+ * `writeEnvFiles: false` and {@link writeSeedEnvFiles} after the commit.
  *
- * @throws ValidationProblem for a reference to an unknown organization; CliError
+ * @throws ValidationProblem for a reference to an unknown organization or scope; CliError
  *   `Cli.ModuleMissing` (scopes or clients without the oidc module), `Cli.EnvFileExists`
  *   (before any write) or `Cli.NoOwner`; the services' problems.
  *
@@ -127,6 +196,7 @@ export async function applySeed(
   const clients = oidc?.clients as OidcServices['clients'];
   const steps: SeedStep[] = [];
   const secrets: SeededSecret[] = [];
+  const pendingEnvFiles: PendingEnvFile[] = [];
   const seededOrganizations = new Map<string, OrganizationRecord>();
   const progress = options.progress ?? (() => undefined);
 
@@ -171,7 +241,24 @@ export async function applySeed(
   for (const [index, client] of (seed.clients ?? []).entries()) {
     if (client.tenantName !== undefined) await checkReference(client.tenantName, `clients[${index}].tenantName`);
   }
-  if (Object.keys(unknown).length > 0) throw new ValidationProblem(unknown, 'The seed names organizations that do not exist.');
+  const unknownOrganizations = Object.keys(unknown).length > 0;
+  // Scopes of clients: rows of the catalog or of this file, checked before any write.
+  if (clients && (seed.clients ?? []).length > 0) {
+    const known = new Set([...(await clients.scopes()).map((row) => row.scope), ...(seed.scopes ?? []).map((row) => row.scope)]);
+    for (const [index, client] of (seed.clients ?? []).entries()) {
+      const missing = client.scopes.filter((scope) => !known.has(scope));
+      if (missing.length > 0) {
+        unknown[`clients[${index}].scopes`] = missing.map(
+          (scope) => `Unknown scope "${scope}": add it to the scopes section of the file, or use a scope of the catalog.`,
+        );
+      }
+    }
+  }
+  if (Object.keys(unknown).length > 0) {
+    const unknownScopes = Object.keys(unknown).some((field) => field.endsWith('.scopes'));
+    const what = [unknownOrganizations ? 'organizations' : '', unknownScopes ? 'scopes' : ''].filter(Boolean).join(' and ');
+    throw new ValidationProblem(unknown, `The seed names ${what} that do not exist.`);
+  }
 
   const unnamed = (seed.clients ?? []).filter((client) => client.envFile === undefined);
   if (options.envFile !== undefined && unnamed.length > 1) {
@@ -323,9 +410,7 @@ export async function applySeed(
       id: client.clientId,
     });
     const target = envFiles.get(entry);
-    if (target !== undefined) {
-      await writeClientEnvFile(target, registration, { command: options.command ?? 'idt seed', force: options.force ?? false });
-    }
+    if (target !== undefined) pendingEnvFiles.push({ path: target, source: registration });
     secrets.push({
       clientId: client.clientId,
       kind,
@@ -335,10 +420,15 @@ export async function applySeed(
     });
   }
 
-  return {
+  const report: SeedReport = {
     steps,
     secrets,
     changed: steps.some((step) => step.outcome === 'created' || step.outcome === 'updated'),
+    counts: countSeedSteps(steps),
+    pendingEnvFiles,
     ...(createdAdmin ? { admin: createdAdmin } : {}),
   };
+  if (options.writeEnvFiles === false) return report;
+  await writeSeedEnvFiles(report, options);
+  return { ...report, pendingEnvFiles: [] };
 }

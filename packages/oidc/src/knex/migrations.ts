@@ -112,10 +112,31 @@ const provider: Migration = {
   },
 };
 
+/**
+ * Client lists in the order they are shown (`created_at`, then `client_id`),
+ * all clients for platform administrators and an organization's clients for
+ * its members, read from an index rather than sorted.
+ */
+const clientListIndexes: Migration = {
+  name: '0002_client_list_indexes',
+  async up(db) {
+    await db.schema.alterTable('oidc_clients', (t) => {
+      t.index(['created_at', 'client_id'], 'oidc_clients_created_index');
+      t.index(['organization_id', 'created_at', 'client_id'], 'oidc_clients_org_created_index');
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable('oidc_clients', (t) => {
+      t.dropIndex(['created_at', 'client_id'], 'oidc_clients_created_index');
+      t.dropIndex(['organization_id', 'created_at', 'client_id'], 'oidc_clients_org_created_index');
+    });
+  },
+};
+
 /** The migrations of `@idt/oidc`, recorded in `idt_oidc_migrations`. */
 export const oidcMigrations: MigrationSet = {
   owner: '@idt/oidc',
   tableName: 'idt_oidc_migrations',
   dependsOn: ['@idt/core', '@idt/identity'],
-  migrations: [provider],
+  migrations: [provider, clientListIndexes],
 };

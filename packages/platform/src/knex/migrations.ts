@@ -221,10 +221,31 @@ const webhooks: Migration = {
   },
 };
 
+/** The changelog and the webhook endpoints in the order they are listed, read from an index rather than sorted. */
+const listIndexes: Migration = {
+  name: '0005_list_indexes',
+  async up(db) {
+    await db.schema.alterTable(CHANGELOG_TABLE, (t) => {
+      t.index(['released_at', 'created_at', 'id'], 'platform_changelog_released_index');
+    });
+    await db.schema.alterTable(WEBHOOK_ENDPOINTS_TABLE, (t) => {
+      t.index(['created_at'], 'platform_webhook_endpoints_created_index');
+    });
+  },
+  async down(db) {
+    await db.schema.alterTable(WEBHOOK_ENDPOINTS_TABLE, (t) => {
+      t.dropIndex(['created_at'], 'platform_webhook_endpoints_created_index');
+    });
+    await db.schema.alterTable(CHANGELOG_TABLE, (t) => {
+      t.dropIndex(['released_at', 'created_at', 'id'], 'platform_changelog_released_index');
+    });
+  },
+};
+
 /** The migrations of `@idt/platform`, recorded in `idt_platform_migrations`; they reference identity's organizations. */
 export const platformMigrations: MigrationSet = {
   owner: '@idt/platform',
   tableName: 'idt_platform_migrations',
   dependsOn: ['@idt/core', '@idt/identity'],
-  migrations: [settingsAndFlags, changelog, announcements, webhooks],
+  migrations: [settingsAndFlags, changelog, announcements, webhooks, listIndexes],
 };

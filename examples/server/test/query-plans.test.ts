@@ -1,0 +1,121 @@
+import { dialectOf } from '@idt/core/knex';
+import { caller, mintAccessToken, seedWorld, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import type { Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * Every read the API's GET endpoints make must find its rows through an
+ * index: a list or lookup that scans a whole table costs nothing on a test
+ * database and seconds at 100,000 rows. The endpoints come from the API
+ * document, so a new list is audited the day it is added.
+ */
+
+/** Tables that hold a handful of rows whatever the size of the deployment (settings, key material, migrations). */
+const SMALL_TABLES = new Set([
+  'core_signing_keys',
+  'core_settings',
+  'identity_setup_lock',
+  'oidc_scopes',
+  'platform_settings',
+  'platform_feature_flags',
+]);
+
+interface Statement {
+  readonly sql: string;
+  readonly bindings: readonly Knex.RawBinding[];
+  readonly path: string;
+}
+
+describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect) => {
+  let server: TestServer;
+  let statements: Statement[];
+  let paths: string[];
+
+  beforeAll(async () => {
+    server = await startTestServer({ dialect });
+    const world = await seedWorld(server);
+    const document = (await (await server.fetch('/openapi/v1.json')).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    paths = Object.entries(document.paths)
+      .filter(([path, operations]) => operations.get !== undefined && !path.includes('{'))
+      .map(([path]) => path);
+    const call = caller(server);
+    const tokens = [
+      world.a.tokens.owner,
+      world.platformToken,
+      await mintAccessToken(server, { sub: world.a.owner.id, org_id: world.a.organization.id, scope: 'openid profile' }),
+    ];
+    const prefix = new URL(server.url).pathname.replace(/\/$/, '');
+    statements = [];
+    let current = '';
+    const capture = (query: { sql: string; bindings?: readonly Knex.RawBinding[] }) => {
+      if (/^\s*(select|with)\b/i.test(query.sql))
+        statements.push({ sql: query.sql, bindings: query.bindings ?? [], path: current });
+    };
+    // Warm the caches first (keys, clients, memberships), so that what is captured is each endpoint's own reads.
+    for (const token of tokens) await call('GET', '/v1/identity/auth/whoami', { token });
+    server.database.db.on('query', capture);
+    try {
+      for (const path of paths) {
+        current = path;
+        for (const token of tokens) {
+          const response = await call('GET', `${path.slice(prefix.length) || path}?page=2&pageSize=5`, { token });
+          await response.arrayBuffer();
+        }
+      }
+    } finally {
+      server.database.db.off('query', capture);
+    }
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('audits a real set of endpoints and reads', () => {
+    expect(paths.length).toBeGreaterThan(20);
+    expect(new Set(statements.map((statement) => statement.path)).size).toBeGreaterThan(15);
+  });
+
+  it('reads every table through an index (no full scan of a table that grows with tenants)', async () => {
+    const db = server.database.db;
+    const seen = new Set<string>();
+    const scans: string[] = [];
+    for (const statement of statements) {
+      if (seen.has(statement.sql)) continue;
+      seen.add(statement.sql);
+      const plan = await explain(db, statement.sql, statement.bindings);
+      for (const table of fullScans(db, plan)) {
+        if (!SMALL_TABLES.has(table))
+          scans.push(`${statement.path}: ${table}\n  ${statement.sql}\n  ${plan.replace(/\n/g, '\n  ')}`);
+      }
+    }
+    expect(scans, scans.join('\n\n')).toEqual([]);
+  });
+});
+
+/** The query plan as text: SQLite's EXPLAIN QUERY PLAN; Postgres' EXPLAIN with sequential scans priced out. */
+async function explain(db: Knex, sql: string, bindings: readonly Knex.RawBinding[]): Promise<string> {
+  if (dialectOf(db) === 'sqlite') {
+    const rows: Array<{ detail: string }> = await db.raw(`explain query plan ${sql}`, bindings as Knex.RawBinding[]);
+    return rows.map((row) => row.detail).join('\n');
+  }
+  return db.transaction(async (trx) => {
+    // Test tables are tiny and every scan is cheap; with sequential scans priced out, only a missing index leaves one.
+    await trx.raw('set local enable_seqscan = off');
+    const result = await trx.raw(`explain ${sql.replace(/\$\d+/g, '?')}`, bindings as Knex.RawBinding[]);
+    return (result.rows as Array<{ 'QUERY PLAN': string }>).map((row) => row['QUERY PLAN']).join('\n');
+  });
+}
+
+/** Tables a plan reads in full. */
+function fullScans(db: Knex, plan: string): string[] {
+  const pattern = dialectOf(db) === 'sqlite' ? /^\s*SCAN (\w+)(?: AS \w+)?(?! USING)(?:\s|$)/gm : /Seq Scan on (\w+)/g;
+  const tables: string[] = [];
+  for (const match of plan.matchAll(pattern)) {
+    const line = plan.slice(match.index ?? 0).split('\n')[0] ?? '';
+    if (/USING (COVERING )?INDEX|USING INTEGER PRIMARY KEY|SCAN CONSTANT ROW/.test(line)) continue;
+    tables.push(match[1] as string);
+  }
+  return tables;
+}

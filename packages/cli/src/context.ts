@@ -169,7 +169,9 @@ async function existing(path: string): Promise<{ isDirectory(): boolean } | unde
   try {
     return await stat(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    // ENOTDIR: a file stands where a directory would be; the walk up finds it.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
     throw error;
   }
 }

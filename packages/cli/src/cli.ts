@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { registerClientCommands } from './commands/clients.js';
 import { registerDemo } from './commands/demo.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerClientAdmin, registerOrganizationAdmin, registerToken, registerUserAdmin } from './commands/operator.js';
 import { registerSeed } from './commands/seed.js';
 import { registerServe } from './commands/serve.js';
 import { registerSetup } from './commands/setup.js';
@@ -43,6 +44,10 @@ export function createProgram(io: CliIo): Command {
   registerSetup(program, io);
   registerSeed(program, io);
   registerClientCommands(program, io);
+  registerClientAdmin(program, io);
+  registerOrganizationAdmin(program, io);
+  registerUserAdmin(program, io);
+  registerToken(program, io);
   registerDemo(program, io);
   return program;
 }

@@ -10,6 +10,8 @@ export interface Prompter {
   input(message: string, options?: { readonly default?: string; readonly validate?: AnswerCheck }): Promise<string>;
   /** Asks for a secret without echoing it; re-asks while `validate` rejects the answer. */
   password(message: string, options?: { readonly validate?: AnswerCheck }): Promise<string>;
+  /** Asks a yes/no question (default no); without it, commands ask with {@link input} for `yes`. */
+  confirm?(message: string): Promise<boolean>;
 }
 
 /**
@@ -37,6 +39,10 @@ export function createTerminalPrompter(): Prompter {
     async password(message, options = {}) {
       const { password } = await import('@inquirer/prompts');
       return password({ message, mask: true, ...(options.validate ? { validate: options.validate } : {}) }, context);
+    },
+    async confirm(message) {
+      const { confirm } = await import('@inquirer/prompts');
+      return confirm({ message, default: false }, context);
     },
   };
 }

@@ -1,0 +1,195 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Prompter } from '@idt/cli';
+import { type TestDatabase, type TestServer, testDialects } from '@idt/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type CliFixture,
+  decodeJwt,
+  idt,
+  jsonOf,
+  readEnvFile,
+  serviceAccountArgs,
+  startCliFixture,
+  tokenRequest,
+} from './support.js';
+
+const PASSWORD = 'correct horse battery staple';
+
+/** A prompter that answers a confirmation and records it. */
+function confirming(answer: boolean): Prompter & { asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    input: async () => {
+      throw new Error('no input expected');
+    },
+    password: async () => {
+      throw new Error('no password expected');
+    },
+    confirm: async (message) => {
+      asked.push(message);
+      return answer;
+    },
+  };
+}
+
+describe.each(testDialects())('operator commands on %s', (dialect) => {
+  let fixture: CliFixture;
+  let database: TestDatabase;
+  let server: TestServer;
+  let dir: string;
+  let env: Record<string, string>;
+  let acmeId: string;
+
+  beforeAll(async () => {
+    fixture = await startCliFixture(dialect, 'idt-operator-');
+    ({ dir, database, server, env } = fixture);
+    const seed = join(dir, 'seed.json');
+    writeFileSync(
+      seed,
+      JSON.stringify({
+        admin: { email: 'ada@example.com', password: PASSWORD, firstName: 'Ada', lastName: 'Lovelace', organizationName: 'Acme' },
+        organizations: [{ name: 'Globex' }],
+        users: [
+          {
+            email: 'bob@example.com',
+            firstName: 'Bob',
+            lastName: 'Builder',
+            memberships: [{ organization: 'Globex', roles: ['admin'] }],
+          },
+        ],
+      }),
+    );
+    expect((await idt(env, ['seed', '--file', seed])).exitCode).toBe(0);
+    const registered = await idt(env, serviceAccountArgs('Reporting', '--env-out', join(dir, 'sa.env')));
+    expect(registered.exitCode).toBe(0);
+    acmeId = (await server.idt.services.identity.accounts.operator.findOrganization('acme'))?.id ?? '';
+  });
+  afterAll(() => fixture.close());
+
+  it('lists organizations with their ids, and users with their organization ids, never a hash', async () => {
+    const orgs = await idt(env, ['orgs', 'list']);
+    expect(orgs.exitCode).toBe(0);
+    expect(orgs.stdout).toMatch(new RegExp(`^${acmeId}  acme +active +invitation_only +1 +Acme \\(platform\\)$`, 'm'));
+    const orgsJson = jsonOf(await idt(env, ['orgs', 'list', '--json']));
+    expect(orgsJson.organizations.map((org: { slug: string }) => org.slug)).toEqual(['acme', 'globex']);
+    expect(orgsJson.organizations[1]).toMatchObject({ members: 2, isPlatform: false, enrollmentPolicy: 'invitation_only' });
+
+    const users = await idt(env, ['users', 'list', '--json']);
+    expect(users.exitCode).toBe(0);
+    const list = jsonOf(users).users;
+    expect(list.map((user: { email: string }) => user.email)).toEqual(['ada@example.com', 'bob@example.com']);
+    expect(list[0].organizationIds).toContain(acmeId);
+    expect(users.stdout).not.toMatch(/argon2|password/i);
+
+    const members = await idt(env, ['users', 'list', '--org', 'globex']);
+    expect(members.stdout).toMatch(/bob@example\.com +active +admin +Bob Builder/);
+    const unknown = await idt(env, ['users', 'list', '--org', 'hooli']);
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.stderr).toBe('error: No organization "hooli" (id, slug or name). (Identity.OrganizationNotFound)\n');
+  });
+
+  it('lists, shows and deletes clients; delete asks on a terminal and needs --yes in scripts', async () => {
+    const list = await idt(env, ['clients', 'list']);
+    expect(list.stdout).toMatch(new RegExp(`^sa-acme-reporting +service-account +active +${acmeId} +Reporting$`, 'm'));
+    expect(jsonOf(await idt(env, ['clients', 'list', '--org', 'globex', '--json']))).toEqual({ ok: true, clients: [] });
+    const shown = jsonOf(await idt(env, ['clients', 'show', 'sa-acme-reporting', '--json']));
+    expect(shown.client).toMatchObject({ clientId: 'sa-acme-reporting', organizationId: acmeId, scopes: ['users.read'] });
+    expect(JSON.stringify(shown)).not.toMatch(/secret/i);
+    const missing = await idt(env, ['clients', 'show', 'nope']);
+    expect(missing.exitCode).toBe(1);
+    expect(missing.stderr).toMatch(/\(Clients\.NotFound\)\n$/);
+
+    const scripted = await idt(env, ['clients', 'delete', 'sa-acme-reporting']);
+    expect(scripted.exitCode).toBe(2);
+    expect(scripted.stderr).toContain('--yes');
+    const declined = confirming(false);
+    const kept = await idt(env, ['clients', 'delete', 'sa-acme-reporting'], { prompter: declined });
+    expect(kept.exitCode).toBe(0);
+    expect(declined.asked).toEqual(['Delete the service account sa-acme-reporting (Reporting)? Its tokens stop working.']);
+    expect(await server.idt.services.oidc.clients.findStored('sa-acme-reporting')).toBeDefined();
+
+    await idt(env, serviceAccountArgs('Doomed'));
+    const deleted = await idt(env, ['clients', 'delete', 'sa-acme-doomed', '--yes', '--json']);
+    expect(jsonOf(deleted)).toEqual({ ok: true, deleted: true, clientId: 'sa-acme-doomed' });
+    expect(await server.idt.services.oidc.clients.findStored('sa-acme-doomed')).toBeUndefined();
+    expect((await idt(env, ['clients', 'delete', 'sa-acme-doomed', '--yes'])).exitCode).toBe(1);
+  });
+
+  it('prints a client-credentials token from an env file or the environment, and explains refusals', async () => {
+    const file = join(dir, 'sa.env');
+    const token = await idt(env, ['token', '--from', file]);
+    expect(token.stderr).toBe('');
+    expect(token.exitCode).toBe(0);
+    expect(token.stdout).toMatch(/^\S+\n$/);
+    expect(decodeJwt(token.stdout.trim())).toMatchObject({ sub: 'sa-acme-reporting', org_id: acmeId, scope: 'users.read' });
+    const json = jsonOf(await idt({ ...env, ...readEnvFile(file) }, ['token', '--json']));
+    expect(json).toMatchObject({ ok: true, accessToken: expect.any(String), tokenType: 'Bearer', scope: 'users.read' });
+    expect((await idt(env, ['token', '--env-file', file])).exitCode).toBe(0);
+
+    const noVariables = await idt({}, ['token']);
+    expect(noVariables.exitCode).toBe(1);
+    expect(noVariables.stderr).toMatch(
+      /^error: OIDC_ISSUER, OIDC_SERVICE_CLIENT_ID, OIDC_SERVICE_CLIENT_SECRET are not set in the environment\. \(Config\.Invalid\)\n {2}.*--from/,
+    );
+    const wrong = join(dir, 'wrong.env');
+    writeFileSync(
+      wrong,
+      `${Object.entries({ ...readEnvFile(file), OIDC_SERVICE_CLIENT_SECRET: 'not-the-secret' })
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n')}\n`,
+    );
+    const refused = await idt(env, ['token', '--from', wrong]);
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^error: The token endpoint refused the request \(HTTP 401, invalid_client.*\(Token\.Refused\)\n/,
+    );
+    expect(refused.stderr).toContain('OIDC_SERVICE_CLIENT_SECRET');
+    const down = join(dir, 'down.env');
+    writeFileSync(
+      down,
+      `${Object.entries({ ...readEnvFile(file), OIDC_ISSUER: 'http://127.0.0.1:1' })
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n')}\n`,
+    );
+    expect((await idt(env, ['token', '--from', down])).stderr).toMatch(/\(Token\.IssuerUnreachable\)\n {2}Check OIDC_ISSUER/);
+  });
+
+  it('sets a password from standard input with the identity policy; a refused one changes nothing', async () => {
+    const before = await database.db('identity_users').where({ email: 'bob@example.com' }).first('password_hash');
+    const short = await idt(env, ['users', 'reset-password', 'bob@example.com', '--password-stdin'], { stdin: 'short\n' });
+    expect(short.exitCode).toBe(1);
+    expect(short.stderr).toBe(
+      'error: The password read from standard input is refused. (Validation.Failed)\n  password: A password has at least 12 characters.\n',
+    );
+    expect(await database.db('identity_users').where({ email: 'bob@example.com' }).first('password_hash')).toEqual(before);
+    const unknown = await idt(env, ['users', 'reset-password', 'nobody@example.com', '--password-stdin'], {
+      stdin: `${PASSWORD}\n`,
+    });
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.stderr).toContain('(Identity.UserNotFound)');
+    expect((await idt(env, ['users', 'reset-password', 'bob@example.com'])).exitCode).toBe(2);
+
+    const reset = await idt(env, ['users', 'reset-password', 'Bob@Example.com', '--password-stdin', '--json'], {
+      stdin: 'a brand new passphrase\n',
+    });
+    expect(reset.exitCode).toBe(0);
+    expect(jsonOf(reset)).toMatchObject({ ok: true, email: 'bob@example.com' });
+    const { signIn } = server.idt.services.identity;
+    expect(await signIn.authenticate('bob@example.com', 'a brand new passphrase')).toEqual(expect.any(String));
+    expect(await signIn.authenticate('bob@example.com', PASSWORD).catch(() => undefined)).toBeFalsy();
+    // The service account still works after all of this.
+    const variables = readEnvFile(join(dir, 'sa.env'));
+    expect(
+      (
+        await tokenRequest(
+          server,
+          variables.OIDC_SERVICE_CLIENT_ID ?? '',
+          variables.OIDC_SERVICE_CLIENT_SECRET ?? '',
+          'users.read',
+        )
+      ).status,
+    ).toBe(200);
+  });
+});

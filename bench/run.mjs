@@ -1781,7 +1781,7 @@ async function main() {
     if (seedings.length) out.push(`\nSeeding: ${seedings.join('; ')}.`);
     out.push('');
     for (const row of rows.filter((candidate) => candidate.error || candidate.note)) {
-      out.push(`${row.error ? 'ERROR' : 'NOTE'} ${row.scenario}: ${row.error ?? row.note}`);
+      out.push(`${row.error ? 'ERROR' : !clean(row.result) ? 'ERRORS' : 'NOTE'} ${row.scenario}: ${row.error ?? row.note}`);
     }
     if (failedRows.length) out.push(`FAILED: ${failedRows.length} scenario(s) did not run or had failed requests (exit code 1).`);
     out.push(

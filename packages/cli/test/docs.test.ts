@@ -76,7 +76,8 @@ for (const page of ['docs/cli.md', 'docs/seed-file.md']) {
         ...testEnv(database.url, dir),
         ...binary.env,
         PATH: `${binary.bin}:${process.env.PATH ?? ''}`,
-        ADMIN_PASSWORD: 'correct horse battery staple',
+        // docs/cli.md says its examples run with ADMIN_PASSWORD set; seed-file.md sets what it needs itself.
+        ...(page === 'docs/cli.md' ? { ADMIN_PASSWORD: 'correct horse battery staple' } : {}),
       };
     });
     afterAll(async () => {

@@ -95,9 +95,10 @@ export function registerClientCommands(program: Command, io: CliIo): void {
     .addHelpText(
       'after',
       examples(
-        'idt register-client --org acme --kind service-account --name Reporting --scope users.read --env-file sa.env',
-        'idt register-client --org acme --kind application --name Dashboard --scope "openid profile email offline_access" --redirect-uri http://localhost:3000/bff/callback --post-logout-redirect-uri http://localhost:3000/ --env-file dashboard.env',
+        'npx idt register-client --org acme --kind service-account --name Reporting --scope users.read --env-out sa.env',
+        'npx idt register-client --org acme --kind application --name Dashboard --scope "openid profile email offline_access" --redirect-uri http://localhost:3000/bff/callback --post-logout-redirect-uri http://localhost:3000/ --env-out dashboard.env',
         'npx idt register-client --org acme --kind service-account --name Billing --scope users.read --env-out billing.env --json',
+        'idt register-client … --env-file sa.env   (--env-file only where idt is started directly, or as npx -- idt …)',
       ),
     )
     .action(async (options: RegisterClientOptions) => {
@@ -141,8 +142,8 @@ export function registerClientCommands(program: Command, io: CliIo): void {
     .addHelpText(
       'after',
       examples(
-        'idt rotate-secret sa-acme-reporting',
-        'idt rotate-secret sa-acme-reporting --revoke-active-tokens --env-file sa.env --force',
+        'npx idt rotate-secret sa-acme-reporting',
+        'npx idt rotate-secret sa-acme-reporting --revoke-active-tokens --env-out sa.env --force',
       ),
     )
     .action(async (clientId: string, options: RotateSecretOptions) => {

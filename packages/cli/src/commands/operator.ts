@@ -411,7 +411,7 @@ export function registerToken(program: Command, io: CliIo): void {
       'after',
       examples(
         'npx idt token --from sa.env',
-        'curl -H "authorization: Bearer $(npx idt token --from sa.env)" http://localhost:8080/v1/identity/users',
+        'curl -H "authorization: Bearer $(npx idt token --from sa.env)" http://localhost:8080/v1/identity/organizations',
         'set -a; . ./sa.env; set +a; idt token --json',
       ),
     )

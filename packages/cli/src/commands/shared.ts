@@ -13,8 +13,8 @@ export function withCommonOptions(command: Command): Command {
 /** Adds `--env-file`, its alias `--env-out`, and `--force`. */
 export function withEnvFileOptions(command: Command, what: string): Command {
   return command
-    .option('--env-file <path>', `write ${what} (mode 0600)`)
-    .option('--env-out <path>', 'the same as --env-file, for where node would take --env-file as its own option')
+    .option('--env-out <path>', `write ${what} (mode 0600); works under npx`)
+    .option('--env-file <path>', 'the same as --env-out where idt is started directly (npx takes --env-file itself: exit 9)')
     .option('--force', 'overwrite an existing env file');
 }
 

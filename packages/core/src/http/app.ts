@@ -94,6 +94,13 @@ export interface HttpApp {
   readonly options: HttpAppOptions;
 }
 
+/**
+ * 5xx codes whose `detail` is shown to the caller and that are logged once
+ * at warn level, not per request at error level: expected states with a fix
+ * (the setup gate's `Setup.Required` says how to finish setup).
+ */
+export const EXPOSED_SERVER_CODES: ReadonlySet<string> = new Set(['Setup.Required']);
+
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 /** The request id to echo: the caller's when it is sane, else a new UUID. */
@@ -134,6 +141,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const logger = options.logger ?? silentLogger;
   const gates = options.gates ?? [];
   const hsts = strictTransportSecurityFor(options.publicBaseUrl);
+  // Expected 5xx states already announced in the log (once each per app, not per request).
+  const announced = new Set<string>();
 
   async function run(
     request: IncomingRequest,
@@ -259,7 +268,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         response = own;
       } else {
         const rendered = renderProblem(error, { environment: options.environment, traceId });
-        if (rendered.status >= 500) {
+        const exposed = error instanceof ProblemError && EXPOSED_SERVER_CODES.has(error.code) ? error : undefined;
+        if (exposed && rendered.body) {
+          rendered.body.detail = exposed.detail;
+          delete rendered.body.exception;
+          if (!announced.has(exposed.code)) {
+            announced.add(exposed.code);
+            logger.warn(`${exposed.code}: ${exposed.detail}`, { code: exposed.code, requestId, traceId });
+          }
+        } else if (rendered.status >= 500) {
           logger.error('request failed', { requestId, traceId, method: request.method, url: request.url, error: caught });
         }
         response =

@@ -9,7 +9,19 @@ export const SETUP_ALLOWLIST: readonly string[] = Object.freeze([
   '/connect',
   '/openapi',
   '/scalar',
+  // The landing page itself (exact match: `isPathUnder('/x', '/')` is false), which says how to finish setup.
+  '/',
 ]);
+
+/**
+ * The `detail` of `Setup.Required`: what to run to finish setup. Shown on
+ * the 503 itself (unlike other 5xx details, see `EXPOSED_SERVER_CODES` of
+ * `app.ts`): it is an expected state with a fix, not a failure.
+ */
+export const SETUP_REQUIRED_DETAIL =
+  'Setup is not finished: this service has no administrator yet. Run `npx idt setup` in the project directory ' +
+  '(or `npx idt demo` for a ready-made demo), or POST /v1/identity/setup/admin with ' +
+  '{"email","password","firstName","lastName","organizationName"}; see docs/cli.md#idt-setup. Every other path answers 503 until then.';
 
 /** Whether a prefix-free path is `base` itself or below it (segment-wise). */
 export function isPathUnder(path: string, base: string): boolean {
@@ -36,7 +48,7 @@ export function createSetupGate(options: SetupGateOptions): RequestGate {
   let setUp = false;
   const check = async () => {
     if (await options.isSetupRequired()) {
-      throw new ProblemError('Setup.Required', 'The service needs its first administrator: POST /v1/identity/setup/admin.');
+      throw new ProblemError('Setup.Required', SETUP_REQUIRED_DETAIL, { headers: { 'retry-after': '10' } });
     }
     setUp = true;
   };

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import type { Logger } from '../logger.js';
+import '../problems.js';
+import { createHttpApp } from './app.js';
+import { json } from './responses.js';
+import { defineRoute } from './route.js';
+import { createSetupGate, SETUP_REQUIRED_DETAIL } from './setup-gate.js';
+
+function recordingLogger() {
+  const lines: Array<{ level: string; message: string; fields?: Record<string, unknown> }> = [];
+  const log = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+    void lines.push({ level, message, fields });
+  const logger: Logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') } as Logger;
+  return { logger, lines };
+}
+
+describe('the setup gate', () => {
+  const route = defineRoute({
+    method: 'GET',
+    path: '/v1/me',
+    operationId: 'me',
+    summary: 'me',
+    auth: 'anonymous',
+    responses: { 200: { description: 'ok' } },
+    handler: () => json({ ok: true }),
+  });
+
+  it('answers 503 Setup.Required with how to finish setup, and logs it once at warn level without a stack', async () => {
+    let required = true;
+    const { logger, lines } = recordingLogger();
+    const app = createHttpApp({
+      environment: 'Production',
+      publicBaseUrl: 'http://api.test',
+      routes: [route],
+      gates: [createSetupGate({ isSetupRequired: async () => required })],
+      logger,
+    });
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const response = await app.fetch(new Request('http://api.test/v1/me'));
+      expect(response.status).toBe(503);
+      const body = await response.json();
+      expect(body).toMatchObject({ code: 'Setup.Required', status: 503, detail: SETUP_REQUIRED_DETAIL });
+      expect(body.detail).toContain('npx idt setup');
+      expect(body.detail).toContain('POST /v1/identity/setup/admin');
+      expect(body.exception).toBeUndefined();
+    }
+    expect(lines.filter((line) => line.level === 'error')).toEqual([]);
+    const warnings = lines.filter((line) => line.level === 'warn');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.message).toContain('npx idt setup');
+    expect(JSON.stringify(warnings[0]?.fields)).not.toContain('stack');
+
+    required = false;
+    expect((await app.fetch(new Request('http://api.test/v1/me'))).status).toBe(200);
+  });
+
+  it('keeps the landing page reachable while setup is required, and nothing else below it', async () => {
+    const app = createHttpApp({
+      environment: 'Development',
+      publicBaseUrl: 'http://api.test',
+      routes: [route],
+      gates: [createSetupGate({ isSetupRequired: async () => true })],
+    });
+    expect((await app.fetch(new Request('http://api.test/'))).status).toBe(404);
+    const body = await (await app.fetch(new Request('http://api.test/v1/me'))).json();
+    expect(body.code).toBe('Setup.Required');
+    // Development shows no exception block for an expected state.
+    expect(body.exception).toBeUndefined();
+  });
+});

@@ -5,12 +5,33 @@
  *   node dist/main.js serve     start the server (refuses pending migrations outside Testing)
  *   node dist/main.js start     migrate, then serve (what `npm start` runs)
  */
-import { ConfigError, loadConfig, migrationSetsOf } from '@idt/core';
+import { ConfigError, explainKeyDecryption, type IdtConfig, loadConfig, loadProjectEnv, migrationSetsOf } from '@idt/core';
 import { createDatabase, PendingMigrationsError, redactDatabaseUrl, runMigrations } from '@idt/core/knex';
 import { createReferenceServer, referenceModules } from './index.js';
 
+/** The settings, kept for messages about them when the server fails. */
+let loaded: { config: IdtConfig; project: ReturnType<typeof loadProjectEnv> } | undefined;
+
+/**
+ * Whether a browser at `bound` reaches the same listener as at `publicUrl`:
+ * same port, and a loopback name for a loopback address (localhost and 127.0.0.1).
+ */
+function sameListener(publicUrl: string, bound: string): boolean {
+  const loopback = (host: string) => ['localhost', '127.0.0.1', '[::1]'].includes(host);
+  const a = new URL(publicUrl);
+  const b = new URL(bound);
+  if (a.protocol !== b.protocol || a.port !== b.port) return false;
+  return a.hostname === b.hostname || (loopback(a.hostname) && loopback(b.hostname));
+}
+
 async function main(command: string): Promise<number> {
-  const config = loadConfig(process.env);
+  // The project env file (.env, which `npm start` writes), as the `idt` CLI reads it: the environment wins.
+  const project = loadProjectEnv();
+  // Module settings are read from process.env: give them the file's variables too.
+  for (const name of project.fromFile) process.env[name] = project.env[name];
+  const config = loadConfig(project.env, {}, { baseDir: project.directory, origin: project });
+  loaded = { config, project };
+  if (project.envFile) console.log(`Settings: the environment over ${project.envFile}`);
   if (command === 'migrate' || command === 'start') {
     const db = createDatabase(config.databaseUrl);
     try {
@@ -30,11 +51,21 @@ async function main(command: string): Promise<number> {
   const { url } = await idt.listen(config.port, config.host);
   const setupRequired = await idt.services.identity.setup.isSetupRequired();
   const publicUrl = config.publicBaseUrl;
-  console.log(`idt ${config.environment} server listening on ${url}`);
-  if (publicUrl !== url) console.log(`  Public URL:     ${publicUrl}`);
+  // The issuer's URL, not the bound address: a sign-in started on another host name
+  // (127.0.0.1 for localhost) has no sign-in cookie and ends as "This sign-in has expired".
+  const origin = new URL(publicUrl).origin;
+  if (sameListener(publicUrl, url)) {
+    console.log(`idt ${config.environment} server listening on ${origin}`);
+    if (publicUrl !== origin) console.log(`  Public URL:     ${publicUrl}`);
+    console.log(`  Bound to:       ${new URL(url).host} (open ${origin}, the issuer's host, in the browser)`);
+  } else {
+    console.log(`idt ${config.environment} server listening on ${url}`);
+    console.log(`  Public URL:     ${publicUrl} (the issuer; sign in there)`);
+  }
   console.log(`  Database:       ${redactDatabaseUrl(config.databaseUrl)}`);
   console.log(`  Modules:        ${idt.modules.map((module) => module.id).join(', ')}`);
   console.log(`  API reference:  ${publicUrl}/scalar`);
+  console.log(`  Discovery:      ${publicUrl}/.well-known/openid-configuration`);
   console.log(
     setupRequired
       ? `  Setup required: yes. Create the first administrator: POST ${publicUrl}/v1/identity/setup/admin (or run \`idt setup\`)`
@@ -60,8 +91,17 @@ main(command).then(
     if (code >= 0) process.exit(code);
   },
   (error: unknown) => {
-    if (error instanceof PendingMigrationsError || error instanceof ConfigError) {
+    const explained = loaded ? explainKeyDecryption(error, loaded.config, loaded.project) : error;
+    if (error instanceof ConfigError) {
       console.error(error.message);
+      const file = error.origin?.envFile ?? loaded?.project.envFile ?? './.env';
+      console.error(
+        `Fix: set each variable above in ${file} or the environment (docs/configuration.md); in Development (IDT_ENVIRONMENT=Development) neither IDT_KEY_ENCRYPTION_SECRET nor IDT_SMTP_URL is required.`,
+      );
+    } else if (error instanceof PendingMigrationsError) {
+      console.error(error.message);
+    } else if (explained !== error) {
+      console.error((explained as Error).message);
     } else {
       console.error(error);
     }

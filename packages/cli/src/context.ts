@@ -6,12 +6,16 @@ import {
   createIdt,
   createLogger,
   type Env,
+  explainKeyDecryption,
   type Idt,
   type IdtConfig,
   type IdtConfigOverrides,
+  type LoadConfigOptions,
   type Logger,
   loadConfig,
+  loadProjectEnv,
   migrationSetsOf,
+  type ProjectEnv,
   splitBaseUrl,
 } from '@idt/core';
 import { assertMigrated, databaseConfig, type MigrationSet, redactDatabaseUrl } from '@idt/core/knex';
@@ -69,6 +73,29 @@ export interface TargetSettings {
   readonly defaults?: (env: Env) => IdtConfigOverrides;
   /** Over everything but `--database` (`--port`, `--host`). */
   readonly overrides?: IdtConfigOverrides;
+  /**
+   * The settings of those Production requires that the command uses. Default:
+   * the key-encryption secret (every command that composes the modules), not
+   * SMTP (only `idt serve` sends mail; other commands leave mail-sending
+   * events to the server in Production without `IDT_SMTP_URL`).
+   */
+  readonly requires?: LoadConfigOptions['requires'];
+}
+
+/**
+ * The project env file under the run's environment (see `loadProjectEnv` of
+ * `@idt/core`), when the run reads it; the run's environment alone otherwise.
+ *
+ * @throws CliError `Config.Invalid` when `IDT_ENV_FILE` names a missing or unreadable file.
+ */
+export function projectEnvOf(io: CliIo): ProjectEnv {
+  if (!io.projectEnv) return { env: io.env, envFile: undefined, fromFile: new Set(), directory: io.cwd };
+  try {
+    return loadProjectEnv({ cwd: io.cwd, env: io.env });
+  } catch (error) {
+    if (error instanceof ConfigError) throw configError(error, { description: 'the environment' });
+    throw error;
+  }
 }
 
 /**
@@ -85,9 +112,10 @@ export async function commandTarget(
   options: CommonOptions,
   settings: TargetSettings = {},
 ): Promise<CommandTarget> {
+  const project = projectEnvOf(io);
   const composition = await loadComposition(io.cwd, global.config);
   const file = composition.options;
-  const env = file.env ?? io.env;
+  const env = file.env ?? project.env;
   // A knex instance is a function: anything but a URL is the host's own pool.
   const knex =
     options.database === undefined && file.database !== undefined && typeof file.database !== 'string'
@@ -108,16 +136,21 @@ export async function commandTarget(
               ...file.config,
               ...top,
             },
-            { hasMailer: file.mailer !== undefined },
+            {
+              hasMailer: file.mailer !== undefined,
+              baseDir: project.directory,
+              requires: { mail: false, ...settings.requires },
+              ...(file.env ? {} : { origin: project }),
+            },
           )
     ) as IdtConfig;
   } catch (error) {
-    if (error instanceof ConfigError) throw configError(error, settingsSource(io, composition));
+    if (error instanceof ConfigError) throw configError(error, settingsSource(io, composition, project));
     throw error;
   }
   return {
     composition,
-    source: settingsSource(io, composition),
+    source: settingsSource(io, composition, project),
     config,
     env,
     migrationSets: migrationSetsOf(composition.modules),
@@ -137,13 +170,15 @@ function nodeEnvFile(): string | undefined {
 }
 
 /** Where a run's settings come from, for configuration errors. */
-export function settingsSource(io: CliIo, composition: Composition): SettingsSource {
+export function settingsSource(io: CliIo, composition: Composition, project?: ProjectEnv): SettingsSource {
   if (composition.options.env) return { description: `the env of ${composition.source}` };
   const envFile = io.env === process.env ? nodeEnvFile() : undefined;
-  const environment = envFile
-    ? `the environment (with ${resolve(io.cwd, envFile)}, loaded by node --env-file)`
-    : 'the environment';
-  return { description: composition.file ? `${environment} and ${composition.source}` : environment };
+  let environment = envFile ? `the environment (with ${resolve(io.cwd, envFile)}, loaded by node --env-file)` : 'the environment';
+  if (project?.envFile) environment = `${environment} and ${project.envFile}`;
+  return {
+    description: composition.file ? `${environment} and ${composition.source}` : environment,
+    ...(project?.envFile ? { envFile: project.envFile, fromFile: project.fromFile } : {}),
+  };
 }
 
 /** The modules of a target and where they come from: `identity, oidc (./idt.config.mjs)`. */
@@ -329,7 +364,7 @@ export async function composeIdt(target: CommandTarget, db: Knex, logger: Logger
   } catch (error) {
     // A module's own settings (read from the same environment).
     if (error instanceof ConfigError) throw configError(error, target.source);
-    throw error;
+    throw keyDecryptionError(error, target) ?? error;
   }
 }
 
@@ -359,7 +394,7 @@ export async function withServices<N extends keyof KnownServices, T>(
       try {
         return await work(idt.services as ServicesWith<N>, idt);
       } finally {
-        await deliverEvents(out, idt);
+        await deliverEvents(out, idt, target);
         await idt.close();
       }
     },
@@ -367,8 +402,25 @@ export async function withServices<N extends keyof KnownServices, T>(
   );
 }
 
+/**
+ * "Cannot decrypt a signing key" as one line naming where the secret was read
+ * from (`Config.KeyEncryptionSecretMismatch`); `undefined` for other errors.
+ */
+export function keyDecryptionError(error: unknown, target: Pick<CommandTarget, 'config' | 'source'>): CliError | undefined {
+  const explained = explainKeyDecryption(error, target.config, target.source);
+  if (explained === error || !(explained instanceof Error)) return undefined;
+  const [detail = explained.message, fix = ''] = explained.message.split(' Fix: ');
+  return new CliError('Config.KeyEncryptionSecretMismatch', detail, { hints: [`Fix: ${fix}`], cause: error });
+}
+
 /** Delivers the events a command wrote to the outbox; a running server delivers what fails here. */
-async function deliverEvents(out: Output, idt: Idt): Promise<void> {
+async function deliverEvents(out: Output, idt: Idt, target: CommandTarget): Promise<void> {
+  const { config } = target;
+  if (config.environment === 'Production' && config.mail.transport === 'file' && !target.composition.options.mailer) {
+    // No IDT_SMTP_URL here (only `idt serve` requires it): the server, which has it, sends the mail these events cause.
+    out.progress('Events are left to the running server to deliver (no IDT_SMTP_URL in this run).');
+    return;
+  }
   try {
     await idt.infrastructure.events.dispatchPending();
   } catch (error) {
@@ -408,7 +460,7 @@ export async function withServicesInTransaction<N extends keyof KnownServices, T
       // Committed: deliver the events through a composition on the database itself.
       const idt = await composeIdt(target, db, logger);
       try {
-        await deliverEvents(out, idt);
+        await deliverEvents(out, idt, target);
       } finally {
         await idt.close();
       }

@@ -1,4 +1,4 @@
-import { ConfigError, isDatabaseUnavailable } from '@idt/core';
+import { ConfigError, type ConfigOrigin, isDatabaseUnavailable, PROJECT_ENV_FILE, variableOrigin } from '@idt/core';
 import { PendingMigrationsError } from '@idt/core/knex';
 import { ProblemError, type ProblemFieldErrors, toProblemError } from '@idt/problem';
 import { ExitCode } from './io.js';
@@ -40,31 +40,46 @@ export function isPromptInterrupted(error: unknown): boolean {
 }
 
 /** Where the settings of a run were read from, for configuration errors. */
-export interface SettingsSource {
+export interface SettingsSource extends ConfigOrigin {
   /** `the environment`, `the env of ./idt.config.mjs`, or the env file a command read. */
   readonly description: string;
 }
 
-/** The fix of one configuration problem (`NAME: message`), naming the variable. */
-function configFix(problem: string): string {
+/** The fix of one configuration problem (`NAME: message`), naming the variable and where to set it. */
+function configFix(problem: string, origin: ConfigOrigin): string {
   const [name = '', ...rest] = problem.split(':');
   const message = rest.join(':').trim();
   const variable = name.trim();
+  if (!/^[A-Z][A-Z0-9_]*$/.test(variable)) return 'see docs/configuration.md';
+  const from = variableOrigin(variable, origin);
+  // Where to write the fix: the file the value came from, else the project env file.
+  const where =
+    from !== 'the environment'
+      ? `in ${from}`
+      : origin.envFile
+        ? `in ${origin.envFile} (or export it)`
+        : `in ./${PROJECT_ENV_FILE} (or export it)`;
   if (/is required in Production/.test(message)) {
-    return `set ${variable} (see docs/configuration.md), or run outside Production: IDT_ENVIRONMENT=Development`;
+    return `set ${variable} ${where} (see docs/configuration.md), or run outside Production: IDT_ENVIRONMENT=Development ${where}`;
   }
-  if (/^[A-Z][A-Z0-9_]*$/.test(variable)) return `set ${variable} to a valid value (see docs/configuration.md)`;
-  return 'see docs/configuration.md';
+  if (variable === 'IDT_ENV_FILE') return 'see docs/configuration.md#the-project-env-file';
+  return `set ${variable} to a valid value ${where} (see docs/configuration.md)`;
 }
 
 /**
  * A configuration error as the CLI reports it: one line naming the invalid
- * variables and where they were read from, one hint per problem with its fix.
+ * variables and where they were read from, one hint per problem naming where
+ * its value came from and the fix.
  */
 export function configError(error: ConfigError, source: SettingsSource): CliError {
+  const origin: ConfigOrigin = error.origin?.envFile ? error.origin : source;
   const names = error.problems.map((problem) => problem.split(':')[0]?.trim() ?? problem);
   const detail = `Invalid configuration in ${source.description}: ${[...new Set(names)].join(', ')}.`;
-  const hints = error.problems.map((problem) => `${problem.replace(/\.?$/, '.')} Fix: ${configFix(problem)}.`);
+  const hints = error.problems.map((problem) => {
+    const variable = problem.split(':')[0]?.trim() ?? '';
+    const from = origin.envFile && origin.fromFile?.has(variable) ? ` (set in ${origin.envFile})` : '';
+    return `${problem.replace(/\.?$/, '')}${from}. Fix: ${configFix(problem, origin)}.`;
+  });
   return new CliError('Config.Invalid', detail, { hints, cause: error });
 }
 

@@ -12,6 +12,12 @@ export interface RunOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** The directory relative paths are resolved against (default `process.cwd()`). */
   readonly cwd?: string;
+  /**
+   * Read the project env file (`IDT_ENV_FILE`, else `.env` in {@link cwd}) under
+   * {@link env}, as the reference server does. Default: `true` when `env` is not
+   * given (the binary), `false` when it is (a test's own environment).
+   */
+  readonly projectEnv?: boolean;
   /** Asks questions on a terminal; when absent, commands never prompt unless {@link interactive} is set. */
   readonly prompter?: Prompter;
   /** Whether standard input and error are a terminal, so the default prompter may ask (the binary sets it). */
@@ -39,6 +45,8 @@ export const ExitCode = Object.freeze({ Success: 0, Failed: 1, Usage: 2, Interru
 export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
+  /** Whether commands read the project env file under {@link env}. */
+  readonly projectEnv: boolean;
   readonly interactive: boolean;
   readonly prompter: Prompter | undefined;
   readonly signal: AbortSignal | undefined;
@@ -58,6 +66,7 @@ export function createIo(options: RunOptions): CliIo & { captured(): { stdout: s
   return {
     env: options.env ?? process.env,
     cwd: options.cwd ?? process.cwd(),
+    projectEnv: options.projectEnv ?? options.env === undefined,
     interactive: options.prompter !== undefined || options.interactive === true,
     prompter: options.prompter,
     signal: options.signal,

@@ -27,6 +27,7 @@ export { createTtlCache } from './cache/ttl-cache.js';
 export type { Clock, ManualClock } from './clock.js';
 export { createManualClock, systemClock } from './clock.js';
 export type {
+  ConfigOrigin,
   Environment,
   IdtConfig,
   IdtConfigOverrides,
@@ -43,9 +44,12 @@ export {
   loadConfig,
   normalizePathPrefix,
   ratePolicies,
+  variableOrigin,
 } from './config/config.js';
 export type { EnvReader } from './config/env.js';
 export { envReader } from './config/env.js';
+export type { LoadProjectEnvOptions, ProjectEnv } from './config/project.js';
+export { explainKeyDecryption, keyEncryptionSecretSource, loadProjectEnv, PROJECT_ENV_FILE } from './config/project.js';
 export { isUniqueViolation } from './db/errors.js';
 export { asDatabaseUnavailable, DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './db/unavailable.js';
 export type { AsyncApiDocument, AsyncApiOptions } from './events/asyncapi.js';

@@ -39,7 +39,10 @@ export function registerMigrate(program: Command, io: CliIo): void {
     )
     .action(async (options: MigrateOptions) => {
       const out = createOutput(io, options.json === true);
-      const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
+      // Migrations neither send mail nor touch signing keys.
+      const target = await commandTarget(io, program.opts<GlobalOptions>(), options, {
+        requires: { mail: false, keyEncryptionSecret: false },
+      });
       const { database, migrationSets } = target;
       const modules = target.composition.modules.map((module) => module.id);
       const config = target.composition.file ?? null;

@@ -68,6 +68,8 @@ export function registerServe(program: Command, io: CliIo): void {
         if (!/^\d+$/.test(options.port) || port > 65535) throw usageError(`--port must be a port number, not "${options.port}".`);
       }
       const target = await commandTarget(io, program.opts<GlobalOptions>(), options, {
+        // The server sends mail: Production needs IDT_SMTP_URL here.
+        requires: { mail: true, keyEncryptionSecret: true },
         overrides: {
           ...(port !== undefined ? { port } : {}),
           ...(options.host !== undefined ? { host: options.host } : {}),

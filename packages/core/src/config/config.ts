@@ -1,3 +1,4 @@
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 
 /** The deployment environments of idt. */
@@ -73,14 +74,37 @@ export const defaultRateLimits: Readonly<Record<RatePolicyName, RateLimitSetting
   global: { permitLimit: 1000, windowSeconds: 3600 },
 });
 
+/** Where the variables of a configuration were read from, so errors can name the file to fix. */
+export interface ConfigOrigin {
+  /** The absolute path of the project env file read (see `loadProjectEnv`), when one was. */
+  readonly envFile?: string | undefined;
+  /** The variables whose value came from {@link envFile} (the others came from the environment). */
+  readonly fromFile?: ReadonlySet<string> | undefined;
+}
+
+/** Where one variable came from: `/srv/app/.env` or `the environment`. */
+export function variableOrigin(name: string, origin: ConfigOrigin | undefined): string {
+  return origin?.envFile !== undefined && origin.fromFile?.has(name) ? origin.envFile : 'the environment';
+}
+
 /** Thrown when configuration is invalid; lists every problem at once. */
 export class ConfigError extends Error {
   /** One message per invalid setting, prefixed with the variable name. */
   readonly problems: string[];
-  constructor(problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  /** Where the variables were read from, when the loader knew it. */
+  readonly origin: ConfigOrigin | undefined;
+  constructor(problems: string[], origin?: ConfigOrigin) {
+    super(
+      `Invalid configuration${origin?.envFile ? ` (the environment and ${origin.envFile})` : ''}:\n${problems
+        .map((p) => {
+          const name = p.split(':')[0]?.trim() ?? '';
+          return origin?.envFile && origin.fromFile?.has(name) ? `  - ${p} (set in ${origin.envFile})` : `  - ${p}`;
+        })
+        .join('\n')}`,
+    );
     this.name = 'ConfigError';
     this.problems = problems;
+    this.origin = origin;
   }
 }
 
@@ -182,6 +206,36 @@ export type IdtConfigOverrides = Partial<Omit<IdtConfig, 'rateLimits' | 'publicB
 export interface LoadConfigOptions {
   /** The host sends mail itself (a `mailer` given to `createIdt`): Production then needs no `IDT_SMTP_URL`. */
   readonly hasMailer?: boolean;
+  /**
+   * The project directory: when given, a relative `IDT_DATA_DIR` and a relative
+   * `sqlite:` file are resolved against it (not the process's working
+   * directory), so every process of a project finds the same data directory
+   * and Development key-encryption secret. `loadProjectEnv` gives it.
+   */
+  readonly baseDir?: string;
+  /**
+   * The settings the caller uses, of those Production requires: `mail`
+   * (`IDT_SMTP_URL`) and `keyEncryptionSecret` (`IDT_KEY_ENCRYPTION_SECRET`).
+   * Both by default; a command that sends no mail passes `{ mail: false }`.
+   */
+  readonly requires?: { readonly mail?: boolean; readonly keyEncryptionSecret?: boolean };
+  /** Where the variables came from, named by the errors (see `loadProjectEnv`). */
+  readonly origin?: ConfigOrigin;
+}
+
+/** The file of a relative `sqlite:` URL resolved against `baseDir`; other URLs unchanged. */
+function absoluteSqliteUrl(url: string, baseDir: string | undefined): string {
+  if (baseDir === undefined || !url.startsWith('sqlite:')) return url;
+  const file = url.slice('sqlite:'.length);
+  if (file === '' || file === ':memory:' || file.startsWith('//') || isAbsolute(file) || file.startsWith('file:')) return url;
+  return `sqlite:${resolve(baseDir, file)}`;
+}
+
+/** The file of a `sqlite:` URL naming one; `undefined` for memory databases and other engines. */
+function sqliteFileOf(url: string): string | undefined {
+  if (!url.startsWith('sqlite:')) return undefined;
+  const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  return file === '' || file === ':memory:' || file.startsWith('file:') ? undefined : file;
 }
 
 /**
@@ -201,18 +255,26 @@ export function loadConfig(
 ): IdtConfig {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
+  const origin = options.origin;
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       problems.push(`${issue.path.join('.')}: ${issue.message}`);
     }
-    throw new ConfigError(problems);
+    throw new ConfigError(problems, origin);
   }
   const e = parsed.data as Record<string, unknown> & z.output<typeof envSchema>;
   const environment = overrides.environment ?? e.IDT_ENVIRONMENT ?? 'Production';
   const port = overrides.port ?? e.PORT ?? 8080;
   const host = overrides.host ?? e.HOST ?? '127.0.0.1';
-  const dataDir = overrides.dataDir ?? e.IDT_DATA_DIR ?? './data';
-  const databaseUrl = overrides.databaseUrl ?? e.IDT_DATABASE_URL ?? `sqlite:${dataDir.replace(/\/+$/, '')}/idt.sqlite`;
+  const baseDir = options.baseDir;
+  const givenDataDir = overrides.dataDir ?? e.IDT_DATA_DIR;
+  const givenDatabaseUrl = overrides.databaseUrl ?? e.IDT_DATABASE_URL;
+  // Without IDT_DATA_DIR, a SQLite file's directory holds the local state beside it (the
+  // Development key-encryption secret above all), so the two cannot be separated.
+  const sqliteFile = givenDatabaseUrl === undefined ? undefined : sqliteFileOf(absoluteSqliteUrl(givenDatabaseUrl, baseDir));
+  const relativeDataDir = givenDataDir ?? (sqliteFile !== undefined && baseDir !== undefined ? dirname(sqliteFile) : './data');
+  const dataDir = baseDir === undefined ? relativeDataDir : resolve(baseDir, relativeDataDir);
+  const databaseUrl = absoluteSqliteUrl(givenDatabaseUrl ?? `sqlite:${dataDir.replace(/\/+$/, '')}/idt.sqlite`, baseDir);
   let pathPrefix = '';
   try {
     pathPrefix = normalizePathPrefix(overrides.pathPrefix ?? e.IDT_PATH_PREFIX);
@@ -230,7 +292,7 @@ export function loadConfig(
   if (keyEncryptionSecret !== undefined && keyEncryptionSecret.length < 32) {
     problems.push('IDT_KEY_ENCRYPTION_SECRET: must be at least 32 characters');
   }
-  if (environment === 'Production' && keyEncryptionSecret === undefined) {
+  if (environment === 'Production' && keyEncryptionSecret === undefined && options.requires?.keyEncryptionSecret !== false) {
     problems.push('IDT_KEY_ENCRYPTION_SECRET: is required in Production (at least 32 random characters)');
   }
   const rateLimits = {} as Record<RatePolicyName, RateLimitSetting>;
@@ -251,8 +313,9 @@ export function loadConfig(
     }
     rateLimits[policy] = setting;
   }
-  const mail = resolveMail(environment, dataDir, overrides.mail ?? {}, e, problems, options.hasMailer ?? false);
-  if (problems.length > 0) throw new ConfigError(problems);
+  const mailOptional = (options.hasMailer ?? false) || options.requires?.mail === false;
+  const mail = resolveMail(environment, dataDir, overrides.mail ?? {}, e, problems, mailOptional);
+  if (problems.length > 0) throw new ConfigError(problems, origin);
   return {
     environment,
     port,

@@ -26,5 +26,5 @@ export { createKnexPasswordlessStore } from './knex/passwordless-store.js';
 export { createKnexRolesStore } from './knex/roles-store.js';
 export { createKnexSessionStore } from './knex/session-store.js';
 export { createKnexSetupStore } from './knex/setup-store.js';
-export { createKnexSignInStore } from './knex/sign-in-store.js';
+export { createKnexSignInStore, type KnexSignInStoreOptions } from './knex/sign-in-store.js';
 export { createKnexUsersStore } from './knex/users-store.js';

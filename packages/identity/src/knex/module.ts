@@ -78,7 +78,12 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     },
   };
   const setup = createSetupService({ store: createKnexSetupStore(options.db), hasher, clock });
-  const signIn = createSignInService({ store: createKnexSignInStore(options.db), hasher });
+  const signIn = createSignInService({
+    store: createKnexSignInStore(options.db, {
+      cache: { subscribe: (namespace, listener) => options.invalidator.subscribe(namespace, listener), clock },
+    }),
+    hasher,
+  });
   const accounts = createAccountsFeature(ctx);
   const credentials = createCredentialsFeature(ctx);
   resolver = createCredentialResolver({

@@ -1,8 +1,54 @@
+import { type Clock, createTtlCache } from '@idt/core';
 import type { Knex } from 'knex';
+import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
 import type { SignInStore } from '../sign-in/service.js';
 
+/** Options of {@link createKnexSignInStore}. */
+export interface KnexSignInStoreOptions {
+  /**
+   * Keeps the active users and memberships that token claims are built from
+   * (every code exchange and refresh reads them) in memory, evicted by the
+   * `identity.users` and `identity.memberships` invalidations every write
+   * publishes; without it every claim reads the database.
+   */
+  readonly cache?: { readonly subscribe: CacheSubscriber; readonly ttlMs?: number; readonly clock?: Clock };
+}
+
 /** The knex {@link SignInStore}. */
-export function createKnexSignInStore(db: Knex): SignInStore {
+export function createKnexSignInStore(db: Knex, options: KnexSignInStoreOptions = {}): SignInStore {
+  const store = createUncachedSignInStore(db);
+  const cache = options.cache;
+  if (!cache) return store;
+  const ttl = { ttlMs: cache.ttlMs ?? 30_000, ...(cache.clock ? { clock: cache.clock } : {}) };
+  type ActiveUser = Awaited<ReturnType<SignInStore['findActiveUser']>>;
+  type Membership = Awaited<ReturnType<SignInStore['findMembership']>>;
+  const users = createTtlCache<ActiveUser>(ttl);
+  const memberships = createTtlCache<Membership>(ttl);
+  cache.subscribe(CacheNamespaces.users, (key) => (key === '*' ? users.clear() : users.delete(key)));
+  cache.subscribe(CacheNamespaces.memberships, (key) => (key === '*' ? memberships.clear() : memberships.delete(key)));
+  /** A cached lookup; a miss (no such active user or membership) is not kept. */
+  const cached = async <T>(entries: typeof users | typeof memberships, key: string, load: () => Promise<T>): Promise<T> => {
+    const hit = entries.get(key);
+    if (hit) return hit as T;
+    const value = await (entries as { getOrLoad(key: string, load: () => Promise<unknown>): Promise<unknown> }).getOrLoad(
+      key,
+      async () => {
+        const loaded = await load();
+        return loaded ? Object.freeze(loaded) : undefined;
+      },
+    );
+    if (value === undefined) entries.delete(key);
+    return value as T;
+  };
+  return {
+    ...store,
+    findActiveUser: (userId) => cached(users, userId, () => store.findActiveUser(userId)),
+    findMembership: (userId, organizationId) =>
+      cached(memberships, `${userId}:${organizationId}`, () => store.findMembership(userId, organizationId)),
+  };
+}
+
+function createUncachedSignInStore(db: Knex): SignInStore {
   return {
     async findPasswordUser(email) {
       const row = await db('identity_users')

@@ -6,6 +6,7 @@ import { registerClientAdmin, registerOrganizationAdmin, registerToken, register
 import { registerSeed } from './commands/seed.js';
 import { registerServe } from './commands/serve.js';
 import { registerSetup } from './commands/setup.js';
+import { registerSignIn } from './commands/sign-in.js';
 import { describeError, errorLine, isPromptInterrupted } from './errors.js';
 import { type CliIo, createIo, ExitCode, type RunOptions, type RunResult } from './io.js';
 
@@ -48,6 +49,7 @@ export function createProgram(io: CliIo): Command {
   registerOrganizationAdmin(program, io);
   registerUserAdmin(program, io);
   registerToken(program, io);
+  registerSignIn(program, io);
   registerDemo(program, io);
   return program;
 }

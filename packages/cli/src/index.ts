@@ -7,7 +7,8 @@
  * @packageDocumentation
  */
 export { CLI_VERSION, createProgram, run } from './cli.js';
-export { DEMO_ADMIN_EMAIL, demoSeed } from './commands/demo.js';
+export { DEMO_ADMIN_EMAIL, DEMO_PASSWORD_FILE, DEMO_SIGN_IN_REDIRECT_URI, demoSeed } from './commands/demo.js';
+export type { SignInTokens } from './commands/sign-in.js';
 export type { Composition, ConfigImporters, IdtConfigOptions } from './composition.js';
 export { CONFIG_FILE_NAMES, findConfigFile, loadComposition, loadConfigFile, referenceModules } from './composition.js';
 export type { EnvFileSource } from './env-file.js';

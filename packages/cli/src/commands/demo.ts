@@ -1,5 +1,7 @@
-import { resolve } from 'node:path';
-import { randomToken } from '@idt/core';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { dirname, relative, resolve } from 'node:path';
+import { PROJECT_ENV_FILE, randomToken } from '@idt/core';
 import { runMigrations } from '@idt/core/knex';
 import type { Command } from 'commander';
 import {
@@ -7,6 +9,7 @@ import {
   commandTarget,
   describeComposition,
   type GlobalOptions,
+  projectEnvOf,
   requireModules,
   withDatabase,
   withServicesInTransaction,
@@ -31,6 +34,12 @@ const DEMO_MODULES = ['identity', 'oidc'] as const;
 
 /** Where the example dashboard runs. */
 const DASHBOARD_ORIGIN = 'http://localhost:3000';
+
+/** The loopback redirect URI of the demo's command-line application, where `idt sign-in` listens (RFC 8252). */
+export const DEMO_SIGN_IN_REDIRECT_URI = 'http://127.0.0.1:8765/callback';
+
+/** The file, in the demo directory, that keeps the demo administrator's password (mode 0600). */
+export const DEMO_PASSWORD_FILE = 'admin-password';
 
 /** The demo: an organization, its administrator, the example dashboard and a service account. */
 export function demoSeed(adminPassword: string): SeedFileInput {
@@ -63,6 +72,14 @@ export function demoSeed(adminPassword: string): SeedFileInput {
         envFile: 'dashboard.env',
       },
       {
+        // For `idt sign-in`: the authorization code flow with PKCE on a loopback redirect, as a native app.
+        name: 'Command line',
+        tenantName: 'Demo',
+        redirectUris: [DEMO_SIGN_IN_REDIRECT_URI],
+        scopes: ['openid', 'profile', 'email', 'roles', 'users.read', 'organizations.read'],
+        envFile: 'cli.env',
+      },
+      {
         name: 'Service',
         kind: 'service-account',
         tenantName: 'Demo',
@@ -83,14 +100,15 @@ export function registerDemo(program: Command, io: CliIo): void {
       .command('demo')
       .summary('migrate and seed a ready-to-try demo, with env files for the example dashboard')
       .description(
-        `Applies the migrations of the composition (it needs the identity and oidc modules), then seeds a demo: the organization Demo, its administrator ${DEMO_ADMIN_EMAIL} (the generated password is shown once), the application Dashboard (redirect ${DASHBOARD_ORIGIN}/bff/callback) and the service account sa-demo-service, and writes dashboard.env and service.env. Runs in the Development environment unless IDT_ENVIRONMENT says otherwise. Idempotent.`,
+        `Applies the migrations of the composition (it needs the identity and oidc modules), then seeds a demo: the organization Demo, its administrator ${DEMO_ADMIN_EMAIL} (the generated password is shown once), the application Dashboard (redirect ${DASHBOARD_ORIGIN}/bff/callback), the application Command line (redirect ${DEMO_SIGN_IN_REDIRECT_URI}, for \`idt sign-in\`) and the service account sa-demo-service, writes dashboard.env, cli.env and service.env, and keeps the administrator's password in ${DEMO_PASSWORD_FILE} (mode 0600) beside them. Runs in the Development environment unless IDT_ENVIRONMENT says otherwise; without a project env file (./.env) it writes one with that environment and database, so \`idt serve\` and every other command run here serve and find the demo. Prints the commands to serve it and to sign in. Idempotent.`,
       )
-      .option('--dir <dir>', 'where to write dashboard.env and service.env', './data/demo')
+      .option('--dir <dir>', 'where to write the env files and the password file', './data/demo')
       .option('--force', 'overwrite existing env files'),
   )
     .addHelpText('after', examples('idt demo', 'idt demo --dir ./demo --database sqlite:./demo/idt.sqlite'))
     .action(async (options: DemoOptions) => {
       const out = createOutput(io, options.json === true);
+      const project = projectEnvOf(io);
       const target = await commandTarget(io, program.opts<GlobalOptions>(), options, {
         defaults: (env) => (env.IDT_ENVIRONMENT ? {} : { environment: 'Development' }),
       });
@@ -113,20 +131,111 @@ export function registerDemo(program: Command, io: CliIo): void {
       );
       await writeSeedEnvFiles(report, { command: 'idt demo', force: options.force === true });
       printSeedReport(out, report, 'the demo');
-      if (report.admin) {
-        out.line('');
-        out.line('Demo administrator (the password is shown only now):');
-        out.line(`  E-mail:   ${report.admin.email}`);
-        out.line(`  Password: ${password}`);
-      }
+      const passwordFile = resolve(dir, DEMO_PASSWORD_FILE);
+      if (report.admin) await writePasswordFile(passwordFile, password);
+      const envFile = await writeProjectEnv(io, project, target.env, options.database ?? config.databaseUrl, out);
+      const shown = (path: string) => {
+        const rel = relative(io.cwd, path);
+        return rel.startsWith('..') ? path : rel;
+      };
+      // The commands, as they work from this directory: the project env file carries the settings.
+      const settings = envFile === undefined && !target.env.IDT_ENVIRONMENT ? 'IDT_ENVIRONMENT=Development ' : '';
+      const database = options.database === undefined || envFile !== undefined ? '' : ` --database '${options.database}'`;
+      const serve = `${settings}npx idt serve${database}`;
+      const cliEnv = shown(resolve(dir, 'cli.env'));
+      const signIn = `npx idt sign-in --from ${cliEnv}`;
+      const passwordShown = existsSync(passwordFile) ? shown(passwordFile) : undefined;
+      const resetPassword = `npx idt users reset-password ${DEMO_ADMIN_EMAIL} --password-stdin${database}`;
       out.line('');
-      out.line(`Serve it with \`idt serve\` (or \`npm start\`) at ${config.publicBaseUrl}.`);
-      out.line(`The example dashboard reads ${resolve(dir, 'dashboard.env')}; a backend service ${resolve(dir, 'service.env')}.`);
+      out.line('Demo administrator:');
+      out.line(`  E-mail:    ${DEMO_ADMIN_EMAIL}`);
+      if (report.admin) out.line(`  Password:  ${password}`);
+      out.line(
+        passwordShown
+          ? `  Saved in:  ${passwordShown} (cat ${passwordShown})`
+          : `  Password:  set by an earlier run; reset it with: ${resetPassword}`,
+      );
+      out.line('');
+      out.line('Next:');
+      out.line(`  1. Serve it:        ${serve}    (in this checkout \`npm start\` serves the same)`);
+      out.line(`  2. Sign in:         ${signIn}`);
+      out.line(
+        `                      prints a URL to open in the browser; sign in as ${DEMO_ADMIN_EMAIL}; prints an access token`,
+      );
+      out.line(`  3. Call the API:    curl -H "authorization: Bearer $TOKEN" ${config.publicBaseUrl}/v1/identity/users/me`);
+      out.line(`  API reference:      ${config.publicBaseUrl}/scalar`);
+      out.line(
+        `  Example dashboard:  node --env-file=${shown(resolve(dir, 'dashboard.env'))} --import tsx examples/dashboard/src/main.ts (in the idt repository; ${DASHBOARD_ORIGIN})`,
+      );
+      out.line(`  Service account:    npx idt token --from ${shown(resolve(dir, 'service.env'))}`);
       out.result({
         ...seedResult(report),
         ...(report.admin ? { admin: { ...report.admin, password } } : {}),
         issuer: config.publicBaseUrl,
-        envFiles: { dashboard: resolve(dir, 'dashboard.env'), service: resolve(dir, 'service.env') },
+        envFiles: {
+          dashboard: resolve(dir, 'dashboard.env'),
+          cli: resolve(dir, 'cli.env'),
+          service: resolve(dir, 'service.env'),
+        },
+        projectEnvFile: envFile ?? project.envFile ?? null,
+        signIn: {
+          url: config.publicBaseUrl,
+          email: DEMO_ADMIN_EMAIL,
+          passwordFile: passwordShown === undefined ? null : passwordFile,
+          resetPassword,
+        },
+        commands: { serve, signIn, resetPassword },
       });
     });
+}
+
+/** Keeps the demo password where only this user can read it (the data directory is git-ignored). */
+async function writePasswordFile(file: string, password: string): Promise<void> {
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, `${password}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+}
+
+/**
+ * Writes the project env file when the directory has none, so `idt serve` and
+ * every other command run here use the demo's environment and database (as
+ * after `npm start`). Returns its path when written; leaves an existing file,
+ * and settings given in the environment, alone.
+ */
+async function writeProjectEnv(
+  io: CliIo,
+  project: ReturnType<typeof projectEnvOf>,
+  env: Readonly<Record<string, string | undefined>>,
+  databaseUrl: string,
+  out: ReturnType<typeof createOutput>,
+): Promise<string | undefined> {
+  if (!io.projectEnv || project.envFile !== undefined || env.IDT_ENV_FILE !== undefined) return undefined;
+  if (env.IDT_ENVIRONMENT !== undefined || env.IDT_DATABASE_URL !== undefined) return undefined;
+  const file = resolve(io.cwd, PROJECT_ENV_FILE);
+  const url = databaseUrl.startsWith('sqlite:') ? toRelativeSqlite(databaseUrl, io.cwd) : databaseUrl;
+  const text = [
+    '# The settings of this directory, read by `npx idt …` and the reference server run here',
+    '# (written by `idt demo`; keep it out of version control). The environment wins over it.',
+    'IDT_ENVIRONMENT=Development',
+    `IDT_DATABASE_URL=${url}`,
+    '',
+  ].join('\n');
+  try {
+    await writeFile(file, text, { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+    throw error;
+  }
+  out.progress(
+    `Wrote ${file}: IDT_ENVIRONMENT=Development, IDT_DATABASE_URL=${url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}.`,
+  );
+  return file;
+}
+
+/** `sqlite:/abs/dir/data/idt.sqlite` as `sqlite:./data/idt.sqlite` when under `cwd`. */
+function toRelativeSqlite(url: string, cwd: string): string {
+  const file = url.slice('sqlite:'.length);
+  if (file === ':memory:' || !file.startsWith('/')) return url;
+  const rel = relative(cwd, file);
+  return rel.startsWith('..') ? url : `sqlite:./${rel}`;
 }

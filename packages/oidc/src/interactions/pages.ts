@@ -1,4 +1,5 @@
-import { escapeHtml } from '@idt/core';
+import { escapeHtml, type Logger, silentLogger } from '@idt/core';
+import { newTraceId, traceIdFromTraceparent } from '@idt/problem';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { applyPageSecurityHeaders } from '../policy/security-headers.js';
 
@@ -22,6 +23,8 @@ export interface PageOptions {
   readonly scripts?: readonly string[];
   /** `<meta http-equiv="refresh">` target and delay. */
   readonly refresh?: { readonly url: string; readonly seconds: number };
+  /** A wider card (the account page's lists). */
+  readonly wide?: boolean;
 }
 
 /** Renders a complete sign-in page around `body`. */
@@ -47,7 +50,7 @@ ${branding?.themeStylesheet ? `<link rel="stylesheet" href="${escapeHtml(brandin
 ${(options.scripts ?? []).map((script) => `<script src="${escapeHtml(options.assets)}/${escapeHtml(script)}" defer></script>`).join('\n')}
 </head>
 <body>
-<main class="card">
+<main class="card${options.wide ? ' wide' : ''}">
 ${header}
 ${body}
 </main>
@@ -86,6 +89,8 @@ button.secondary{background:transparent;color:var(--fg);border:1px solid var(--b
 .notice{border-left:4px solid var(--primary);padding:.5rem .75rem}ul.scopes{padding-left:1.2rem}
 fieldset{border:0;padding:0;margin:0}legend{font-weight:600;margin-bottom:.5rem}.choice{display:flex;gap:.5rem;align-items:center;margin:.4rem 0}
 .frames{position:absolute;width:0;height:0;overflow:hidden}.frames iframe{width:0;height:0;border:0}
+.facts{display:grid;grid-template-columns:auto 1fr;gap:.25rem .75rem;margin:1rem 0;font-size:.9rem}.facts dt{color:var(--muted)}.facts dd{margin:0;word-break:break-all}
+.account-list{list-style:none;padding:0;margin:0 0 1rem}.account-list li{display:flex;justify-content:space-between;align-items:center;gap:1rem;padding:.6rem 0;border-top:1px solid var(--border)}.account-list form{margin:0}.account-list button{width:auto;margin:0;padding:.35rem .8rem}.card.wide{max-width:40rem}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 `;
 
@@ -105,28 +110,125 @@ export function setProviderAssetsPath(path: string): void {
   providerAssets = path;
 }
 
-/** Renders oidc-provider errors shown to the user agent (never the internal details of 5xx). */
-export async function renderProviderError(
-  ctx: KoaContextWithOIDC,
-  out: { error?: string; error_description?: string },
-  error: unknown,
-) {
-  const status = (error as { status?: number; statusCode?: number })?.status ?? ctx.status ?? 500;
-  const isServerError = status >= 500;
-  ctx.type = 'html';
-  applyPageSecurityHeaders(ctx);
-  ctx.body = renderPage(
-    { title: 'Sign-in problem', assets: providerAssets },
-    `<h1>Sign-in problem</h1>
-<p>${escapeHtml(
-      isServerError
-        ? 'The service could not complete the request; try again later.'
-        : (out.error_description ?? 'The sign-in request is invalid or has expired.'),
-    )}</p>
-${isServerError ? '' : `<p class="hint">Error code: <code>${escapeHtml(out.error ?? 'invalid_request')}</code></p>`}
-<p class="hint">Go back to the application and start the sign-in again.</p>`,
+/** The human sentence of each OAuth error code a provider error page can show. */
+export const PROVIDER_ERROR_SENTENCES: Readonly<Record<string, string>> = Object.freeze({
+  invalid_client:
+    'The application that sent you here is not known to this sign-in service, or it may not sign people in right now.',
+  invalid_request: 'The application sent a sign-in request this service cannot accept.',
+  invalid_redirect_uri:
+    'The application asked to send you back to an address it has not registered, so the sign-in stopped here to keep you safe.',
+  access_denied: 'Access was denied, so the sign-in did not continue.',
+  login_required: 'You need to sign in first, but the application asked not to show a sign-in page.',
+  consent_required: 'The application needs your permission, but asked not to show the consent page.',
+  interaction_required: 'The sign-in needs your input, but the application asked not to show any page.',
+  invalid_scope: 'The application asked for permissions it is not allowed to request.',
+  unauthorized_client: 'The application is not allowed to sign people in this way.',
+  unsupported_response_type: 'The application asked for a kind of answer this service does not give.',
+  temporarily_unavailable: 'The sign-in service is temporarily unavailable; try again in a moment.',
+  server_error: 'The service could not complete the request; try again later.',
+  unknown: 'The sign-in could not continue.',
+});
+
+/** The sentence of an OAuth error code, or the one of `unknown`. */
+export function providerErrorSentence(code: string | undefined): string {
+  return (code && PROVIDER_ERROR_SENTENCES[code]) || (PROVIDER_ERROR_SENTENCES.unknown as string);
+}
+
+/** Options of {@link createProviderErrorRenderer}. */
+export interface ProviderErrorRendererOptions {
+  /** Base path of the sign-in assets, prefix included; the process-wide default when absent. */
+  readonly assets?: string;
+  /** Receives one info line per page with its trace id, so a user's quote finds the cause. */
+  readonly logger?: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** The trace id of a provider request: its `traceparent`'s, else a sane `x-request-id`, else a new one. */
+export function providerTraceId(headers: Record<string, string | string[] | undefined>): string {
+  const traceparent = typeof headers.traceparent === 'string' ? headers.traceparent : undefined;
+  const requestId = headers['x-request-id'];
+  return (
+    traceIdFromTraceparent(traceparent) ??
+    (typeof requestId === 'string' && REQUEST_ID.test(requestId) ? requestId : undefined) ??
+    newTraceId()
   );
 }
+
+/**
+ * Where "Back to the application" may lead: the origin of the first
+ * registered redirect URI of a client oidc-provider has already loaded (so
+ * it is known and valid), only over http(s). Never the request's own
+ * `redirect_uri`, which nothing vouches for on an error page.
+ */
+function backLink(ctx: KoaContextWithOIDC, code: string): { href: string; name: string } | undefined {
+  if (code === 'invalid_client') return undefined;
+  const client = ctx.oidc?.client as { redirectUris?: string[]; clientName?: string; clientId?: string } | undefined;
+  const first = client?.redirectUris?.[0];
+  if (!client || !first) return undefined;
+  try {
+    const url = new URL(first);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+    return { href: `${url.origin}/`, name: client.clientName ?? client.clientId ?? 'the application' };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The `renderError` of oidc-provider: errors shown to the user agent, in the
+ * sign-in page layout, with a sentence per OAuth error code, the code itself
+ * (for developers), the trace id (also logged) and a way back to the
+ * application when the client is known. Never shows the internals of a 5xx.
+ *
+ * @example
+ * const renderError = createProviderErrorRenderer({ assets: '/connect/assets', logger });
+ */
+export function createProviderErrorRenderer(options: ProviderErrorRendererOptions = {}) {
+  return async function renderProviderError(
+    ctx: KoaContextWithOIDC,
+    out: { error?: string; error_description?: string },
+    error: unknown,
+  ): Promise<void> {
+    const status = (error as { status?: number; statusCode?: number })?.status ?? ctx.status ?? 500;
+    const isServerError = status >= 500;
+    const code = isServerError ? 'server_error' : (out.error ?? 'invalid_request');
+    const traceId = providerTraceId(ctx.req.headers);
+    const back = isServerError ? undefined : backLink(ctx, code);
+    (options.logger ?? silentLogger).info('sign-in error page', {
+      traceId,
+      status,
+      error: code,
+      ...(isServerError ? {} : { description: out.error_description }),
+      clientId: (ctx.oidc?.client as { clientId?: string } | undefined)?.clientId,
+      path: ctx.path,
+    });
+    ctx.type = 'html';
+    ctx.set('x-trace-id', traceId);
+    applyPageSecurityHeaders(ctx);
+    const details =
+      !isServerError && out.error_description ? `<p class="hint">Details: ${escapeHtml(out.error_description)}</p>` : '';
+    ctx.body = renderPage(
+      { title: 'Sign-in problem', assets: options.assets ?? providerAssets },
+      `<h1>Sign-in problem</h1>
+<p>${escapeHtml(providerErrorSentence(code))}</p>
+${details}
+<dl class="facts">
+<dt>Error code</dt><dd><code>${escapeHtml(code)}</code></dd>
+<dt>Trace id</dt><dd><code>${escapeHtml(traceId)}</code></dd>
+</dl>
+<p class="hint">If this keeps happening, send the trace id to the people who run this service.</p>
+<div class="links">${
+        back
+          ? `<a href="${escapeHtml(back.href)}">Back to ${escapeHtml(back.name)}</a>`
+          : '<span class="hint">Go back to the application and start the sign-in again.</span>'
+      }</div>`,
+    );
+  };
+}
+
+/** Renders oidc-provider errors shown to the user agent with the process-wide assets path and no logger. */
+export const renderProviderError = createProviderErrorRenderer();
 
 /** The page of a request that failed because the database is unreachable (answered with 503 and `Retry-After`). */
 export function renderUnavailablePage(assets: string): string {

@@ -44,7 +44,7 @@ import { createUserinfoRoutes } from '../http/routes/userinfo.js';
 import type { AccountDirectory } from '../interactions/directory.js';
 import { ASSETS_BASE, createInteractionHandler, INTERACTION_BASE } from '../interactions/handler.js';
 import { createLogoutPages } from '../interactions/logout-pages.js';
-import { setProviderAssetsPath } from '../interactions/pages.js';
+import { createProviderErrorRenderer, setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
 import { createFamilyRevocation, familyWatermarksForgettableBefore } from '../policy/family-revocation.js';
 import { grantStillApplies, organizationHintError } from '../policy/organization.js';
@@ -368,6 +368,8 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     },
   };
 
+  const providerErrorPage = createProviderErrorRenderer({ assets, logger });
+
   let provider: Provider;
   let callback: (req: IncomingMessage, res: ServerResponse) => unknown;
   let keyIds = '';
@@ -392,6 +394,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
       refreshReuseLeewaySeconds: settings.refreshReuseLeewaySeconds,
       successorOf,
       familyRevocation,
+      renderError: providerErrorPage,
       clock,
     });
     installProviderMiddleware(provider, {

@@ -106,6 +106,12 @@ export interface OidcProviderOptions {
   readonly successorOf: (predecessor: string) => string;
   /** Ends the access tokens of revoked grants (token families). */
   readonly familyRevocation: FamilyRevocation;
+  /** Renders the errors shown to the user agent; `renderProviderError` (no logger) by default. */
+  readonly renderError?: (
+    ctx: KoaContextWithOIDC,
+    out: { error?: string; error_description?: string },
+    error: unknown,
+  ) => Promise<void>;
   /**
    * The clock the adapter stores expiries by: a refresh token's remaining
    * lifetime is computed against it, so its absolute expiry stays `iiat` +
@@ -327,7 +333,7 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
       const context = await hooks.grantContext(grantId);
       return (await hooks.grantStillApplies(ctx, context)) ? grant : undefined;
     },
-    renderError: renderProviderError,
+    renderError: options.renderError ?? renderProviderError,
     discovery: {
       frontchannel_logout_supported: true,
       frontchannel_logout_session_supported: true,

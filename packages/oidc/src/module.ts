@@ -14,7 +14,9 @@ import {
   type IdentityServices,
   SESSION_COOKIE_NAME,
 } from '@idt/identity';
+import { createLandingRoutes } from './http/routes/landing.js';
 import { createSignInLogRoutes, SIGN_IN_LOG_SERVICE } from './http/routes/logs.js';
+import { createProviderDocsRoutes } from './http/routes/provider-docs.js';
 import { createIdentityDirectory } from './identity-directory.js';
 import { createKnexClientStore } from './knex/client-store.js';
 import { oidcMigrations } from './knex/migrations.js';
@@ -167,9 +169,20 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
                 logger: ctx.logger,
               }),
             );
+      const landingRoutes = createLandingRoutes({
+        environment: ctx.config.environment,
+        issuer: ctx.config.publicBaseUrl,
+        pathPrefix: ctx.config.pathPrefix,
+        listClients: () => module.clients.listStored(),
+        isSetupRequired: () => identity.setup.isSetupRequired(),
+      });
+      const docsRoutes = createProviderDocsRoutes({
+        issuer: ctx.config.publicBaseUrl,
+        scopes: await scopeDescriptions(module),
+      });
       return {
         services: module,
-        routes: [...module.routes, ...logRoutes],
+        routes: [...module.routes, ...logRoutes, ...landingRoutes, ...docsRoutes],
         surfaces: [{ name: 'openid-provider', matches: isOidcSurfacePath, node: module.nodeHandler }],
         events: module.events,
         handlers: module.handlers,
@@ -179,4 +192,20 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
       };
     },
   };
+}
+
+/** The scope catalog for the API viewer's "Authorize", read once at start; the login scopes when it cannot be read yet. */
+async function scopeDescriptions(module: KnexOidc): Promise<Record<string, string>> {
+  const scopes: Record<string, string> = {
+    openid: 'Sign in (required)',
+    profile: 'Name and organization',
+    email: 'E-mail address',
+    offline_access: 'A refresh token',
+  };
+  try {
+    for (const row of await module.clients.scopes()) scopes[row.scope] ??= row.description;
+  } catch {
+    // Before migrations (the CLI builds the composition to migrate it): the login scopes are enough.
+  }
+  return scopes;
 }

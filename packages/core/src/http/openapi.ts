@@ -23,7 +23,7 @@ export interface OpenApiDocument {
   servers: Array<{ url: string }>;
   paths: Record<string, Record<string, unknown>>;
   components: Record<string, Record<string, unknown>>;
-  tags?: Array<{ name: string }>;
+  tags?: Array<{ name: string; description?: string }>;
 }
 
 function toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
@@ -75,8 +75,16 @@ export function generateOpenApiDocument(options: OpenApiOptions): OpenApiDocumen
   const registry = options.registry ?? problemRegistry;
   const paths: OpenApiDocument['paths'] = {};
   const tags = new Set<string>();
+  const tagDescriptions = new Map<string, string>();
+  const extraSchemes: Record<string, unknown> = {};
+  const defaultSecurity: Array<Record<string, string[]>> = [];
   for (const route of options.routes) {
     if (route.hidden) continue;
+    for (const [name, scheme] of Object.entries(route.openApi?.securitySchemes ?? {})) extraSchemes[name] = scheme;
+    for (const name of route.openApi?.defaultSecurity ?? []) {
+      if (!defaultSecurity.some((entry) => name in entry)) defaultSecurity.push({ [name]: [] });
+    }
+    for (const [tag, text] of Object.entries(route.openApi?.tagDescriptions ?? {})) tagDescriptions.set(tag, text);
     const auth = route.auth ?? 'required';
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
@@ -95,6 +103,7 @@ export function generateOpenApiDocument(options: OpenApiOptions): OpenApiDocumen
     if (route.problemCodes?.length) operation['x-problem-codes'] = [...route.problemCodes];
     if (auth === 'anonymous') operation.security = [];
     else if (auth === 'optional') operation.security = [{ bearerAuth: [] }, { apiKey: [] }, {}];
+    if (route.openApi?.security) operation.security = route.openApi.security.map((entry) => ({ ...entry }));
     const parameters = [...parametersOf(route.request?.params, 'path'), ...parametersOf(route.request?.query, 'query')];
     if (parameters.length) operation.parameters = parameters;
     const request = route.request;
@@ -152,7 +161,14 @@ export function generateOpenApiDocument(options: OpenApiOptions): OpenApiDocumen
       ...(options.description ? { description: options.description } : {}),
     },
     servers: [{ url: options.serverUrl }],
-    ...(tags.size ? { tags: [...tags].sort().map((name) => ({ name })) } : {}),
+    ...(tags.size
+      ? {
+          tags: [...tags].sort().map((name) => {
+            const description = tagDescriptions.get(name);
+            return description ? { name, description } : { name };
+          }),
+        }
+      : {}),
     paths,
     components: {
       schemas: {
@@ -195,8 +211,9 @@ export function generateOpenApiDocument(options: OpenApiOptions): OpenApiDocumen
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
         apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        ...extraSchemes,
       },
     },
-    ...{ security: [{ bearerAuth: [] }, { apiKey: [] }] },
+    ...{ security: [{ bearerAuth: [] }, { apiKey: [] }, ...defaultSecurity] },
   } as OpenApiDocument;
 }

@@ -109,12 +109,31 @@ export interface Route {
   /** Leave the route out of the API document. */
   readonly hidden?: boolean;
   /**
+   * Document the operation but do not route it: another surface serves it
+   * (oidc-provider's `/connect/*` and `/.well-known/*`). The handler never runs.
+   */
+  readonly documentationOnly?: boolean;
+  /** OpenAPI beyond what the route's own fields say. */
+  readonly openApi?: RouteOpenApi;
+  /**
    * Renders this route's own body for some errors (e.g. the short bodies of
    * the e-mail change endpoints); return `undefined` for the problem document.
    * Runs for errors raised once the route matched, authentication included.
    */
   readonly renderError?: (problem: ProblemError) => HandlerResponse | undefined;
   readonly handler: (ctx: RouteContext<any, any, any>) => Promise<HandlerResponse> | HandlerResponse;
+}
+
+/** What a route adds to the generated OpenAPI document. */
+export interface RouteOpenApi {
+  /** The operation's security requirements, replacing the one its `auth` implies. */
+  readonly security?: ReadonlyArray<Readonly<Record<string, readonly string[]>>>;
+  /** Security schemes added to `components.securitySchemes` (e.g. the provider's OAuth 2 flows). */
+  readonly securitySchemes?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /** Names of {@link securitySchemes} that become alternatives of the document's default security. */
+  readonly defaultSecurity?: readonly string[];
+  /** Descriptions (Markdown) of the tags the route uses, shown as the tag's introduction. */
+  readonly tagDescriptions?: Readonly<Record<string, string>>;
 }
 
 type Output<T> = T extends z.ZodType ? z.output<T> : undefined;

@@ -50,6 +50,11 @@ export class Router {
   add(route: Route): void {
     if (!route.path.startsWith('/')) throw new Error(`Route path "${route.path}" must start with /`);
     if (this.#operationIds.has(route.operationId)) throw new Error(`Duplicate operationId "${route.operationId}"`);
+    // Documented for another surface (the provider's own endpoints): never matched here.
+    if (route.documentationOnly) {
+      this.#operationIds.add(route.operationId);
+      return;
+    }
     const names = [...route.path.matchAll(PARAM)].map((m) => m[1] as string);
     let compiled = names.length === 0 ? this.#static.get(route.path) : this.#dynamic.find((c) => c.path === route.path);
     if (!compiled) {

@@ -38,7 +38,7 @@ describe('the setup gate', () => {
     for (let attempt = 0; attempt < 3; attempt++) {
       const response = await app.fetch(new Request('http://api.test/v1/me'));
       expect(response.status).toBe(503);
-      const body = await response.json();
+      const body = (await response.json()) as Record<string, any>;
       expect(body).toMatchObject({ code: 'Setup.Required', status: 503, detail: SETUP_REQUIRED_DETAIL });
       expect(body.detail).toContain('npx idt setup');
       expect(body.detail).toContain('POST /v1/identity/setup/admin');
@@ -62,7 +62,7 @@ describe('the setup gate', () => {
       gates: [createSetupGate({ isSetupRequired: async () => true })],
     });
     expect((await app.fetch(new Request('http://api.test/'))).status).toBe(404);
-    const body = await (await app.fetch(new Request('http://api.test/v1/me'))).json();
+    const body = (await (await app.fetch(new Request('http://api.test/v1/me'))).json()) as Record<string, any>;
     expect(body.code).toBe('Setup.Required');
     // Development shows no exception block for an expected state.
     expect(body.exception).toBeUndefined();

@@ -87,6 +87,8 @@ export interface ClientService {
   upsertScopes(input: readonly ScopeRowInput[]): Promise<ScopeUpsert>;
   /** The stored client (with secret hash) for the provider; no organization check. */
   findStored(clientId: string): Promise<StoredClient | undefined>;
+  /** Every stored client (all organizations and platform clients), for the Development landing page. */
+  listStored(): Promise<StoredClient[]>;
 }
 
 /** Options of {@link createClientService}. */
@@ -347,6 +349,7 @@ export function createClientService(options: ClientServiceOptions): ClientServic
     },
 
     findStored: (clientId) => store.find(clientId),
+    listStored: () => store.list(),
   };
 }
 

@@ -9,6 +9,7 @@ import {
 } from '@idt/core';
 import type { AccountDirectory } from '../../interactions/directory.js';
 import { LOGIN_SCOPE_CLAIMS, USERINFO_PATH } from '../../provider/create-provider.js';
+import { OPENID_TAG } from './provider-docs.js';
 
 function bearerError(status: 401 | 403, error: 'invalid_token' | 'insufficient_scope', description: string): LightResponse {
   return json(
@@ -60,9 +61,16 @@ export function createUserinfoRoutes(verifier: JwtVerifier, resolver: Credential
       path: USERINFO_PATH,
       operationId: method === 'GET' ? 'getUserinfo' : 'postUserinfo',
       summary: 'OpenID Connect userinfo',
+      description: "The claims of the signed-in user that the access token's scopes release (`profile`, `email`, `roles`).",
+      tags: [OPENID_TAG],
       auth: 'anonymous',
-      hidden: true,
-      responses: { 200: { description: 'Claims by scope' } },
+      ratePolicy: false,
+      openApi: { security: [{ bearerAuth: [] }, { oauth2: ['openid'] }] },
+      responses: {
+        200: { description: 'Claims by scope' },
+        401: { description: '`invalid_token` (in `WWW-Authenticate`)' },
+        403: { description: '`insufficient_scope`: no `openid` scope, or a service token' },
+      },
       handler,
     }),
   );

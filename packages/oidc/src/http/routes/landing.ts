@@ -1,0 +1,141 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { defineRoute, type Environment, escapeHtml, html, type Route } from '@idt/core';
+import { ProblemError } from '@idt/problem';
+import type { StoredClient } from '../../clients/store.js';
+import { ASSETS_BASE } from '../../interactions/handler.js';
+import { renderPage } from '../../interactions/pages.js';
+import { pageSecurityHeaders } from '../../policy/security-headers.js';
+import { OIDC_ROUTES } from '../../provider/create-provider.js';
+
+/** Options of {@link createLandingRoutes}. */
+export interface LandingOptions {
+  readonly environment: Environment;
+  /** The issuer (public base URL, prefix included). */
+  readonly issuer: string;
+  /** The deployment path prefix (`''` or `/idt`). */
+  readonly pathPrefix: string;
+  /** Every client (the demo application is looked up among them). */
+  listClients(): Promise<readonly StoredClient[]>;
+  /** Whether the first administrator is still missing. */
+  isSetupRequired(): Promise<boolean>;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** The first redirect URI of a client that points at this machine (`localhost`, `127.0.0.1`, `[::1]`). */
+function loopbackRedirect(client: StoredClient): string | undefined {
+  return client.redirectUris.find((uri) => {
+    try {
+      return LOOPBACK_HOSTS.has(new URL(uri).hostname);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The demo application: the oldest active first-party application (seeded,
+ * as `idt demo` and `idt seed` register them) with a redirect URI on this
+ * machine. `idt demo` registers "Dashboard" with `http://localhost:3000/bff/callback`.
+ */
+export function findDemoClient(clients: readonly StoredClient[]): { client: StoredClient; redirectUri: string } | undefined {
+  const candidates = [...clients]
+    .filter((client) => client.kind === 'application' && client.firstParty && client.status === 'active')
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  for (const client of candidates) {
+    const redirectUri = loopbackRedirect(client);
+    if (redirectUri) return { client, redirectUri };
+  }
+  return undefined;
+}
+
+/**
+ * An authorization URL for the demo application with a fresh PKCE challenge
+ * and state. Its verifier is thrown away: the link shows the sign-in pages;
+ * the application at the redirect URI completes the flow only for sign-ins it
+ * started itself.
+ */
+export function demoAuthorizationUrl(issuer: string, client: StoredClient, redirectUri: string): string {
+  const verifier = randomBytes(32).toString('base64url');
+  const scope = ['openid', 'profile', 'email'].filter((name) => client.scopes.includes(name));
+  const url = new URL(`${issuer}${OIDC_ROUTES.authorization}`);
+  url.search = new URLSearchParams({
+    client_id: client.clientId,
+    response_type: 'code',
+    scope: (scope.length ? scope : ['openid']).join(' '),
+    redirect_uri: redirectUri,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    state: randomBytes(16).toString('base64url'),
+  }).toString();
+  return url.href;
+}
+
+function wantsHtml(accept: string | null): boolean {
+  return accept !== null && /\btext\/html\b/i.test(accept);
+}
+
+/**
+ * `GET /`: in Development, a landing page in the sign-in pages' style that
+ * links the API reference, the OpenAPI document, the discovery document, the
+ * account page and a "try sign-in" link for the demo application (see
+ * {@link findDemoClient}). Elsewhere it stays a 404: a JSON problem, or a
+ * short HTML pointer to the discovery document when a browser asks for HTML.
+ */
+export function createLandingRoutes(options: LandingOptions): Route[] {
+  const prefix = options.pathPrefix;
+  const assets = `${prefix}${ASSETS_BASE}`;
+  const headers = pageSecurityHeaders();
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/',
+      operationId: 'getLandingPage',
+      summary: 'The landing page (Development only)',
+      auth: 'anonymous',
+      hidden: true,
+      responses: { 200: { description: 'HTML page', contentType: 'text/html' } },
+      handler: async ({ headers: requestHeaders }) => {
+        if (options.environment !== 'Development') {
+          if (!wantsHtml(requestHeaders.get('accept'))) throw new ProblemError('Http.NotFound');
+          return html(
+            renderPage(
+              { title: 'idt', assets },
+              `<h1>Nothing to see here</h1>
+<p>This is an identity service. Applications sign in through it; there is no page at this address.</p>
+<div class="links"><a href="${escapeHtml(`${prefix}/.well-known/openid-configuration`)}">OpenID Connect discovery document</a></div>`,
+            ),
+            { status: 404, headers },
+          );
+        }
+        const [setupRequired, clients] = await Promise.all([options.isSetupRequired(), options.listClients()]);
+        const demo = findDemoClient(clients);
+        const setup = setupRequired
+          ? `<div class="error" role="alert"><h2>Setup is not finished</h2>
+<p>This service has no administrator yet. Run <code>npx idt setup</code> (or <code>npx idt demo</code> for a ready-made demo) in the project directory, then reload this page.</p></div>`
+          : '';
+        const tryIt = demo
+          ? `<h2>Try a sign-in</h2>
+<p><a href="${escapeHtml(demoAuthorizationUrl(options.issuer, demo.client, demo.redirectUri))}">Sign in to ${escapeHtml(demo.client.name)}</a></p>
+<p class="hint">Client <code>${escapeHtml(demo.client.clientId)}</code>; after sign-in you go to <code>${escapeHtml(demo.redirectUri)}</code>, where the application must be running.</p>`
+          : `<h2>Try a sign-in</h2>
+<p class="hint">No demo application yet: run <code>npx idt demo</code> to register one (a first-party application with a <code>localhost</code> redirect URI), then reload this page.</p>`;
+        const body = `<h1>idt is running</h1>
+<p class="hint">Development environment · issuer <code>${escapeHtml(options.issuer)}</code></p>
+${setup}
+<h2>For developers</h2>
+<ul>
+<li><a href="${escapeHtml(`${prefix}/scalar`)}">API reference</a> (Scalar), with the OpenID endpoints</li>
+<li><a href="${escapeHtml(`${prefix}/openapi/v1.json`)}">OpenAPI document</a></li>
+<li><a href="${escapeHtml(`${prefix}/.well-known/openid-configuration`)}">OpenID Connect discovery document</a></li>
+<li><a href="${escapeHtml(`${prefix}/health`)}">Health</a></li>
+</ul>
+${tryIt}
+<h2>Your account</h2>
+<p><a href="${escapeHtml(`${prefix}/connect/account`)}">Account page</a>: profile, sessions, applications you allowed.</p>
+<p class="hint">A token for scripts: <code>npx idt token --from service.env</code>.</p>`;
+        return html(renderPage({ title: 'idt (Development)', assets, wide: true }, body), { headers });
+      },
+    }),
+  ];
+}

@@ -14,7 +14,8 @@ import {
   type IdentityServices,
   SESSION_COOKIE_NAME,
 } from '@idt/identity';
-import { createLandingRoutes } from './http/routes/landing.js';
+import type { StoredClient } from './clients/store.js';
+import { createLandingRoutes, demoAuthorizationUrl, findDemoClient } from './http/routes/landing.js';
 import { createSignInLogRoutes, SIGN_IN_LOG_SERVICE } from './http/routes/logs.js';
 import { createProviderDocsRoutes } from './http/routes/provider-docs.js';
 import { createIdentityDirectory } from './identity-directory.js';
@@ -122,6 +123,8 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
     },
     async setup(ctx) {
       const { createKnexOidc, isOidcSurfacePath } = await import('./knex/module.js');
+      // Set once the module exists: the account page's sign-in link reads the clients through it.
+      let demoClients: (() => Promise<readonly StoredClient[]>) | undefined;
       const identity = ctx.module<IdentityServices>('identity');
       const { sessions } = identity.credentials;
       const settings = ctx.settings;
@@ -151,9 +154,20 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
         organizations: { find: (organizationId) => identity.signIn.organization(organizationId) },
         endIdentitySession: async (userId, sessionId) => void (await sessions.revoke(userId, sessionId, 'logout')),
         ...(ctx.rateLimiter ? { rateLimiter: ctx.rateLimiter } : {}),
+        account: {
+          listSessions: (userId) => sessions.list(userId),
+          revokeSession: (userId, sessionId) => sessions.revoke(userId, sessionId, 'revoked'),
+          requestEmailChange: (userId, newEmail) => identity.credentials.emailChange.request(userId, { newEmail }),
+        },
+        accountSignInUrl: async () => {
+          if (ctx.config.environment !== 'Development' || !demoClients) return undefined;
+          const demo = findDemoClient(await demoClients());
+          return demo && demoAuthorizationUrl(ctx.config.publicBaseUrl, demo.client, demo.redirectUri);
+        },
         clock: ctx.clock,
         logger: ctx.logger,
       });
+      demoClients = () => module.clients.listStored();
       await module.start();
       const ownSink = logs === false || logs?.sink ? undefined : logSinkFromEnv(ctx.env, { logger: ctx.logger });
       const logRoutes =

@@ -462,7 +462,7 @@ ${csrfField(uid)}
 <button type="submit" name="decision" value="approve">Allow</button>
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 </form>
-<p class="hint">You can withdraw this later from your account.</p>`;
+<p class="hint">You can withdraw this later from <a href="${escapeHtml(`${options.pathPrefix}/connect/account`)}" target="_blank" rel="noopener">your account</a>.</p>`;
     send(res, 200, renderPage({ title: 'Allow access', assets, ...(branding ? { branding } : {}) }, body));
   }
 

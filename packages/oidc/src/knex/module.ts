@@ -41,6 +41,7 @@ import { createOrganizationClientRoutes, createPlatformClientRoutes, type Platfo
 import { createConsentRoutes } from '../http/routes/consents.js';
 import { createScopeRoutes } from '../http/routes/scopes.js';
 import { createUserinfoRoutes } from '../http/routes/userinfo.js';
+import { ACCOUNT_BASE, type AccountServices, createAccountPages } from '../interactions/account.js';
 import type { AccountDirectory } from '../interactions/directory.js';
 import { ASSETS_BASE, createInteractionHandler, INTERACTION_BASE } from '../interactions/handler.js';
 import { createLogoutPages } from '../interactions/logout-pages.js';
@@ -107,6 +108,10 @@ export interface KnexOidcOptions {
   readonly endIdentitySession: (userId: string, sessionId: string) => Promise<void>;
   /** Rate limiting of the provider endpoints (the `auth` policy); absent in Development. */
   readonly rateLimiter?: RequestRateLimiter;
+  /** The identity services of the account page (`/connect/account`); without them there is no account page. */
+  readonly account?: AccountServices;
+  /** Where a signed-out visitor of the account page can sign in (Development: the demo application). */
+  readonly accountSignInUrl?: () => Promise<string | undefined>;
   readonly clock?: Clock;
   readonly logger?: Logger;
 }
@@ -154,7 +159,13 @@ function isProviderPath(path: string): boolean {
 
 /** Whether a path (without the deployment prefix) belongs to the provider or the sign-in pages. */
 export function isOidcSurfacePath(path: string): boolean {
-  return path.startsWith(`${INTERACTION_BASE}/`) || path.startsWith(`${ASSETS_BASE}/`) || isProviderPath(path);
+  return (
+    path.startsWith(`${INTERACTION_BASE}/`) || path.startsWith(`${ASSETS_BASE}/`) || isAccountPath(path) || isProviderPath(path)
+  );
+}
+
+function isAccountPath(path: string): boolean {
+  return path === ACCOUNT_BASE || path.startsWith(`${ACCOUNT_BASE}/`);
 }
 
 /** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */
@@ -446,6 +457,27 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     logger,
   });
 
+  /** Withdrawing consent ends the client's token families for the user: refresh tokens, codes and access tokens. */
+  async function revokeClientGrants(userId: string, clientId: string): Promise<void> {
+    const grantIds = await providerState.grantIdsOf(userId, clientId);
+    if (grantIds.length) await providerState.end({ sessions: [], grantIds, events: [] }, clock.now());
+  }
+
+  const accountPages = options.account
+    ? createAccountPages({
+        directory: options.directory,
+        consents,
+        account: options.account,
+        revokeClientGrants,
+        findClient: (clientId) => clientStore.find(clientId),
+        sessionCookieName: settings.sessionCookieName,
+        tokens: options.tokens,
+        pathPrefix: settings.pathPrefix,
+        ...(options.accountSignInUrl ? { signInUrl: options.accountSignInUrl } : {}),
+        logger,
+      })
+    : undefined;
+
   /**
    * Counts a provider request against the `auth` policy (SPEC 8.1) in the
    * partition `policy/rate-partition.ts` decides, and answers the refusal of
@@ -492,6 +524,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     if (settings.pathPrefix && pathname !== settings.pathPrefix && !pathname.startsWith(`${settings.pathPrefix}/`)) return false;
     const path = pathname.slice(settings.pathPrefix.length) || '/';
     if (path.startsWith('/connect/interaction/') || path.startsWith(`${ASSETS_BASE}/`)) return interactions(req, res);
+    if (accountPages && isAccountPath(path)) return accountPages(req, res);
     if (!isProviderPath(path)) return false;
     return serveProvider(req, res, rawUrl, path);
   }
@@ -532,11 +565,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     ...createOrganizationClientRoutes(clients, isPlatformAdmin),
     ...createPlatformClientRoutes(clients, isPlatformAdmin),
     ...createScopeRoutes(clients),
-    ...createConsentRoutes(consents, async (userId, clientId) => {
-      // Withdrawing consent ends the client's token families: refresh tokens, codes and access tokens.
-      const grantIds = await providerState.grantIdsOf(userId, clientId);
-      if (grantIds.length) await providerState.end({ sessions: [], grantIds, events: [] }, clock.now());
-    }),
+    ...createConsentRoutes(consents, revokeClientGrants),
     ...createAuthorizeContextRoutes({
       provider: () => provider,
       clients,

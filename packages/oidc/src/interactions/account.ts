@@ -1,0 +1,335 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  DATABASE_RETRY_AFTER_SECONDS,
+  decodeUtf8Strict,
+  escapeHtml,
+  isDatabaseUnavailable,
+  type Logger,
+  mediaTypeOf,
+  parseParams,
+  readCookie,
+  silentLogger,
+} from '@idt/core';
+import type { TokenMac } from '@idt/identity';
+import { ProblemError } from '@idt/problem';
+import type { StoredClient } from '../clients/store.js';
+import { pageSecurityHeaders } from '../policy/security-headers.js';
+import type { AccountDirectory } from './directory.js';
+import { errorSummary, notice, renderPage, renderUnavailablePage } from './pages.js';
+import type { ConsentStore } from './stores.js';
+
+/** The account page's path, relative to the deployment prefix. */
+export const ACCOUNT_BASE = '/connect/account';
+
+/** A sign-in session as the account page lists it. */
+export interface AccountSession {
+  readonly id: string;
+  readonly createdAt: string;
+  readonly lastActivityAt: string;
+  readonly expiresAt: string;
+}
+
+/** The identity module's services the account page calls. */
+export interface AccountServices {
+  /** The user's active sign-in sessions. */
+  listSessions(userId: string): Promise<readonly AccountSession[]>;
+  /** Ends one of the user's sessions (its tokens and single sign-on end too); `false` when it is not the user's or already ended. */
+  revokeSession(userId: string, sessionId: string): Promise<boolean>;
+  /**
+   * Asks to move the user to a new address (a confirmation link goes there).
+   *
+   * @throws ProblemError `Validation.Failed`, `EmailChange.SameEmail`, `EmailChange.Unavailable`, `RateLimit.Exceeded`.
+   */
+  requestEmailChange(userId: string, newEmail: string): Promise<void>;
+}
+
+/** Options of {@link createAccountPages}. */
+export interface AccountPagesOptions {
+  readonly directory: AccountDirectory;
+  readonly consents: ConsentStore;
+  readonly account: AccountServices;
+  /** Ends the client's token families for the user (consent withdrawn). */
+  readonly revokeClientGrants: (userId: string, clientId: string) => Promise<void>;
+  readonly findClient: (clientId: string) => Promise<StoredClient | undefined>;
+  /** The sign-in session cookie. */
+  readonly sessionCookieName: string;
+  /** HMAC tokens; the forms' CSRF tokens are bound to the session. */
+  readonly tokens: TokenMac;
+  /** The deployment path prefix (`''` or `/idt`). */
+  readonly pathPrefix: string;
+  /** Where a signed-out visitor can sign in (e.g. the demo application's authorization URL); none in production. */
+  readonly signInUrl?: () => Promise<string | undefined>;
+  readonly logger?: Logger;
+}
+
+const MAX_FORM_BYTES = 8 * 1024;
+const CSRF_PURPOSE = 'account-csrf';
+
+/** What a completed action says on the page it redirects to (Post/Redirect/Get). */
+const NOTICES: Readonly<Record<string, string>> = {
+  'session-revoked': 'The session was signed out. Applications it signed in to lose their tokens.',
+  'consent-withdrawn': 'Access withdrawn. The application has to ask again next time, and its refresh tokens stopped working.',
+  'email-requested':
+    'If the address is free, a confirmation link is on its way to it. Your address changes when you open the link.',
+};
+
+class FormRefused extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  if (mediaTypeOf(req.headers['content-type']) !== 'application/x-www-form-urlencoded') {
+    throw new FormRefused(415, 'Send the form as the page does (application/x-www-form-urlencoded).');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_FORM_BYTES) throw new FormRefused(413, 'The form is too large.');
+    chunks.push(chunk as Buffer);
+  }
+  const text = decodeUtf8Strict(Buffer.concat(chunks));
+  try {
+    if (text === undefined) throw new Error('not UTF-8');
+    parseParams(text);
+  } catch {
+    throw new FormRefused(400, 'The form contains characters that are not allowed.');
+  }
+  return new URLSearchParams(text);
+}
+
+function formatTime(iso: string): string {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/**
+ * The account page of the signed-in user on the sign-in host,
+ * `GET /connect/account`: profile, active sessions (each with a sign-out
+ * button), the applications the user allowed (each with a withdraw button)
+ * and a change-e-mail form. It reads the sign-in session cookie; without
+ * one it answers 401 with a way to sign in. Its forms post to
+ * `/connect/account/sessions/revoke`, `/connect/account/consents/withdraw`
+ * and `/connect/account/email` with a CSRF token bound to the session, then
+ * redirect back (303). Refusals are pages that change nothing. Returns a node
+ * handler that answers `true` when it took the request.
+ *
+ * @example
+ * const account = createAccountPages({ directory, consents, account: services, revokeClientGrants, findClient, sessionCookieName, tokens, pathPrefix: '' });
+ */
+export function createAccountPages(options: AccountPagesOptions) {
+  const logger = options.logger ?? silentLogger;
+  const base = `${options.pathPrefix}${ACCOUNT_BASE}`;
+  const assets = `${options.pathPrefix}/connect/assets`;
+  const headers = { 'content-type': 'text/html; charset=utf-8', ...pageSecurityHeaders() };
+
+  const send = (res: ServerResponse, status: number, html: string, extra: Record<string, string> = {}) => {
+    res.writeHead(status, { ...headers, ...extra });
+    res.end(html);
+  };
+
+  const problemPage = (res: ServerResponse, status: number, title: string, message: string) =>
+    send(
+      res,
+      status,
+      renderPage(
+        { title, assets },
+        `<h1>${escapeHtml(title)}</h1>
+<p>${escapeHtml(message)}</p>
+<div class="links"><a href="${escapeHtml(base)}">Back to your account</a></div>`,
+      ),
+    );
+
+  async function signedOut(res: ServerResponse) {
+    const signIn = options.signInUrl ? await options.signInUrl() : undefined;
+    send(
+      res,
+      401,
+      renderPage(
+        { title: 'Sign in to see your account', assets },
+        `<h1>Sign in to see your account</h1>
+<p>This page shows your profile, where you are signed in and the applications you allowed. It needs you to be signed in on this service, in this browser.</p>
+<p class="hint">Sign in through one of the applications that use this service, then come back to this address.</p>
+${signIn ? `<div class="links"><a href="${escapeHtml(signIn)}">Sign in with the demo application</a></div>` : ''}`,
+      ),
+    );
+  }
+
+  async function currentSession(req: IncomingMessage) {
+    const cookie = readCookie(req.headers.cookie ?? null, options.sessionCookieName);
+    return cookie ? options.directory.findSession(cookie) : undefined;
+  }
+
+  async function accountPage(
+    res: ServerResponse,
+    session: { sessionId: string; userId: string },
+    view: { status?: number; errors?: string[]; notice?: string; email?: string } = {},
+  ) {
+    const { userId, sessionId } = session;
+    const [claims, sessions, consents] = await Promise.all([
+      options.directory.accountClaims(userId, null),
+      options.account.listSessions(userId),
+      options.consents.list(userId),
+    ]);
+    const clients = await Promise.all(consents.map((consent) => options.findClient(consent.clientId)));
+    const csrf = `<input type="hidden" name="csrf" value="${escapeHtml(options.tokens.issue(CSRF_PURPOSE, sessionId))}">`;
+    const sessionItems = sessions
+      .map(
+        (entry) => `<li><span>${entry.id === sessionId ? '<strong>This browser</strong>' : 'Another browser or device'}<br>
+<span class="hint">Signed in ${escapeHtml(formatTime(entry.createdAt))} · last active ${escapeHtml(formatTime(entry.lastActivityAt))}</span></span>
+<form method="post" action="${escapeHtml(`${base}/sessions/revoke`)}">${csrf}<input type="hidden" name="session" value="${escapeHtml(entry.id)}">
+<button type="submit" class="secondary" aria-label="Sign out the session started ${escapeHtml(formatTime(entry.createdAt))}">Sign out</button></form></li>`,
+      )
+      .join('\n');
+    const consentItems = consents
+      .map((consent, index) => {
+        const client = clients[index];
+        const name = client?.branding?.displayName ?? client?.name ?? consent.clientId;
+        return `<li><span>${escapeHtml(name)}<br>
+<span class="hint">${escapeHtml(consent.scopes.join(', '))} · allowed ${escapeHtml(formatTime(consent.updatedAt))}</span></span>
+<form method="post" action="${escapeHtml(`${base}/consents/withdraw`)}">${csrf}<input type="hidden" name="client" value="${escapeHtml(consent.clientId)}">
+<button type="submit" class="secondary" aria-label="Withdraw access of ${escapeHtml(name)}">Withdraw</button></form></li>`;
+      })
+      .join('\n');
+    const body = `<h1>Your account</h1>
+${errorSummary(view.errors ?? [])}${notice(view.notice)}
+<section aria-labelledby="profile">
+<h2 id="profile">Profile</h2>
+<dl class="facts">
+<dt>Name</dt><dd>${escapeHtml(claims?.name || '—')}</dd>
+<dt>E-mail</dt><dd>${escapeHtml(claims?.email ?? '—')}</dd>
+</dl>
+<form method="post" action="${escapeHtml(`${base}/email`)}" novalidate>
+${csrf}
+<label for="email">New e-mail address</label>
+<input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(view.email ?? '')}">
+<p class="hint">We send a confirmation link to the new address; your address changes when you open it.</p>
+<button type="submit" class="secondary">Change e-mail address</button>
+</form>
+</section>
+<section aria-labelledby="sessions">
+<h2 id="sessions">Where you are signed in</h2>
+${sessions.length ? `<ul class="account-list">${sessionItems}</ul>` : '<p class="hint">No active sessions.</p>'}
+</section>
+<section aria-labelledby="consents">
+<h2 id="consents">Applications you allowed</h2>
+${consents.length ? `<ul class="account-list">${consentItems}</ul>` : '<p class="hint">You have not allowed any application yet.</p>'}
+</section>`;
+    send(res, view.status ?? 200, renderPage({ title: 'Your account', assets, scripts: ['focus.js'], wide: true }, body));
+  }
+
+  async function handlePost(req: IncomingMessage, res: ServerResponse, action: string) {
+    const session = await currentSession(req);
+    if (!session) return signedOut(res);
+    let form: URLSearchParams;
+    try {
+      form = await readForm(req);
+    } catch (error) {
+      if (error instanceof FormRefused) return problemPage(res, error.status, 'This form could not be read', error.message);
+      throw error;
+    }
+    if (options.tokens.verify(CSRF_PURPOSE, form.get('csrf') ?? '') !== session.sessionId) {
+      return problemPage(res, 403, 'This form has expired', 'Nothing was changed. Reload your account page and try again.');
+    }
+    const done = (key: string) => {
+      res.writeHead(303, { location: `${base}?done=${key}`, 'cache-control': 'no-store' });
+      res.end();
+    };
+    if (action === 'sessions/revoke') {
+      const id = form.get('session') ?? '';
+      if (!id || !(await options.account.revokeSession(session.userId, id))) {
+        return accountPage(res, session, { status: 404, errors: ['That session is not one of yours or has already ended.'] });
+      }
+      logger.info('account: session revoked by its user', { userId: session.userId, sessionId: id });
+      return done('session-revoked');
+    }
+    if (action === 'consents/withdraw') {
+      const clientId = form.get('client') ?? '';
+      if (!clientId || clientId.length > 200 || !(await options.consents.forget(session.userId, clientId))) {
+        return accountPage(res, session, { status: 404, errors: ['You have not allowed that application.'] });
+      }
+      await options.revokeClientGrants(session.userId, clientId);
+      logger.info('account: consent withdrawn', { userId: session.userId, clientId });
+      return done('consent-withdrawn');
+    }
+    if (action === 'email') {
+      const email = (form.get('email') ?? '').trim();
+      try {
+        await options.account.requestEmailChange(session.userId, email);
+      } catch (error) {
+        const message = emailChangeRefusal(error);
+        if (!message) throw error;
+        return accountPage(res, session, { status: message.status, errors: [message.text], email });
+      }
+      return done('email-requested');
+    }
+    return problemPage(res, 404, 'Page not found', 'There is no such page on your account.');
+  }
+
+  return async function accountHandler(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) return false;
+    const action = url.pathname.slice(base.length + 1);
+    try {
+      if (action === '') {
+        if (req.method !== 'GET' && req.method !== 'HEAD') {
+          res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' });
+          res.end('Method Not Allowed');
+          return true;
+        }
+        const session = await currentSession(req);
+        if (!session) {
+          await signedOut(res);
+          return true;
+        }
+        const done = url.searchParams.get('done');
+        await accountPage(res, session, done && NOTICES[done] ? { notice: NOTICES[done] } : {});
+        return true;
+      }
+      if (!['sessions/revoke', 'consents/withdraw', 'email'].includes(action)) {
+        problemPage(res, 404, 'Page not found', 'There is no such page on your account.');
+        return true;
+      }
+      if (req.method !== 'POST') {
+        res.writeHead(405, { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' });
+        res.end('Method Not Allowed');
+        return true;
+      }
+      await handlePost(req, res, action);
+    } catch (error) {
+      logger.error('account page failed', { error });
+      if (res.headersSent) return true;
+      if (isDatabaseUnavailable(error)) {
+        send(res, 503, renderUnavailablePage(assets), { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
+      } else {
+        problemPage(res, 500, 'Something went wrong', 'Nothing was changed. Try again in a moment.');
+      }
+    }
+    return true;
+  };
+}
+
+/** The page's sentence for an expected refusal of an e-mail change, or `undefined` for a failure. */
+function emailChangeRefusal(error: unknown): { status: number; text: string } | undefined {
+  if (error instanceof ProblemError) {
+    switch (error.code) {
+      case 'Validation.Failed':
+        return { status: 400, text: 'Enter a valid e-mail address.' };
+      case 'EmailChange.SameEmail':
+        return { status: 400, text: 'That is already your e-mail address.' };
+      case 'EmailChange.Unavailable':
+        return { status: 503, text: 'This service sends no e-mail, so the address cannot be changed here.' };
+      case 'RateLimit.Exceeded':
+        return { status: 429, text: 'Too many e-mail change requests. Wait an hour and try again.' };
+      default:
+        return error.status < 500 ? { status: error.status, text: error.detail } : undefined;
+    }
+  }
+  if (error && typeof error === 'object' && 'issues' in error) return { status: 400, text: 'Enter a valid e-mail address.' };
+  return undefined;
+}

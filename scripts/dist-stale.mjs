@@ -1,6 +1,6 @@
 // Whether any workspace package's dist/ is older than its src/ (or missing):
 // shared by `npm start` (scripts/start.mjs) and the benchmarks (bench/run.mjs).
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 function newestMtime(dir) {
@@ -13,12 +13,14 @@ function newestMtime(dir) {
   return newest;
 }
 
-/** True when a package under `packages/` or `examples/` (relative to `root`) needs `npm run build`. */
+/** True when a package under `packages/` or `examples/` (relative to `root`) with a build script needs `npm run build`. */
 export function isDistStale(root = process.cwd()) {
   for (const group of ['packages', 'examples']) {
     for (const name of readdirSync(join(root, group))) {
       const pkg = join(root, group, name);
       if (!existsSync(join(pkg, 'package.json')) || !existsSync(join(pkg, 'src'))) continue;
+      // Examples run from source (examples/dashboard, the framework examples): nothing to build.
+      if (!JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')).scripts?.build) continue;
       const built = join(pkg, 'dist', 'index.js');
       if (!existsSync(built) || newestMtime(join(pkg, 'src')) > statSync(built).mtimeMs) return true;
     }

@@ -1793,8 +1793,13 @@ async function main() {
     );
     if (seedings.length) out.push(`\nSeeding: ${seedings.join('; ')}.`);
     out.push('');
-    for (const row of rows.filter((candidate) => candidate.error || candidate.note)) {
-      out.push(`${row.error ? 'ERROR' : !clean(row.result) ? 'ERRORS' : 'NOTE'} ${row.scenario}: ${row.error ?? row.note}`);
+    // One line per distinct error (a deployment that cannot start fails every row of it the same way).
+    const errors = new Map();
+    for (const row of rows.filter((candidate) => candidate.error))
+      errors.set(row.error, [...(errors.get(row.error) ?? []), row.scenario]);
+    for (const [error, scenarios] of errors) out.push(`ERROR ${scenarios.join('; ')}: ${error}`);
+    for (const row of rows.filter((candidate) => !candidate.error && candidate.note)) {
+      out.push(`${!clean(row.result) ? 'ERRORS' : 'NOTE'} ${row.scenario}: ${row.note}`);
     }
     if (failedRows.length) out.push(`FAILED: ${failedRows.length} scenario(s) did not run or had failed requests (exit code 1).`);
     out.push(

@@ -20,7 +20,7 @@
  *                            when the file exists (its length wins over --clients), else written
  *   --organization <id>      the platform organization (default: the one marked is_platform)
  *
- * Reads IDT_DATABASE_URL like the server. Prints one JSON line with what was
+ * Reads IDT_DATABASE_URL (else the server's configuration). Prints one JSON line with what was
  * inserted and how long it took. bench/run.mjs runs it twice: the clients
  * before the spread group (`--users 0 --organizations 0 --memberships 0`),
  * the rest before the scale group (`--clients 0`).
@@ -79,8 +79,8 @@ function parseArgs(argv: string[]) {
 }
 
 const options = parseArgs(process.argv.slice(2));
-const config = loadConfig(process.env);
-const db = createDatabase(config.databaseUrl);
+// Only the database is needed: IDT_DATABASE_URL, else whatever the server's configuration resolves.
+const db = createDatabase(process.env.IDT_DATABASE_URL ?? loadConfig(process.env).databaseUrl);
 const dialect = dialectOf(db);
 /**
  * Rows per INSERT: knex writes SQLite's multi-row inserts as a compound SELECT

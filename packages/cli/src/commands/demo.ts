@@ -147,14 +147,19 @@ export function registerDemo(program: Command, io: CliIo): void {
       const passwordShown = existsSync(passwordFile) ? shown(passwordFile) : undefined;
       const resetPassword = `npx idt users reset-password ${DEMO_ADMIN_EMAIL} --password-stdin${database}`;
       out.line('');
-      out.line('Demo administrator:');
-      out.line(`  E-mail:    ${DEMO_ADMIN_EMAIL}`);
-      if (report.admin) out.line(`  Password:  ${password}`);
-      out.line(
-        passwordShown
-          ? `  Saved in:  ${passwordShown} (cat ${passwordShown})`
-          : `  Password:  set by an earlier run; reset it with: ${resetPassword}`,
-      );
+      if (report.admin || passwordShown) {
+        out.line('Demo administrator:');
+        out.line(`  E-mail:    ${DEMO_ADMIN_EMAIL}`);
+        if (report.admin) out.line(`  Password:  ${password}`);
+        if (passwordShown) out.line(`  Saved in:  ${passwordShown} (cat ${passwordShown})`);
+        out.line(`  Lost it?   printf '%s\\n' "$NEW_PASSWORD" | ${resetPassword}`);
+      } else {
+        // Setup was completed before the demo ran (by idt setup or an earlier demo elsewhere): no demo administrator.
+        out.line(`Setup was already complete, so the demo created no administrator: sign in as the one who completed it.`);
+        out.line(
+          `  Lost the password?  printf '%s\\n' "$NEW_PASSWORD" | npx idt users reset-password <e-mail> --password-stdin${database}`,
+        );
+      }
       out.line('');
       out.line('Next:');
       out.line(`  1. Serve it:        ${serve}    (in this checkout \`npm start\` serves the same)`);
@@ -180,7 +185,7 @@ export function registerDemo(program: Command, io: CliIo): void {
         projectEnvFile: envFile ?? project.envFile ?? null,
         signIn: {
           url: config.publicBaseUrl,
-          email: DEMO_ADMIN_EMAIL,
+          email: report.admin || passwordShown ? DEMO_ADMIN_EMAIL : null,
           passwordFile: passwordShown === undefined ? null : passwordFile,
           resetPassword,
         },

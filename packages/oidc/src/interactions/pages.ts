@@ -90,7 +90,7 @@ button.secondary{background:transparent;color:var(--fg);border:1px solid var(--b
 fieldset{border:0;padding:0;margin:0}legend{font-weight:600;margin-bottom:.5rem}.choice{display:flex;gap:.5rem;align-items:center;margin:.4rem 0}
 .frames{position:absolute;width:0;height:0;overflow:hidden}.frames iframe{width:0;height:0;border:0}
 .facts{display:grid;grid-template-columns:auto 1fr;gap:.25rem .75rem;margin:1rem 0;font-size:.9rem}.facts dt{color:var(--muted)}.facts dd{margin:0;word-break:break-all}
-.account-list{list-style:none;padding:0;margin:0 0 1rem}.account-list li{display:flex;justify-content:space-between;align-items:center;gap:1rem;padding:.6rem 0;border-top:1px solid var(--border)}.account-list form{margin:0}.account-list button{width:auto;margin:0;padding:.35rem .8rem}.card.wide{max-width:40rem}
+.card>h2,section>h2{margin-top:1.5rem}.account-list{list-style:none;padding:0;margin:0 0 1rem}.account-list li{display:flex;justify-content:space-between;align-items:center;gap:1rem;padding:.6rem 0;border-top:1px solid var(--border)}.account-list form{margin:0}.account-list button{width:auto;margin:0;padding:.35rem .8rem;white-space:nowrap}.card.wide{max-width:40rem}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 `;
 

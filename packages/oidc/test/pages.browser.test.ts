@@ -1,0 +1,137 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { bootstrapAdmin, registerClient, startTestServer, type TestAdmin, type TestServer } from '@idt/testing';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'oidc-pages');
+
+/** Console messages about the content security policy: there must be none. */
+function cspViolations(page: Page): string[] {
+  const messages: string[] = [];
+  page.on('console', (message) => {
+    if (/content security policy/i.test(message.text())) messages.push(message.text());
+  });
+  return messages;
+}
+
+// Skipped on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails the run.
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error and account pages in headless Chromium', () => {
+  let server: TestServer;
+  let admin: TestAdmin;
+  let browser: Browser;
+  let authorizeUrl: string;
+  // The relying party's callback: a bare page on a loopback port.
+  let relyingParty: Server;
+  let REDIRECT: string;
+
+  beforeAll(async () => {
+    relyingParty = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('callback');
+    });
+    await new Promise<void>((resolve) => relyingParty.listen(0, '127.0.0.1', resolve));
+    REDIRECT = `http://127.0.0.1:${(relyingParty.address() as AddressInfo).port}/callback`;
+    server = await startTestServer({ env: { IDT_ENVIRONMENT: 'Development' } });
+    admin = await bootstrapAdmin(server);
+    // What `idt demo` registers: a first-party application with a localhost redirect URI.
+    await server.idt.services.oidc.clients.register(
+      { userId: null, platformAdmin: true },
+      null,
+      {
+        kind: 'application',
+        name: 'Dashboard',
+        redirectUris: ['http://localhost:3000/bff/callback'],
+        scopes: ['openid', 'profile', 'email'],
+      },
+      { firstParty: true },
+    );
+    const client = await registerClient(server, await admin.token(), admin.organizationId, {
+      kind: 'application',
+      name: 'Reports',
+      redirectUris: [REDIRECT],
+      scopes: ['openid', 'profile', 'email', 'offline_access'],
+    });
+    const url = new URL(`${server.url}/connect/authorize`);
+    url.search = new URLSearchParams({
+      client_id: client.clientId,
+      response_type: 'code',
+      scope: 'openid profile email offline_access',
+      redirect_uri: REDIRECT,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+      state: 'browser-test',
+      prompt: 'consent',
+    }).toString();
+    authorizeUrl = url.href;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+    mkdirSync(SHOTS, { recursive: true });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await new Promise((resolve) => relyingParty?.close(resolve));
+  });
+
+  it('renders the Development landing page', async () => {
+    const page = await browser.newPage();
+    const violations = cspViolations(page);
+    await page.goto(`${server.url}/`);
+    await page.getByRole('heading', { name: 'idt is running' }).waitFor();
+    expect(await page.getByRole('link', { name: 'API reference' }).getAttribute('href')).toBe('/scalar');
+    expect(await page.getByRole('link', { name: 'Sign in to Dashboard' }).getAttribute('href')).toContain('/connect/authorize?');
+    await page.screenshot({ path: join(SHOTS, 'landing.png'), fullPage: true });
+    expect(violations).toEqual([]);
+    await page.close();
+  });
+
+  it('renders a provider error in the sign-in layout with the code and the trace id', async () => {
+    const page = await browser.newPage();
+    const violations = cspViolations(page);
+    const response = await page.goto(
+      `${server.url}/connect/authorize?client_id=nobody&response_type=code&scope=openid&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+    );
+    expect(response?.status()).toBe(400);
+    await page.getByRole('heading', { name: 'Sign-in problem' }).waitFor();
+    expect(await page.locator('.facts').textContent()).toContain('invalid_client');
+    expect(await page.locator('.facts').textContent()).toMatch(/Trace id[0-9a-f]{32}/);
+    await page.screenshot({ path: join(SHOTS, 'error.png'), fullPage: true });
+    expect(violations).toEqual([]);
+    await page.close();
+  });
+
+  it('signs in, allows the application, and shows the account page', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const violations = cspViolations(page);
+    await page.goto(authorizeUrl);
+    await page.fill('input[name="email"]', admin.email);
+    await page.fill('input[name="password"]', admin.password);
+    await Promise.all([page.waitForNavigation(), page.locator('form[action$="/login"] button[type="submit"]').click()]);
+    await page.locator('form[action$="/consent"]').waitFor();
+    expect(await page.getByRole('link', { name: 'your account' }).getAttribute('href')).toBe('/connect/account');
+    await Promise.all([
+      page.waitForURL((url) => url.href.startsWith(REDIRECT)),
+      page.locator('form[action$="/consent"] button[value="approve"]').click(),
+    ]);
+
+    await page.goto(`${server.url}/connect/account`);
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    expect(await page.locator('.facts').first().textContent()).toContain(admin.email);
+    expect(await page.getByRole('button', { name: /Withdraw access of Reports/ }).count()).toBe(1);
+    await page.screenshot({ path: join(SHOTS, 'account.png'), fullPage: true });
+
+    // The withdraw button works in a real browser (CSRF token, Post/Redirect/Get).
+    await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: /Withdraw access of Reports/ }).click()]);
+    await page.getByText('Access withdrawn.').waitFor();
+    await page.screenshot({ path: join(SHOTS, 'account-withdrawn.png'), fullPage: true });
+    expect(violations).toEqual([]);
+    await context.close();
+  });
+});

@@ -186,7 +186,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
       join(checkout, 'seed.yaml'),
       'organizations:\n  - name: Research\nusers:\n  - email: grace@example.com\n    firstName: Grace\n    lastName: Hopper\n    memberships:\n      - organization: Research\n        roles: [user]\n',
     );
-    const seed = await run('npx idt seed seed.yaml');
+    const seed = await run('npx idt seed --file seed.yaml');
     expect(seed, seed.output).toMatchObject({ code: 0 });
     const register = await run(
       'npx idt register-client --org Acme --kind service-account --name Reporting --scope users.read --env-out reporting.env',

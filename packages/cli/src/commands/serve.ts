@@ -94,8 +94,18 @@ export function registerServe(program: Command, io: CliIo): void {
             const setupRequired = identity ? await identity.setup.isSetupRequired() : undefined;
             const publicUrl = config.publicBaseUrl;
             const modules = idt.modules.map((module) => module.id);
-            out.line(`idt ${config.environment} server listening on ${url}`);
-            if (publicUrl !== url) out.line(`  Public URL:     ${publicUrl}`);
+            // The issuer's URL, not the bound address: a sign-in started on another host name
+            // (127.0.0.1 for localhost) has no sign-in cookie and ends as "This sign-in has expired".
+            const origin = new URL(publicUrl).origin;
+            const sameListener = reachesListener(publicUrl, url);
+            if (sameListener) {
+              out.line(`idt ${config.environment} server listening on ${origin}`);
+              if (publicUrl !== origin) out.line(`  Public URL:     ${publicUrl}`);
+              out.line(`  Bound to:       ${new URL(url).host} (open ${origin}, the issuer's host, in the browser)`);
+            } else {
+              out.line(`idt ${config.environment} server listening on ${url}`);
+              out.line(`  Public URL:     ${publicUrl} (the issuer; sign in there)`);
+            }
             out.line(`  Database:       ${database}`);
             out.line(`  Modules:        ${describeComposition(target)}`);
             if (target.composition.options.docs !== false) {
@@ -128,6 +138,19 @@ export function registerServe(program: Command, io: CliIo): void {
         'refuse',
       );
     });
+}
+
+/**
+ * Whether a browser at `publicUrl` reaches the listener bound at `bound`:
+ * same scheme and port, and the same host or two loopback names
+ * (`localhost` and `127.0.0.1`).
+ */
+export function reachesListener(publicUrl: string, bound: string): boolean {
+  const loopback = (host: string) => ['localhost', '127.0.0.1', '[::1]'].includes(host);
+  const a = new URL(publicUrl);
+  const b = new URL(bound);
+  if (a.protocol !== b.protocol || a.port !== b.port) return false;
+  return a.hostname === b.hostname || (loopback(a.hostname) && loopback(b.hostname));
 }
 
 /**

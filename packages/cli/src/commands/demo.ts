@@ -114,6 +114,8 @@ export function registerDemo(program: Command, io: CliIo): void {
       });
       const { config } = target;
       requireModules(target, 'demo', DEMO_MODULES);
+      // First, so `idt serve` and the other commands run here find this demo even if it stops half-way.
+      const envFile = await writeProjectEnv(io, project, target.env, options.database ?? config.databaseUrl, out);
       out.progress(`Applying migrations to ${target.database} for ${describeComposition(target)}…`);
       await withDatabase(target, (db) => runMigrations(db, target.migrationSets));
       const password = randomToken(18);
@@ -133,7 +135,6 @@ export function registerDemo(program: Command, io: CliIo): void {
       printSeedReport(out, report, 'the demo');
       const passwordFile = resolve(dir, DEMO_PASSWORD_FILE);
       if (report.admin) await writePasswordFile(passwordFile, password);
-      const envFile = await writeProjectEnv(io, project, target.env, options.database ?? config.databaseUrl, out);
       const shown = (path: string) => {
         const rel = relative(io.cwd, path);
         return rel.startsWith('..') ? path : rel;

@@ -133,6 +133,8 @@ function operationsOf(document: Schema): Operation[] {
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, Schema>>)) {
     for (const [method, operation] of Object.entries(item)) {
+      // The OpenID endpoints answer OAuth errors and pages, not problem documents; their byte checks are above.
+      if (operation['x-error-format'] === 'oauth') continue;
       const parameters = (operation.parameters ?? []) as Array<{ name: string; in: string }>;
       const content = ((operation.requestBody as Schema | undefined)?.content ?? {}) as Record<string, { schema?: Schema }>;
       operations.push({

@@ -188,7 +188,6 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
         issuer: ctx.config.publicBaseUrl,
         pathPrefix: ctx.config.pathPrefix,
         listClients: () => module.clients.listStored(),
-        isSetupRequired: () => identity.setup.isSetupRequired(),
       });
       const docsRoutes = createProviderDocsRoutes({
         issuer: ctx.config.publicBaseUrl,

@@ -26,16 +26,18 @@ describe.each(testDialects())('first-run pages on %s', (dialect) => {
       await server?.close();
     });
 
-    it('answers 503 Setup.Required with how to finish setup, and shows it on the landing page', async () => {
+    it('answers 503 Setup.Required with how to finish setup: a problem for API clients, a page for browsers', async () => {
       const problem = await expectProblem(await server.fetch('/v1/identity/users/me'), 503, 'Setup.Required');
       expect(problem.detail).toContain('npx idt setup');
       expect(problem.detail).toContain('POST /v1/identity/setup/admin');
       expect(problem.exception).toBeUndefined();
+      await expectProblem(await server.fetch('/'), 503, 'Setup.Required');
 
-      const landing = await server.fetch('/');
-      expect(landing.status).toBe(200);
+      const landing = await server.fetch('/', { headers: { accept: 'text/html' } });
+      expect(landing.status).toBe(503);
+      expect(landing.headers.get('content-security-policy')).toContain("default-src 'none'");
       const html = await landing.text();
-      expect(html).toContain('Setup is not finished');
+      expect(html).toContain('<h1>Setup is not finished</h1>');
       expect(html).toContain('npx idt demo');
     });
 

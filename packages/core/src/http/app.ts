@@ -25,7 +25,7 @@ import {
   type RequestHead,
   toFetchResponse,
 } from './light.js';
-import { json, strictTransportSecurityFor } from './responses.js';
+import { escapeHtml, html, json, strictTransportSecurityFor } from './responses.js';
 import type { Route, RouteContext } from './route.js';
 import { Router } from './router.js';
 
@@ -282,7 +282,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         response =
           rendered.body === null
             ? new LightResponse(null, { status: rendered.status, headers: rendered.headers })
-            : json(rendered.body, { status: rendered.status, headers: rendered.headers });
+            : exposed && wantsHtml(request.headers.get('accept'))
+              ? exposedStatePage(exposed, rendered.status, rendered.headers, traceId)
+              : json(rendered.body, { status: rendered.status, headers: rendered.headers });
         // An error describes this request only (a 404 is otherwise heuristically cacheable).
         if (!response.headers.has('cache-control')) response.headers.set('cache-control', 'no-store');
       }
@@ -346,6 +348,38 @@ class PipelineContext implements RouteContext {
 
 /** The signal of requests whose host reports no disconnects. */
 const NEVER_ABORTED = new AbortController().signal;
+
+function wantsHtml(accept: string | null): boolean {
+  return accept !== null && /\btext\/html\b/i.test(accept);
+}
+
+const STATE_PAGE_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** A browser's page for an expected 5xx state (`Setup.Required`): the same sentence as the problem's `detail`. */
+function exposedStatePage(
+  problem: ProblemError,
+  status: number,
+  headers: Record<string, string>,
+  traceId: string,
+): LightResponse {
+  const { 'content-type': _problemType, ...rest } = headers;
+  const title = problem.code === 'Setup.Required' ? 'Setup is not finished' : 'Service unavailable';
+  return html(
+    `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title></head>
+<body>
+<main>
+<h1>${escapeHtml(title)}</h1>
+<p>${escapeHtml(problem.detail)}</p>
+<p><small>Code <code>${escapeHtml(problem.code)}</code> · trace id <code>${escapeHtml(traceId)}</code></small></p>
+</main>
+</body>
+</html>
+`,
+    { status, headers: { ...rest, 'content-security-policy': STATE_PAGE_CSP, 'referrer-policy': 'no-referrer' } },
+  );
+}
 
 function renderOwnError(route: Route | undefined, error: unknown): HandlerResponse | undefined {
   if (!route?.renderError || error instanceof ClientClosedError) return undefined;

@@ -104,6 +104,8 @@ export function generateOpenApiDocument(options: OpenApiOptions): OpenApiDocumen
     if (auth === 'anonymous') operation.security = [];
     else if (auth === 'optional') operation.security = [{ bearerAuth: [] }, { apiKey: [] }, {}];
     if (route.openApi?.security) operation.security = route.openApi.security.map((entry) => ({ ...entry }));
+    if (route.documentationOnly) operation['x-documentation-only'] = true;
+    for (const [name, value] of Object.entries(route.openApi?.extensions ?? {})) operation[name] = value;
     const parameters = [...parametersOf(route.request?.params, 'path'), ...parametersOf(route.request?.query, 'query')];
     if (parameters.length) operation.parameters = parameters;
     const request = route.request;

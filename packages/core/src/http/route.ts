@@ -134,6 +134,11 @@ export interface RouteOpenApi {
   readonly defaultSecurity?: readonly string[];
   /** Descriptions (Markdown) of the tags the route uses, shown as the tag's introduction. */
   readonly tagDescriptions?: Readonly<Record<string, string>>;
+  /**
+   * Specification extensions of the operation (`x-…` members), e.g.
+   * `x-error-format: oauth` for endpoints that answer OAuth errors rather than problem documents.
+   */
+  readonly extensions?: Readonly<Record<`x-${string}`, unknown>>;
 }
 
 type Output<T> = T extends z.ZodType ? z.output<T> : undefined;

@@ -54,14 +54,22 @@ describe('the setup gate', () => {
     expect((await app.fetch(new Request('http://api.test/v1/me'))).status).toBe(200);
   });
 
-  it('keeps the landing page reachable while setup is required, and nothing else below it', async () => {
+  it('shows a browser a page with the same sentence, still 503, under a strict policy', async () => {
     const app = createHttpApp({
       environment: 'Development',
       publicBaseUrl: 'http://api.test',
       routes: [route],
       gates: [createSetupGate({ isSetupRequired: async () => true })],
     });
-    expect((await app.fetch(new Request('http://api.test/'))).status).toBe(404);
+    const page = await app.fetch(new Request('http://api.test/', { headers: { accept: 'text/html,*/*' } }));
+    expect(page.status).toBe(503);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(page.headers.get('retry-after')).toBe('10');
+    const html = await page.text();
+    expect(html).toContain('<h1>Setup is not finished</h1>');
+    expect(html).toContain('Run `npx idt setup`');
+    expect(html).not.toContain('<script');
     const body = (await (await app.fetch(new Request('http://api.test/v1/me'))).json()) as Record<string, any>;
     expect(body.code).toBe('Setup.Required');
     // Development shows no exception block for an expected state.

@@ -9,8 +9,6 @@ export const SETUP_ALLOWLIST: readonly string[] = Object.freeze([
   '/connect',
   '/openapi',
   '/scalar',
-  // The landing page itself (exact match: `isPathUnder('/x', '/')` is false), which says how to finish setup.
-  '/',
 ]);
 
 /**

@@ -16,8 +16,6 @@ export interface LandingOptions {
   readonly pathPrefix: string;
   /** Every client (the demo application is looked up among them). */
   listClients(): Promise<readonly StoredClient[]>;
-  /** Whether the first administrator is still missing. */
-  isSetupRequired(): Promise<boolean>;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -108,12 +106,8 @@ export function createLandingRoutes(options: LandingOptions): Route[] {
             { status: 404, headers },
           );
         }
-        const [setupRequired, clients] = await Promise.all([options.isSetupRequired(), options.listClients()]);
-        const demo = findDemoClient(clients);
-        const setup = setupRequired
-          ? `<div class="error" role="alert"><h2>Setup is not finished</h2>
-<p>This service has no administrator yet. Run <code>npx idt setup</code> (or <code>npx idt demo</code> for a ready-made demo) in the project directory, then reload this page.</p></div>`
-          : '';
+        // While setup is required the setup gate answers here (a page with how to finish setup for browsers).
+        const demo = findDemoClient(await options.listClients());
         const tryIt = demo
           ? `<h2>Try a sign-in</h2>
 <p><a href="${escapeHtml(demoAuthorizationUrl(options.issuer, demo.client, demo.redirectUri))}">Sign in to ${escapeHtml(demo.client.name)}</a></p>
@@ -122,7 +116,6 @@ export function createLandingRoutes(options: LandingOptions): Route[] {
 <p class="hint">No demo application yet: run <code>npx idt demo</code> to register one (a first-party application with a <code>localhost</code> redirect URI), then reload this page.</p>`;
         const body = `<h1>idt is running</h1>
 <p class="hint">Development environment · issuer <code>${escapeHtml(options.issuer)}</code></p>
-${setup}
 <h2>For developers</h2>
 <ul>
 <li><a href="${escapeHtml(`${prefix}/scalar`)}">API reference</a> (Scalar), with the OpenID endpoints</li>

@@ -5,6 +5,12 @@ import { OIDC_ROUTES } from '../../provider/create-provider.js';
 /** The tag of the provider's operations in the API document. */
 export const OPENID_TAG = 'OpenID Connect';
 
+/**
+ * The extension that marks operations answering OAuth errors (`{error,
+ * error_description}`, HTML pages for the browser) rather than problem documents.
+ */
+export const OAUTH_ERRORS = { 'x-error-format': 'oauth' } as const;
+
 /** Options of {@link createProviderDocsRoutes}. */
 export interface ProviderDocsOptions {
   /** The issuer (public base URL, prefix included): the OAuth 2 flows point at it. */
@@ -73,8 +79,10 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
     },
     defaultSecurity: ['oauth2'],
     tagDescriptions: { [OPENID_TAG]: tokenHowTo(issuer) },
+    extensions: OAUTH_ERRORS,
   } as const;
-  const clientAuth = { security: [{ clientBasic: [] }, {}] } as const;
+  const clientAuth = { security: [{ clientBasic: [] }, {}], extensions: OAUTH_ERRORS } as const;
+  const plain = { extensions: OAUTH_ERRORS } as const;
   const common = { tags: [OPENID_TAG], auth: 'anonymous', documentationOnly: true } as const;
   const neverCalled = () => {
     throw new Error('documentation-only route');
@@ -99,6 +107,7 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       operationId: 'oidcJwks',
       summary: 'The public signing keys (JWKS)',
       ratePolicy: false,
+      openApi: plain,
       responses: { 200: { description: 'A JSON Web Key Set (ES256 and RS256)' } },
       handler: neverCalled,
     }),
@@ -108,6 +117,7 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       path: OIDC_ROUTES.authorization,
       operationId: 'oidcAuthorize',
       summary: 'Start a sign-in (authorization code with PKCE)',
+      openApi: plain,
       description:
         'Opens the sign-in pages in a browser; after sign-in (and consent for third-party applications) the browser returns to `redirect_uri` with `code` and `state` in the query. Errors before the client and redirect URI are known show an error page with the OAuth error code and a trace id.',
       ratePolicy: 'auth',
@@ -182,6 +192,7 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       path: OIDC_ROUTES.end_session,
       operationId: 'oidcLogout',
       summary: 'RP-initiated logout',
+      openApi: plain,
       description: 'Shows a confirmation page; confirming ends the sign-in session and every token minted under it.',
       ratePolicy: false,
       request: {

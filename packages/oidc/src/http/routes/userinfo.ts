@@ -9,7 +9,7 @@ import {
 } from '@idt/core';
 import type { AccountDirectory } from '../../interactions/directory.js';
 import { LOGIN_SCOPE_CLAIMS, USERINFO_PATH } from '../../provider/create-provider.js';
-import { OPENID_TAG } from './provider-docs.js';
+import { OAUTH_ERRORS, OPENID_TAG } from './provider-docs.js';
 
 function bearerError(status: 401 | 403, error: 'invalid_token' | 'insufficient_scope', description: string): LightResponse {
   return json(
@@ -65,7 +65,7 @@ export function createUserinfoRoutes(verifier: JwtVerifier, resolver: Credential
       tags: [OPENID_TAG],
       auth: 'anonymous',
       ratePolicy: false,
-      openApi: { security: [{ bearerAuth: [] }, { oauth2: ['openid'] }] },
+      openApi: { security: [{ bearerAuth: [] }, { oauth2: ['openid'] }], extensions: OAUTH_ERRORS },
       responses: {
         200: { description: 'Claims by scope' },
         401: { description: '`invalid_token` (in `WWW-Authenticate`)' },

@@ -106,6 +106,19 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error an
     await page.close();
   });
 
+  it('lists the OpenID endpoints in the API reference (Scalar)', { timeout: 90_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${server.url}/scalar`);
+    const group = page.getByText('OpenID Connect', { exact: true }).filter({ visible: true }).first();
+    await group.waitFor({ timeout: 60_000 });
+    await group.click();
+    await page.getByText('Start a sign-in (authorization code with PKCE)').filter({ visible: true }).first().waitFor();
+    // The tag's introduction: how to get a token.
+    await page.getByText('npx idt token --from service.env').filter({ visible: true }).first().scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(SHOTS, 'scalar-openid.png') });
+    await page.close();
+  });
+
   it('signs in, allows the application, and shows the account page', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

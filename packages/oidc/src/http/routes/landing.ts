@@ -111,7 +111,7 @@ export function createLandingRoutes(options: LandingOptions): Route[] {
         const tryIt = demo
           ? `<h2>Try a sign-in</h2>
 <p><a href="${escapeHtml(demoAuthorizationUrl(options.issuer, demo.client, demo.redirectUri))}">Sign in to ${escapeHtml(demo.client.name)}</a></p>
-<p class="hint">Client <code>${escapeHtml(demo.client.clientId)}</code>; after sign-in you go to <code>${escapeHtml(demo.redirectUri)}</code>, where the application must be running.</p>`
+<p class="hint">Client <code>${escapeHtml(demo.client.clientId)}</code>; after sign-in you go to <code>${escapeHtml(demo.redirectUri)}</code>, where the application must be running. For a whole sign-in that ends in a token, run <code>npx idt sign-in --from cli.env</code> (written by <code>npx idt demo</code>).</p>`
           : `<h2>Try a sign-in</h2>
 <p class="hint">No demo application yet: run <code>npx idt demo</code> to register one (a first-party application with a <code>localhost</code> redirect URI), then reload this page.</p>`;
         const body = `<h1>idt is running</h1>

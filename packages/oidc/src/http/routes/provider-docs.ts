@@ -36,8 +36,9 @@ export function tokenHowTo(issuer: string): string {
   return `How to get a token to try this API:
 
 1. **A service account (scripts).** \`npx idt demo\` writes \`service.env\`; then \`npx idt token --from service.env\` prints an access token. Paste it under **Authorize → bearerAuth**.
-2. **A user, through the demo application.** \`npx idt demo\` registers the first-party application *Dashboard* and writes \`dashboard.env\` (client id and secret). In **Authorize → oauth2 (authorization code)** enter them, tick \`openid\` (and the API scopes you need) and sign in; PKCE (S256) is used. The redirect URI must be one the application registered: to let this page finish the flow itself, add \`${issuer}/scalar\` to the application's redirect URIs.
-3. **Any other client.** Discovery (\`GET /.well-known/openid-configuration\`) names every endpoint; clients are confidential, use PKCE S256 and send their secret to the token endpoint (\`client_secret_basic\` or \`client_secret_post\`).
+2. **A user, from the command line.** \`npx idt sign-in --from cli.env\` (the demo's *Command line* application) prints a sign-in URL to open in your browser, then the user's access token.
+3. **A user, through the demo application.** \`npx idt demo\` registers the first-party application *Dashboard* and writes \`dashboard.env\` (client id and secret). In **Authorize → oauth2 (authorization code)** enter them, tick \`openid\` (and the API scopes you need) and sign in; PKCE (S256) is used. The redirect URI must be one the application registered: to let this page finish the flow itself, add \`${issuer}/scalar\` to the application's redirect URIs.
+4. **Any other client.** Discovery (\`GET /.well-known/openid-configuration\`) names every endpoint; clients are confidential, use PKCE S256 and send their secret to the token endpoint (\`client_secret_basic\` or \`client_secret_post\`).
 
 Access tokens are JWTs for this API (15 minutes by default); refresh tokens rotate.`;
 }

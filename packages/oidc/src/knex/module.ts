@@ -384,6 +384,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   let provider: Provider;
   let callback: (req: IncomingMessage, res: ServerResponse) => unknown;
   let keyIds = '';
+  let stopClientInstances: (() => void) | undefined;
   async function build() {
     const keys = (await options.keys.listKeys()).sort((a, b) => (a.status === b.status ? 0 : a.status === 'active' ? -1 : 1));
     keyIds = keys.map((key) => `${key.kid}:${key.status}`).join(',');
@@ -402,6 +403,11 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
       logoutSource: logoutPages.logoutSource,
       postLogoutSuccessSource: logoutPages.postLogoutSuccessSource,
       isLocked: (clientId) => lockout.isLocked(clientId),
+      onClientChange: (listener) => {
+        // A rebuilt provider (new signing keys) replaces the previous one's subscription.
+        stopClientInstances?.();
+        stopClientInstances = options.invalidator.subscribe(CacheNamespaces.clients, listener);
+      },
       refreshReuseLeewaySeconds: settings.refreshReuseLeewaySeconds,
       successorOf,
       familyRevocation,

@@ -100,6 +100,8 @@ export interface OidcProviderOptions {
   readonly postLogoutSuccessSource: (ctx: KoaContextWithOIDC) => Promise<void> | void;
   /** A locked-out client id gets `invalid_client` even with the right secret (SPEC 8.2). */
   readonly isLocked?: (clientId: string) => boolean;
+  /** Subscribes to client changes (id, or `*`); with it, client instances are cached per id (see `patchProvider`). */
+  readonly onClientChange?: (listener: (clientId: string) => void) => void;
   /** The reuse leeway of redeemed refresh tokens in seconds (SPEC 3.6). */
   readonly refreshReuseLeewaySeconds: number;
   /** The successor value of a rotated refresh token (`createSuccessorDerivation`). */
@@ -349,6 +351,7 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
     successorOf: options.successorOf,
     familyRevocation: options.familyRevocation,
     clock,
+    ...(options.onClientChange ? { onClientChange: options.onClientChange } : {}),
   });
 
   return provider;

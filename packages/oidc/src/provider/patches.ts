@@ -1,4 +1,4 @@
-import { type Clock, constantTimeEqual } from '@idt/core';
+import { type Clock, constantTimeEqual, createTtlCache } from '@idt/core';
 import type Provider from 'oidc-provider';
 import { hashClientSecret } from '../clients/service.js';
 import type { FamilyRevocation } from '../policy/family-revocation.js';
@@ -20,6 +20,11 @@ export interface ProviderPatchOptions {
   readonly successorOf: (predecessor: string) => string;
   readonly familyRevocation: FamilyRevocation;
   readonly clock: Clock;
+  /**
+   * Subscribes to changes of clients (the id, or `*` for all): with it, client
+   * instances are kept per id until a change or a minute passes.
+   */
+  readonly onClientChange?: (listener: (clientId: string) => void) => void;
 }
 
 type ModelClass = { prototype: Record<string, unknown> } & Record<string, unknown>;
@@ -47,6 +52,26 @@ export function patchProvider(provider: Provider, oidc: OidcProviderModule, opti
       constantTimeEqual(this.clientSecret, hashClientSecret(actual));
     return matches && !options.isLocked?.(this.clientId);
   };
+
+  // 1b. Client instances are kept per client id, evicted when the client changes. oidc-provider
+  //     keeps the clients an adapter returns in a 100-entry LRU keyed by a hash of their metadata;
+  //     past 100 busy clients every request re-validated the whole metadata (`addClient`).
+  //     Relies on: every lookup going through `provider.Client.find(id)`.
+  if (options.onClientChange) {
+    const ClientModel = provider.Client as unknown as { find(id: unknown): Promise<object | undefined> };
+    const find = ClientModel.find.bind(provider.Client);
+    const instances = createTtlCache<object | undefined>({ ttlMs: 60_000, max: 100_000 });
+    options.onClientChange((clientId) => (clientId === '*' ? instances.clear() : instances.delete(clientId)));
+    ClientModel.find = async (id: unknown) => {
+      if (typeof id !== 'string' || id.length === 0 || id.length > 200) return find(id);
+      const cached = instances.get(id);
+      if (cached) return cached;
+      const client = await instances.getOrLoad(id, () => find(id));
+      // An unknown or suspended client is looked up again next time.
+      if (!client) instances.delete(id);
+      return client;
+    };
+  }
 
   // 2. Every id token carries `sid` (SPEC 2.3), not only those of back-channel clients.
   //    Relies on: `Client.prototype.includeSid()` deciding whether id tokens get `sid`.

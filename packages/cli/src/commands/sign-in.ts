@@ -165,86 +165,99 @@ export function registerSignIn(program: Command, io: CliIo): void {
         authorizeUrl.searchParams.set(name, value);
       }
 
-      const code = await new Promise<string>((resolveCode, reject) => {
-        let settled = false;
-        let server: Server | undefined;
-        const finish = (error: unknown, value?: string) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          io.signal?.removeEventListener('abort', onAbort);
-          server?.close();
-          server?.closeAllConnections();
-          if (error) reject(error);
-          else resolveCode(value as string);
-        };
-        const timer = setTimeout(
-          () =>
-            finish(
-              new CliError('SignIn.TimedOut', `No browser came back to ${redirectUri} within ${timeoutSeconds} s.`, {
-                hints: ['Open the URL printed above in a browser on this machine and sign in; --timeout <seconds> waits longer.'],
-              }),
-            ),
-          timeoutSeconds * 1000,
-        );
-        const onAbort = () => finish(new CliError('SignIn.TimedOut', 'The sign-in was stopped before the browser came back.'));
-        io.signal?.addEventListener('abort', onAbort, { once: true });
-        server = createServer((request, response) => {
-          const url = new URL(request.url ?? '/', redirect.origin);
-          if (url.pathname !== redirect.pathname) {
-            response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not the redirect URI.\n');
-            return;
-          }
-          const html = (status: number, title: string, text: string) =>
-            response.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(page(title, text));
-          if (url.searchParams.get('state') !== state) {
-            html(400, 'Sign-in not recognized', 'This redirect does not belong to the sign-in the terminal started.');
-            return;
-          }
-          const error = url.searchParams.get('error');
-          if (error) {
-            const description = url.searchParams.get('error_description');
-            html(400, 'Sign-in failed', `${error}${description ? `: ${description}` : ''}. See the terminal.`);
-            finish(
-              new CliError(
-                'SignIn.Refused',
-                `The provider ended the sign-in: ${error}${description ? ` (${description})` : ''}.`,
-                {
-                  hints: ['Run idt sign-in again and complete the sign-in (and consent) in the browser.'],
-                },
+      // The browser's request stays open until the code is exchanged, so its page tells the outcome.
+      const { code, answer } = await new Promise<{ code: string; answer: (ok: boolean, text: string) => void }>(
+        (resolveCode, reject) => {
+          let settled = false;
+          let server: Server | undefined;
+          const finish = (error: unknown, value?: { code: string; answer: (ok: boolean, text: string) => void }) => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            io.signal?.removeEventListener('abort', onAbort);
+            server?.close();
+            if (error) {
+              server?.closeAllConnections();
+              reject(error);
+            } else {
+              resolveCode(value as { code: string; answer: (ok: boolean, text: string) => void });
+            }
+          };
+          const timer = setTimeout(
+            () =>
+              finish(
+                new CliError('SignIn.TimedOut', `No browser came back to ${redirectUri} within ${timeoutSeconds} s.`, {
+                  hints: [
+                    'Open the URL printed above in a browser on this machine and sign in; --timeout <seconds> waits longer.',
+                  ],
+                }),
               ),
-            );
-            return;
-          }
-          const received = url.searchParams.get('code');
-          if (!received) {
-            html(400, 'Sign-in failed', 'The redirect carries no code.');
-            return;
-          }
-          html(200, 'Signed in', 'You are signed in. Return to the terminal; you can close this tab.');
-          finish(undefined, received);
-        });
-        server.once('error', (error: NodeJS.ErrnoException) =>
-          finish(
-            error.code === 'EADDRINUSE'
-              ? new CliError(
-                  'SignIn.PortInUse',
-                  `Port ${redirect.port} of ${redirectUri} is already in use by another process.`,
-                  {
-                    hints: ['Stop the other idt sign-in (or whatever listens there), then run this one again.'],
-                    cause: error,
-                  },
-                )
-              : error,
-          ),
-        );
-        // localhost resolves to 127.0.0.1 first here (and browsers try both).
-        server.listen(Number(redirect.port), redirect.hostname === 'localhost' ? '127.0.0.1' : redirect.hostname, () => {
-          io.err(
-            `Open this URL in a browser and sign in:\n\n  ${authorizeUrl.href}\n\nWaiting for the browser at ${redirectUri}…\n`,
+            timeoutSeconds * 1000,
           );
-        });
-      });
+          const onAbort = () => finish(new CliError('SignIn.TimedOut', 'The sign-in was stopped before the browser came back.'));
+          io.signal?.addEventListener('abort', onAbort, { once: true });
+          server = createServer((request, response) => {
+            const url = new URL(request.url ?? '/', redirect.origin);
+            if (url.pathname !== redirect.pathname) {
+              response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not the redirect URI.\n');
+              return;
+            }
+            const html = (status: number, title: string, text: string) =>
+              response.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(page(title, text));
+            if (url.searchParams.get('state') !== state) {
+              html(400, 'Sign-in not recognized', 'This redirect does not belong to the sign-in the terminal started.');
+              return;
+            }
+            const error = url.searchParams.get('error');
+            if (error) {
+              const description = url.searchParams.get('error_description');
+              html(400, 'Sign-in failed', `${error}${description ? `: ${description}` : ''}. See the terminal.`);
+              finish(
+                new CliError(
+                  'SignIn.Refused',
+                  `The provider ended the sign-in: ${error}${description ? ` (${description})` : ''}.`,
+                  {
+                    hints: ['Run idt sign-in again and complete the sign-in (and consent) in the browser.'],
+                  },
+                ),
+              );
+              return;
+            }
+            const received = url.searchParams.get('code');
+            if (!received) {
+              html(400, 'Sign-in failed', 'The redirect carries no code.');
+              return;
+            }
+            finish(undefined, {
+              code: received,
+              answer: (ok, text) => {
+                html(ok ? 200 : 400, ok ? 'Signed in' : 'Sign-in failed', text);
+                server?.closeAllConnections();
+              },
+            });
+          });
+          server.once('error', (error: NodeJS.ErrnoException) =>
+            finish(
+              error.code === 'EADDRINUSE'
+                ? new CliError(
+                    'SignIn.PortInUse',
+                    `Port ${redirect.port} of ${redirectUri} is already in use by another process.`,
+                    {
+                      hints: ['Stop the other idt sign-in (or whatever listens there), then run this one again.'],
+                      cause: error,
+                    },
+                  )
+                : error,
+            ),
+          );
+          // localhost resolves to 127.0.0.1 first here (and browsers try both).
+          server.listen(Number(redirect.port), redirect.hostname === 'localhost' ? '127.0.0.1' : redirect.hostname, () => {
+            io.err(
+              `Open this URL in a browser and sign in:\n\n  ${authorizeUrl.href}\n\nWaiting for the browser at ${redirectUri}…\n`,
+            );
+          });
+        },
+      );
 
       const basic = Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64');
       let response: Response;
@@ -264,10 +277,12 @@ export function registerSignIn(program: Command, io: CliIo): void {
           }),
         });
       } catch (error) {
+        answer(false, 'The token endpoint did not answer. See the terminal.');
         throw unreachable(error, tokenEndpoint);
       }
       const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
       if (!response.ok || typeof body.access_token !== 'string') {
+        answer(false, 'The provider refused the code. See the terminal.');
         const reason = [body.error, body.error_description].filter((part) => typeof part === 'string').join(': ');
         throw new CliError(
           'SignIn.Refused',
@@ -289,6 +304,7 @@ export function registerSignIn(program: Command, io: CliIo): void {
         idToken: typeof body.id_token === 'string' ? body.id_token : null,
         refreshToken: typeof body.refresh_token === 'string' ? body.refresh_token : null,
       };
+      answer(true, 'You are signed in. Return to the terminal; you can close this tab.');
       out.progress(`Signed in to ${issuer} as the application ${clientId}; the access token follows.`);
       if (!out.json) io.out(`${tokens.accessToken}\n`);
       out.result({ ...tokens, clientId, issuer });

@@ -20,7 +20,7 @@ export const CLI_VERSION = '0.1.0';
 export function createProgram(io: CliIo): Command {
   const program = new Command('idt')
     .description(
-      'The idt command line: migrate and serve a composition of idt modules, bootstrap setup mode, seed, and manage OAuth clients. The modules come from the config file (--config, else idt.config.ts, .mts, .mjs or .js in the working directory), else the reference modules (identity, oidc, and inquiries and storage when installed). Settings come from the environment variables of docs/configuration.md.',
+      'The idt command line: migrate and serve a composition of idt modules, bootstrap setup mode, seed, and manage OAuth clients. The modules come from the config file (--config, else idt.config.ts, .mts, .mjs or .js in the working directory), else the reference modules (identity, oidc, and inquiries and storage when installed). Settings come from the environment variables of docs/configuration.md, over the project env file (./.env, which npm start and idt demo write; IDT_ENV_FILE names another).',
     )
     .version(CLI_VERSION)
     .option(

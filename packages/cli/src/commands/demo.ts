@@ -105,7 +105,10 @@ export function registerDemo(program: Command, io: CliIo): void {
       .option('--dir <dir>', 'where to write the env files and the password file', './data/demo')
       .option('--force', 'overwrite existing env files'),
   )
-    .addHelpText('after', examples('idt demo', 'idt demo --dir ./demo --database sqlite:./demo/idt.sqlite'))
+    .addHelpText(
+      'after',
+      examples('npx idt demo', 'npx idt demo --database postgres://postgres@127.0.0.1:5432/idt', 'npx idt demo --json'),
+    )
     .action(async (options: DemoOptions) => {
       const out = createOutput(io, options.json === true);
       const project = projectEnvOf(io);

@@ -473,9 +473,16 @@ clients:
       const demoDir = join(dir, `demo-${dialect}`);
       const first = await idt(demoEnv, ['demo', '--dir', demoDir]);
       expect(first.exitCode).toBe(0);
-      const password = /Password: (\S+)/.exec(first.stdout)?.[1];
+      const password = /Password: +(\S+)/.exec(first.stdout)?.[1];
       expect(password).toEqual(expect.any(String));
-      expect(first.stdout).toContain(`E-mail:   ${DEMO_ADMIN_EMAIL}`);
+      expect(first.stdout).toContain(`E-mail:    ${DEMO_ADMIN_EMAIL}`);
+      // Not lost: kept beside the env files, for this user alone.
+      expect(readFileSync(join(demoDir, 'admin-password'), 'utf8').trim()).toBe(password);
+      expect(statSync(join(demoDir, 'admin-password')).mode & 0o777).toBe(0o600);
+      expect(readEnvFile(join(demoDir, 'cli.env'))).toMatchObject({
+        OIDC_CLIENT_ID: 'demo-command-line',
+        OIDC_REDIRECT_URI: 'http://127.0.0.1:8765/callback',
+      });
       expect(readEnvFile(join(demoDir, 'dashboard.env'))).toMatchObject({
         OIDC_ISSUER: 'http://localhost:8080',
         OIDC_CLIENT_ID: 'demo-dashboard',

@@ -207,7 +207,9 @@ export function createProviderErrorRenderer(options: ProviderErrorRendererOption
     ctx.set('x-trace-id', traceId);
     applyPageSecurityHeaders(ctx);
     const details =
-      !isServerError && out.error_description ? `<p class="hint">Technical details: ${escapeHtml(out.error_description)}</p>` : '';
+      !isServerError && out.error_description
+        ? `<p class="hint">Technical details: ${escapeHtml(out.error_description)}</p>`
+        : '';
     ctx.body = renderPage(
       { title: 'Sign-in problem', assets: options.assets ?? providerAssets },
       `<h1>Sign-in problem</h1>

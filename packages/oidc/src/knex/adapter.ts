@@ -36,9 +36,14 @@ export interface KnexAdapterOptions {
   readonly clientMetadata: (client: StoredClient) => Record<string, unknown>;
   readonly invalidator: CacheInvalidator;
   readonly clock?: Clock;
-  /** How long client lookups are cached; 60 seconds by default (evicted on change). */
+  /** How long client lookups are cached; 10 minutes by default (evicted on change). */
   readonly clientCacheTtlMs?: number;
 }
+
+/** How long a client's metadata and instance are kept at most (they are evicted on change anyway). */
+export const CLIENT_CACHE_TTL_MS = 600_000;
+/** How many clients' metadata and instances are kept: every client of a deployment of 10,000, with room. */
+export const CLIENT_CACHE_MAX = 20_000;
 
 /**
  * Models whose ids are bearer credentials: only their SHA-256 is stored, and
@@ -62,7 +67,11 @@ const HASHED_MODELS = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode'
 export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: string) => OidcAdapter {
   const { db } = options;
   const clock = options.clock ?? systemClock;
-  const clients = createTtlCache<Record<string, unknown> | null>({ ttlMs: options.clientCacheTtlMs ?? 60_000 });
+  // Evicted on every change of a client (any instance); the time limit only bounds a missed eviction.
+  const clients = createTtlCache<Record<string, unknown> | null>({
+    ttlMs: options.clientCacheTtlMs ?? CLIENT_CACHE_TTL_MS,
+    max: CLIENT_CACHE_MAX,
+  });
   options.invalidator.subscribe(CacheNamespaces.clients, (key) => {
     if (key === '*') clients.clear();
     else clients.delete(key);

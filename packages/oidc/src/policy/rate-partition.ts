@@ -92,7 +92,7 @@ const MAX_CLIENT_ID_LENGTH = 200;
 export interface ClientOrganizationsOptions {
   /** Looks a client up in the database: its organization (`null` when it has none), `undefined` when it does not exist. */
   readonly find: (clientId: string) => Promise<{ readonly organizationId: string | null } | undefined>;
-  /** Most registered clients remembered (10,000). */
+  /** Most registered clients remembered (20,000). */
   readonly knownMax?: number;
   /** How long a registered client is remembered; changes evict it before (10 minutes). */
   readonly knownTtlMs?: number;
@@ -131,7 +131,7 @@ export function createClientOrganizations(options: ClientOrganizationsOptions): 
   const clock = options.clock;
   const known = createTtlCache<string | null>({
     ttlMs: options.knownTtlMs ?? 600_000,
-    max: options.knownMax ?? 10_000,
+    max: options.knownMax ?? 20_000,
     ...(clock ? { clock } : {}),
   });
   const unknown = createTtlCache<true>({

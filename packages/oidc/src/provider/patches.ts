@@ -1,6 +1,7 @@
 import { type Clock, constantTimeEqual, createTtlCache } from '@idt/core';
 import type Provider from 'oidc-provider';
 import { hashClientSecret } from '../clients/service.js';
+import { CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS } from '../knex/adapter.js';
 import type { FamilyRevocation } from '../policy/family-revocation.js';
 import { classifyRedemption } from '../policy/refresh-rotation.js';
 import type { OidcProviderModule } from './load.js';
@@ -22,7 +23,7 @@ export interface ProviderPatchOptions {
   readonly clock: Clock;
   /**
    * Subscribes to changes of clients (the id, or `*` for all): with it, client
-   * instances are kept per id until a change or a minute passes.
+   * instances are kept per id until a change (10 minutes at most).
    */
   readonly onClientChange?: (listener: (clientId: string) => void) => void;
 }
@@ -60,7 +61,7 @@ export function patchProvider(provider: Provider, oidc: OidcProviderModule, opti
   if (options.onClientChange) {
     const ClientModel = provider.Client as unknown as { find(id: unknown): Promise<object | undefined> };
     const find = ClientModel.find.bind(provider.Client);
-    const instances = createTtlCache<object | undefined>({ ttlMs: 60_000, max: 100_000 });
+    const instances = createTtlCache<object | undefined>({ ttlMs: CLIENT_CACHE_TTL_MS, max: CLIENT_CACHE_MAX });
     options.onClientChange((clientId) => (clientId === '*' ? instances.clear() : instances.delete(clientId)));
     ClientModel.find = async (id: unknown) => {
       if (typeof id !== 'string' || id.length === 0 || id.length > 200) return find(id);

@@ -156,7 +156,8 @@ describe.each(testDialects())('the users list at scale on %s', (dialect) => {
       db.off('query', capture);
     }
     const reads = statements.filter((statement) => /identity_memberships|identity_organization_counts/.test(statement.sql));
-    expect(reads.length).toBe(4);
+    // One statement per page: the total is a column of it.
+    expect(reads.length).toBe(2);
     expect(reads.some((statement) => /count\(/i.test(statement.sql))).toBe(false);
     for (const statement of reads) {
       const plan = await explain(db, statement.sql, statement.bindings);
@@ -166,7 +167,7 @@ describe.each(testDialects())('the users list at scale on %s', (dialect) => {
         if (dialectOf(db) === 'sqlite' && !/ in \(select/i.test(statement.sql))
           expect(plan, statement.sql).not.toMatch(/TEMP B-TREE/);
         // The cursor's key is a range of the index (where the page starts), not a filter over the rows before it.
-        if (statement.bindings.length > 3)
+        if (/\(m\.created_at, m\.id\) >/.test(statement.sql))
           expect(plan, statement.sql).toMatch(
             dialectOf(db) === 'sqlite'
               ? /identity_memberships_org_created_id_index \(organization_id=\? AND \(created_at,id\)>\(\?,\?\)\)/

@@ -117,7 +117,12 @@ export function createKnexUsersStore(
       // (no sort): from the cursor's key on, or from the start, joining each row's user as it comes; a
       // deep `page` skips its offset on the index alone (a subquery of ids) before joining. The total is
       // the per-organization count the triggers of 0005_member_counts keep: one primary-key read.
-      const columns = [...USER_COLUMNS, 'm.created_at as membership_created_at', 'm.id as membership_id'];
+      // The total rides along as a constant column of the page (one statement, one round trip); an
+      // empty page, past the end, reads it on its own.
+      const total = db.raw('(select members from identity_organization_counts where organization_id = ?) as total_members', [
+        organizationId,
+      ]);
+      const columns = [...USER_COLUMNS, 'm.created_at as membership_created_at', 'm.id as membership_id', total];
       const order = [{ column: 'm.created_at' }, { column: 'm.id' }];
       const offset = page.cursor ? 0 : (page.page - 1) * page.pageSize;
       let query: Knex.QueryBuilder;
@@ -147,10 +152,11 @@ export function createKnexUsersStore(
           .orderBy(order)
           .select(columns);
       }
-      const [counted, rows] = await Promise.all([
-        db('identity_organization_counts').where('organization_id', organizationId).first('members'),
-        query,
-      ]);
+      const rows: Array<Record<string, unknown>> = await query;
+      const counted =
+        rows.length > 0
+          ? { members: rows[0]?.total_members }
+          : await db('identity_organization_counts').where('organization_id', organizationId).first('members');
       const more = rows.length > page.pageSize;
       const items = more ? rows.slice(0, page.pageSize) : rows;
       const last = items.at(-1);

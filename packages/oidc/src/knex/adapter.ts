@@ -36,12 +36,16 @@ export interface KnexAdapterOptions {
   readonly clientMetadata: (client: StoredClient) => Record<string, unknown>;
   readonly invalidator: CacheInvalidator;
   readonly clock?: Clock;
-  /** How long client lookups are cached; 10 minutes by default (evicted on change). */
+  /** How long client lookups are cached; 1 minute by default (evicted on change). */
   readonly clientCacheTtlMs?: number;
 }
 
-/** How long a client's metadata and instance are kept at most (they are evicted on change anyway). */
-export const CLIENT_CACHE_TTL_MS = 600_000;
+/**
+ * How long a client's metadata and instance are kept after it was loaded (they are evicted on
+ * change anyway): a minute, so that the instances of clients that stopped calling do not stay in
+ * memory (10,000 instances hold about 100 MiB).
+ */
+export const CLIENT_CACHE_TTL_MS = 60_000;
 /** How many clients' metadata and instances are kept: every client of a deployment of 10,000, with room. */
 export const CLIENT_CACHE_MAX = 20_000;
 

@@ -23,7 +23,7 @@ export interface ProviderPatchOptions {
   readonly clock: Clock;
   /**
    * Subscribes to changes of clients (the id, or `*` for all): with it, client
-   * instances are kept per id until a change (10 minutes at most).
+   * instances are kept per id until a change (a minute at most).
    */
   readonly onClientChange?: (listener: (clientId: string) => void) => void;
 }

@@ -1,6 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { parseEnv } from 'node:util';
 import { toIso } from '@idt/core/knex';
 import { CacheNamespaces, createArgon2Hasher, type IdentityServices, PasswordSchema } from '@idt/identity';
 import type { ClientRecord } from '@idt/oidc';
@@ -11,7 +8,7 @@ import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
 import { createTerminalPrompter } from '../prompter.js';
-import { examples, withCommonOptions } from './shared.js';
+import { examples, readCommandVariables, withCommonOptions } from './shared.js';
 
 /** A client as the list and show commands print it: no secret, no hash (the record has none). */
 function clientView(client: ClientRecord): Record<string, unknown> {
@@ -421,19 +418,11 @@ export function registerToken(program: Command, io: CliIo): void {
         throw usageError('--from and --env-file name different files; give one of them.');
       }
       const source = options.from ?? options.envFile;
-      let variables: Readonly<Record<string, string | undefined>> = io.env;
-      let where = 'the environment';
-      if (source !== undefined) {
-        const path = resolve(io.cwd, source);
-        where = path;
-        try {
-          variables = parseEnv(await readFile(path, 'utf8'));
-        } catch (error) {
-          throw new CliError('Cli.EnvFileUnreadable', `Cannot read the env file ${path}: ${(error as Error).message}`, {
-            hints: ['Write one with: idt register-client --kind service-account … --env-out <path>'],
-          });
-        }
-      }
+      const { variables, where } = await readCommandVariables(
+        io,
+        source,
+        'Write one with: idt register-client --kind service-account … --env-out <path>',
+      );
       const missing = TOKEN_VARIABLES.filter((name) => !variables[name]);
       if (missing.length > 0) {
         throw new CliError('Config.Invalid', `${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not set in ${where}.`, {

@@ -1,6 +1,8 @@
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import type { Command } from 'commander';
-import { usageError } from '../errors.js';
+import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 
 /** Adds `--database` and `--json`, which every command takes. */
@@ -51,4 +53,27 @@ export function collect(value: string, previous: string[] = []): string[] {
 /** Formats examples for `--help`. */
 export function examples(...lines: string[]): string {
   return `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
+}
+
+/**
+ * The variables a command reads from an env file (`source`, relative to the
+ * working directory) or, without one, from the environment; `where` names
+ * their origin for error messages.
+ *
+ * @throws CliError `Cli.EnvFileUnreadable` with `hint` when the file cannot be read.
+ */
+export async function readCommandVariables(
+  io: CliIo,
+  source: string | undefined,
+  hint: string,
+): Promise<{ variables: Readonly<Record<string, string | undefined>>; where: string }> {
+  if (source === undefined) return { variables: io.env, where: 'the environment' };
+  const path = resolve(io.cwd, source);
+  try {
+    return { variables: parseEnv(await readFile(path, 'utf8')), where: path };
+  } catch (error) {
+    throw new CliError('Cli.EnvFileUnreadable', `Cannot read the env file ${path}: ${(error as Error).message}`, {
+      hints: [hint],
+    });
+  }
 }

@@ -1,13 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { resolve } from 'node:path';
-import { parseEnv } from 'node:util';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { createOutput } from '../output.js';
-import { examples } from './shared.js';
+import { examples, readCommandVariables } from './shared.js';
 
 interface SignInOptions {
   readonly from?: string;
@@ -78,21 +75,11 @@ export function registerSignIn(program: Command, io: CliIo): void {
         throw usageError(`--timeout must be a whole number of seconds, not "${options.timeout}".`);
       }
       const source = options.from ?? options.envFile;
-      let variables: Readonly<Record<string, string | undefined>> = io.env;
-      let where = 'the environment';
-      if (source !== undefined) {
-        const path = resolve(io.cwd, source);
-        where = path;
-        try {
-          variables = parseEnv(await readFile(path, 'utf8'));
-        } catch (error) {
-          throw new CliError('Cli.EnvFileUnreadable', `Cannot read the env file ${path}: ${(error as Error).message}`, {
-            hints: [
-              'Write one with `idt demo` (data/demo/cli.env) or idt register-client --kind application --redirect-uri http://127.0.0.1:8765/callback … --env-out <path>.',
-            ],
-          });
-        }
-      }
+      const { variables, where } = await readCommandVariables(
+        io,
+        source,
+        'Write one with `idt demo` (data/demo/cli.env) or idt register-client --kind application --redirect-uri http://127.0.0.1:8765/callback … --env-out <path>.',
+      );
       const missing = SIGN_IN_VARIABLES.filter((name) => !variables[name]);
       if (missing.length > 0) {
         throw new CliError('Config.Invalid', `${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not set in ${where}.`, {

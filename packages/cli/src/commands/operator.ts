@@ -417,22 +417,14 @@ export function registerToken(program: Command, io: CliIo): void {
       if (options.from !== undefined && options.envFile !== undefined && options.from !== options.envFile) {
         throw usageError('--from and --env-file name different files; give one of them.');
       }
-      const source = options.from ?? options.envFile;
-      const { variables, where } = await readCommandVariables(
-        io,
-        source,
-        'Write one with: idt register-client --kind service-account … --env-out <path>',
-      );
-      const missing = TOKEN_VARIABLES.filter((name) => !variables[name]);
-      if (missing.length > 0) {
-        throw new CliError('Config.Invalid', `${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not set in ${where}.`, {
-          hints: [
-            source === undefined
-              ? 'Name the service account’s env file: idt token --from sa.env (register-client --env-out writes one).'
-              : `${where} is not a service account’s env file; write one with idt register-client --kind service-account … --env-out <path>.`,
-          ],
-        });
-      }
+      const { variables, where } = await readCommandVariables(io, options.from ?? options.envFile, {
+        required: TOKEN_VARIABLES,
+        unreadableHint: 'Write one with: idt register-client --kind service-account … --env-out <path>',
+        missingHint: (where) =>
+          where === undefined
+            ? 'Name the service account’s env file: idt token --from sa.env (register-client --env-out writes one).'
+            : `${where} is not a service account’s env file; write one with idt register-client --kind service-account … --env-out <path>.`,
+      });
       const issuer = String(variables.OIDC_ISSUER).replace(/\/+$/, '');
       const clientId = String(variables.OIDC_SERVICE_CLIENT_ID);
       const secret = String(variables.OIDC_SERVICE_CLIENT_SECRET);

@@ -55,25 +55,45 @@ export function examples(...lines: string[]): string {
   return `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
 }
 
+/** What {@link readCommandVariables} needs besides the file. */
+export interface CommandVariablesOptions {
+  /** Variables that must be set. */
+  readonly required: readonly string[];
+  /** The hint when the file cannot be read. */
+  readonly unreadableHint: string;
+  /** The hint when required variables are missing: from the environment, or from the file at `where`. */
+  readonly missingHint: (where: string | undefined) => string;
+}
+
 /**
  * The variables a command reads from an env file (`source`, relative to the
  * working directory) or, without one, from the environment; `where` names
  * their origin for error messages.
  *
- * @throws CliError `Cli.EnvFileUnreadable` with `hint` when the file cannot be read.
+ * @throws CliError `Cli.EnvFileUnreadable` when the file cannot be read; `Config.Invalid` when a required variable is missing.
  */
 export async function readCommandVariables(
   io: CliIo,
   source: string | undefined,
-  hint: string,
+  options: CommandVariablesOptions,
 ): Promise<{ variables: Readonly<Record<string, string | undefined>>; where: string }> {
-  if (source === undefined) return { variables: io.env, where: 'the environment' };
-  const path = resolve(io.cwd, source);
-  try {
-    return { variables: parseEnv(await readFile(path, 'utf8')), where: path };
-  } catch (error) {
-    throw new CliError('Cli.EnvFileUnreadable', `Cannot read the env file ${path}: ${(error as Error).message}`, {
-      hints: [hint],
+  let variables: Readonly<Record<string, string | undefined>> = io.env;
+  let where = 'the environment';
+  if (source !== undefined) {
+    where = resolve(io.cwd, source);
+    try {
+      variables = parseEnv(await readFile(where, 'utf8'));
+    } catch (error) {
+      throw new CliError('Cli.EnvFileUnreadable', `Cannot read the env file ${where}: ${(error as Error).message}`, {
+        hints: [options.unreadableHint],
+      });
+    }
+  }
+  const missing = options.required.filter((name) => !variables[name]);
+  if (missing.length > 0) {
+    throw new CliError('Config.Invalid', `${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not set in ${where}.`, {
+      hints: [options.missingHint(source === undefined ? undefined : where)],
     });
   }
+  return { variables, where };
 }

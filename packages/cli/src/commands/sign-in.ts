@@ -74,22 +74,15 @@ export function registerSignIn(program: Command, io: CliIo): void {
       if (!/^\d+$/.test(options.timeout) || timeoutSeconds < 1) {
         throw usageError(`--timeout must be a whole number of seconds, not "${options.timeout}".`);
       }
-      const source = options.from ?? options.envFile;
-      const { variables, where } = await readCommandVariables(
-        io,
-        source,
-        'Write one with `idt demo` (data/demo/cli.env) or idt register-client --kind application --redirect-uri http://127.0.0.1:8765/callback … --env-out <path>.',
-      );
-      const missing = SIGN_IN_VARIABLES.filter((name) => !variables[name]);
-      if (missing.length > 0) {
-        throw new CliError('Config.Invalid', `${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not set in ${where}.`, {
-          hints: [
-            source === undefined
-              ? 'Name an application’s env file: idt sign-in --from data/demo/cli.env (idt demo writes it).'
-              : `${where} is not an application’s env file; idt demo writes data/demo/cli.env.`,
-          ],
-        });
-      }
+      const { variables, where } = await readCommandVariables(io, options.from ?? options.envFile, {
+        required: SIGN_IN_VARIABLES,
+        unreadableHint:
+          'Write one with `idt demo` (data/demo/cli.env) or idt register-client --kind application --redirect-uri http://127.0.0.1:8765/callback … --env-out <path>.',
+        missingHint: (where) =>
+          where === undefined
+            ? 'Name an application’s env file: idt sign-in --from data/demo/cli.env (idt demo writes it).'
+            : `${where} is not an application’s env file; idt demo writes data/demo/cli.env.`,
+      });
       const issuer = String(variables.OIDC_ISSUER).replace(/\/+$/, '');
       const clientId = String(variables.OIDC_CLIENT_ID);
       const secret = String(variables.OIDC_CLIENT_SECRET);

@@ -32,6 +32,14 @@ const oauthError = (description: string) => ({ description, schema: OAuthError }
  * The "how to get a token" text of the API reference (the tag's
  * introduction in Scalar and the OAuth 2 scheme's description).
  */
+
+/** The form of revocation (RFC 7009) and introspection (RFC 7662): a token, its type hint and form client credentials. */
+const TokenReferenceForm = z.object({
+  token: z.string(),
+  token_type_hint: z.enum(['access_token', 'refresh_token']).optional(),
+  client_id: z.string().optional(),
+  client_secret: z.string().optional(),
+});
 export function tokenHowTo(issuer: string): string {
   return `How to get a token to try this API:
 
@@ -218,12 +226,7 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       openApi: clientAuth,
       request: {
         bodyKind: 'form',
-        body: z.object({
-          token: z.string(),
-          token_type_hint: z.enum(['access_token', 'refresh_token']).optional(),
-          client_id: z.string().optional(),
-          client_secret: z.string().optional(),
-        }),
+        body: TokenReferenceForm,
       },
       responses: { 200: { description: 'Revoked (or unknown)' }, 401: oauthError('`invalid_client`') },
       handler: neverCalled,
@@ -238,12 +241,7 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       openApi: clientAuth,
       request: {
         bodyKind: 'form',
-        body: z.object({
-          token: z.string(),
-          token_type_hint: z.enum(['access_token', 'refresh_token']).optional(),
-          client_id: z.string().optional(),
-          client_secret: z.string().optional(),
-        }),
+        body: TokenReferenceForm,
       },
       responses: {
         200: { description: "`{active: false}` or the token's claims", schema: z.object({ active: z.boolean() }).loose() },

@@ -6,7 +6,7 @@ export interface TtlCache<V> {
   set(key: string, value: V, ttlMs?: number): void;
   delete(key: string): void;
   clear(): void;
-  /** The cached value, or the loader's (loaded once even under concurrent calls). */
+  /** The cached value, or the loader's (loaded once even under concurrent calls; an `undefined` result is not kept). */
   getOrLoad(key: string, load: () => Promise<V>): Promise<V>;
   readonly size: number;
 }
@@ -83,7 +83,8 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       const promise = load().then(
         (value) => {
           if (inflight.get(key) === promise) inflight.delete(key);
-          if ((generations.get(key) ?? 0) === generation && epoch === startedEpoch) set(key, value);
+          // `undefined` is what `get` answers for a miss: a load that found nothing is not kept.
+          if (value !== undefined && (generations.get(key) ?? 0) === generation && epoch === startedEpoch) set(key, value);
           return value;
         },
         (error: unknown) => {

@@ -1,4 +1,4 @@
-import { type Clock, createTtlCache } from '@idt/core';
+import { type Clock, createTtlCache, type TtlCache } from '@idt/core';
 import type { Knex } from 'knex';
 import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
 import type { SignInStore } from '../sign-in/service.js';
@@ -26,20 +26,12 @@ export function createKnexSignInStore(db: Knex, options: KnexSignInStoreOptions 
   const memberships = createTtlCache<Membership>(ttl);
   cache.subscribe(CacheNamespaces.users, (key) => (key === '*' ? users.clear() : users.delete(key)));
   cache.subscribe(CacheNamespaces.memberships, (key) => (key === '*' ? memberships.clear() : memberships.delete(key)));
-  /** A cached lookup; a miss (no such active user or membership) is not kept. */
-  const cached = async <T>(entries: typeof users | typeof memberships, key: string, load: () => Promise<T>): Promise<T> => {
-    const hit = entries.get(key);
-    if (hit) return hit as T;
-    const value = await (entries as { getOrLoad(key: string, load: () => Promise<unknown>): Promise<unknown> }).getOrLoad(
-      key,
-      async () => {
-        const loaded = await load();
-        return loaded ? Object.freeze(loaded) : undefined;
-      },
-    );
-    if (value === undefined) entries.delete(key);
-    return value as T;
-  };
+  /** A cached lookup (frozen: callers share it); a miss (no such active user or membership) is not kept. */
+  const cached = <T extends object | undefined>(entries: TtlCache<T>, key: string, load: () => Promise<T>): Promise<T> =>
+    entries.getOrLoad(key, async () => {
+      const loaded = await load();
+      return (loaded ? Object.freeze(loaded) : loaded) as T;
+    });
   return {
     ...store,
     findActiveUser: (userId) => cached(users, userId, () => store.findActiveUser(userId)),

@@ -40,18 +40,13 @@ export function createKnexUsersStore(
       })
     : undefined;
   if (cache) options.cache?.subscribe(CacheNamespaces.users, (key) => (key === '*' ? cache.clear() : cache.delete(key)));
-  /** `find` through the cache: a hit costs no database round trip; a miss (an unknown user) is not kept. */
+  /** `find` through the cache: a hit costs no database round trip; an unknown user is not kept. */
   const findCached = cache
-    ? async (userId: string) => {
-        const hit = cache.get(userId);
-        if (hit) return hit;
-        const user = await cache.getOrLoad(userId, async () => {
+    ? (userId: string) =>
+        cache.getOrLoad(userId, async () => {
           const loaded = await find(userId);
           return loaded ? Object.freeze(loaded) : undefined;
-        });
-        if (!user) cache.delete(userId);
-        return user;
-      }
+        })
     : find;
   /** Drops this instance's copy at once after a write (the invalidation reaches every instance after commit). */
   const forget = (userId: string) => cache?.delete(userId);

@@ -63,15 +63,9 @@ export function patchProvider(provider: Provider, oidc: OidcProviderModule, opti
     const find = ClientModel.find.bind(provider.Client);
     const instances = createTtlCache<object | undefined>({ ttlMs: CLIENT_CACHE_TTL_MS, max: CLIENT_CACHE_MAX });
     options.onClientChange((clientId) => (clientId === '*' ? instances.clear() : instances.delete(clientId)));
-    ClientModel.find = async (id: unknown) => {
-      if (typeof id !== 'string' || id.length === 0 || id.length > 200) return find(id);
-      const cached = instances.get(id);
-      if (cached) return cached;
-      const client = await instances.getOrLoad(id, () => find(id));
-      // An unknown or suspended client is looked up again next time.
-      if (!client) instances.delete(id);
-      return client;
-    };
+    ClientModel.find = (id: unknown) =>
+      // An unknown or suspended client (`undefined`) is not kept: it is looked up again next time.
+      typeof id !== 'string' || id.length === 0 || id.length > 200 ? find(id) : instances.getOrLoad(id, () => find(id));
   }
 
   // 2. Every id token carries `sid` (SPEC 2.3), not only those of back-channel clients.

@@ -10,6 +10,7 @@ import {
   type TestServer,
   testDialects,
 } from '@idt/testing';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -76,6 +77,29 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
     const jwks = (await (await server.fetch('/.well-known/jwks.json')).json()) as { keys: Array<Record<string, unknown>> };
     expect(jwks.keys.map((key) => key.alg).sort()).toEqual(['ES256', 'RS256']);
     for (const key of jwks.keys) for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(key).not.toHaveProperty(secret);
+  });
+
+  it('signs id tokens (RS256) and access tokens (ES256) that verify against the published JWKS', async () => {
+    const jwks = createLocalJWKSet((await (await server.fetch('/.well-known/jwks.json')).json()) as never);
+    const client = await application('Signatures');
+    const config = await discover(server, client);
+    const result = await signIn(config, {
+      redirectUri: REDIRECT,
+      scope: 'openid users.read',
+      email: admin.email,
+      password: admin.password,
+    });
+    const tokens = await redeemCode(config, result);
+    const id = await jwtVerify(tokens.id_token ?? '', jwks, { issuer: server.url, audience: client.clientId });
+    expect(id.protectedHeader.alg).toBe('RS256');
+    const access = await jwtVerify(tokens.access_token, jwks, { issuer: server.url, typ: 'at+jwt' });
+    expect(access.protectedHeader.alg).toBe('ES256');
+    // A signature of the right length but another value is refused: the JWS really is checked.
+    for (const token of [tokens.access_token, tokens.id_token ?? '']) {
+      const [h, p, signature = ''] = token.split('.');
+      const forged = `${h}.${p}.${Buffer.from(signature, 'base64url').reverse().toString('base64url')}`;
+      await expect(jwtVerify(forged, jwks)).rejects.toThrow();
+    }
   });
 
   it('issues interactive tokens with org claims, sid everywhere and scope-gated userinfo', async () => {

@@ -11,6 +11,7 @@ import { FIRST_PARTY_REFRESH_LIFETIME_SECONDS, remainingRefreshLifetime } from '
 import { ownsToken } from '../policy/token-ownership.js';
 import type { OidcProviderModule } from './load.js';
 import { patchProvider } from './patches.js';
+import { providerSigningKeys } from './signing-keys.js';
 
 /** Login scopes (OpenID Connect) and the claims each releases (SPEC 2.3). */
 export const LOGIN_SCOPE_CLAIMS = {
@@ -184,7 +185,7 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
 
   const provider = new ProviderClass(options.issuer, {
     adapter: options.adapter as never,
-    jwks: { keys: options.keys.map((key) => ({ ...key.privateJwk })) as never },
+    jwks: { keys: providerSigningKeys(options.oidc, options.keys) as never },
     cookies: {
       keys: cookieKeys(options.secret),
       long: { httpOnly: true, sameSite: 'lax', secure, signed: true },
@@ -222,6 +223,8 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
     routes: OIDC_ROUTES,
     features: {
       devInteractions: { enabled: false },
+      // Signing on the calling thread (provider/signing-keys.ts); the ack pins the experiment's version.
+      externalSigningSupport: { enabled: true, ack: 'experimental-01' },
       clientCredentials: { enabled: true },
       introspection: {
         enabled: true,

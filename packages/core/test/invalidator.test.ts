@@ -92,6 +92,40 @@ describe('SQLite freshen', () => {
     }
     expect(mine.isLive()).toBe(false);
   });
+
+  it("reads new evictions on its watcher connection: no pool query after its own or another connection's commit", async () => {
+    const other = connectTestDatabase(database);
+    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
+    const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
+    await mine.start();
+    await theirs.start();
+    const seen: string[] = [];
+    mine.subscribe('clients', (key) => seen.push(key));
+    const poolReads: string[] = [];
+    const onQuery = (query: { sql: string }) => {
+      if (/select/i.test(query.sql) && query.sql.includes('core_cache_invalidations')) poolReads.push(query.sql);
+    };
+    database.db.on('query', onQuery);
+    try {
+      // Its own commit moves the file's data version; the look that follows reads nothing through the pool.
+      await mine.invalidate('clients', 'own');
+      await eventually(() => {
+        expect(mine.freshen()).toBeUndefined();
+      });
+      // Another connection's eviction is applied by freshen() itself, synchronously.
+      await theirs.invalidate('clients', 'theirs');
+      await eventually(() => {
+        expect(mine.freshen()).toBeUndefined();
+        expect(seen).toEqual(['own', 'theirs']);
+      });
+      expect(poolReads).toEqual([]);
+    } finally {
+      database.db.off('query', onQuery);
+      await mine.close();
+      await theirs.close();
+      await other.destroy();
+    }
+  });
 });
 
 describe.runIf(testDialects().includes('postgres'))('Postgres listener reconnect', () => {

@@ -92,6 +92,25 @@ describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect
     }
     expect(scans, scans.join('\n\n')).toEqual([]);
   });
+
+  it("reads a user's active sessions in order from the partial index, whatever their revoked history (sign-in, account page)", async () => {
+    const db = server.database.db;
+    for (const order of ['asc', 'desc'] as const) {
+      const query = db('identity_sessions')
+        .where({ user_id: '00000000-0000-7000-8000-000000000000' })
+        .whereNull('revoked_at')
+        .andWhere('expires_at', '>', new Date().toISOString())
+        .orderBy([
+          { column: 'created_at', order },
+          { column: 'id', order },
+        ])
+        .select('id')
+        .toSQL();
+      const plan = await explain(db, query.sql, query.bindings);
+      expect(plan).toContain('identity_sessions_active_index');
+      expect(plan).not.toMatch(/TEMP B-TREE|Sort/);
+    }
+  });
 });
 
 /** The query plan as text: SQLite's EXPLAIN QUERY PLAN; Postgres' EXPLAIN with sequential scans priced out. */

@@ -4,6 +4,7 @@ import { accessMigration } from './migrations-0002-access.js';
 import { accountsMigration } from './migrations-0003-accounts.js';
 import { credentialsMigration } from './migrations-0004-credentials.js';
 import { memberCountsMigration } from './migrations-0005-member-counts.js';
+import { activeSessionsMigration } from './migrations-0006-active-sessions.js';
 
 const accounts: Migration = {
   name: '0001_accounts',
@@ -70,5 +71,12 @@ export const identityMigrations: MigrationSet = {
   owner: '@idt/identity',
   tableName: 'idt_identity_migrations',
   dependsOn: ['@idt/core'],
-  migrations: [accounts, accessMigration, accountsMigration, credentialsMigration, memberCountsMigration],
+  migrations: [
+    accounts,
+    accessMigration,
+    accountsMigration,
+    credentialsMigration,
+    memberCountsMigration,
+    activeSessionsMigration,
+  ],
 };

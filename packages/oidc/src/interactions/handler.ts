@@ -39,7 +39,8 @@ export interface InteractionHandlerOptions {
   /** The current provider (it is rebuilt when signing keys rotate). */
   readonly provider: () => Provider;
   readonly directory: AccountDirectory;
-  readonly clients: ClientService;
+  /** Client records (cached by the caller, evicted on change) and the scope descriptions of the consent page. */
+  readonly clients: Pick<ClientService, 'findStored' | 'scopes'>;
   readonly consents: ConsentStore;
   readonly grantContexts: GrantContextStore;
   /** The API resource indicator (access-token audience). */

@@ -4,6 +4,7 @@ import {
   type CredentialResolver,
   clientIpOf,
   createThrottle,
+  createTtlCache,
   decodeComponent,
   decodeUtf8Strict,
   defineEventHandler,
@@ -57,7 +58,7 @@ import { createSignInLockout } from '../policy/sign-in-lockout.js';
 import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';
 import { loadOidcProvider } from '../provider/load.js';
 import { installProviderMiddleware } from '../provider/middleware.js';
-import { createKnexAdapterClass, pruneAdapterPayloads } from './adapter.js';
+import { CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS, createKnexAdapterClass, pruneAdapterPayloads } from './adapter.js';
 import { createKnexClientStore } from './client-store.js';
 import { createKnexProviderStateStore } from './provider-state-store.js';
 import {
@@ -288,6 +289,15 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     clock,
   });
   const consents = createKnexConsentStore(db);
+  // Client records for every reader here (the adapter, the rate-limit partition, the sign-in and consent
+  // pages, the account page): one read per client, kept until the client changes (any instance evicts).
+  const storedClients = createTtlCache<StoredClient | null>({ ttlMs: CLIENT_CACHE_TTL_MS, max: CLIENT_CACHE_MAX });
+  options.invalidator.subscribe(CacheNamespaces.clients, (key) => {
+    if (key === '*') storedClients.clear();
+    else storedClients.delete(key);
+  });
+  const findStoredClient = async (clientId: string): Promise<StoredClient | undefined> =>
+    (await storedClients.getOrLoad(clientId, async () => (await clientStore.find(clientId)) ?? null)) ?? undefined;
   const grantContexts = createKnexGrantContextStore(db);
   const knexLockout = createKnexClientLockout({ db, counter: options.counter, invalidator: options.invalidator, clock, logger });
   // Successful client authentications record `lastUsedAt`, at most once a minute per client.
@@ -305,7 +315,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   };
   const Adapter = createKnexAdapterClass({
     db,
-    findClient: (id) => clientStore.find(id),
+    findClient: findStoredClient,
     clientMetadata,
     invalidator: options.invalidator,
     clock,
@@ -330,7 +340,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     refreshTokenLifetimeOf(client, settings.refreshTokenFallbackSeconds);
 
   // The Auth rate-limit partition is the client's organization: remembered, evicted on change.
-  const clientOrganizations = createClientOrganizations({ find: (clientId) => clientStore.find(clientId), clock });
+  const clientOrganizations = createClientOrganizations({ find: findStoredClient, clock });
   options.invalidator.subscribe(CacheNamespaces.clients, (key) => clientOrganizations.evict(key));
 
   async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
@@ -367,13 +377,13 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     ) {
       const clientId = ctx.oidc.client?.clientId;
       const accountId = ctx.oidc.session?.accountId;
-      const client = context && clientId && accountId ? await clientStore.find(clientId) : undefined;
+      const client = context && clientId && accountId ? await findStoredClient(clientId) : undefined;
       if (!context || !client || !accountId) return false;
       const hint = ctx.oidc.params?.organization as string | undefined;
       return grantStillApplies(client, accountId, hint, context.organizationId, options.directory);
     },
     async validateOrganizationParameter(_ctx: unknown, value: string | undefined, clientId: string) {
-      const client = value === undefined ? undefined : await clientStore.find(clientId);
+      const client = value === undefined ? undefined : await findStoredClient(clientId);
       const error = client ? organizationHintError(client, value) : undefined;
       if (error) throw new oidc.errors.InvalidRequest(error);
     },
@@ -397,7 +407,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
       secret: options.secret,
       adapter: Adapter,
       hooks: hooks as never,
-      findClient: (id) => clientStore.find(id),
+      findClient: findStoredClient,
       accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
       trustProxy: settings.trustProxy,
       logoutSource: logoutPages.logoutSource,
@@ -435,7 +445,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
         );
         const targets = [];
         for (const clientId of ended.clientIds) {
-          const client = await clientStore.find(clientId);
+          const client = await findStoredClient(clientId);
           if (client?.frontchannelLogoutUri) targets.push({ clientId, frontchannelLogoutUri: client.frontchannelLogoutUri });
         }
         return targets;
@@ -449,7 +459,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   const interactions = createInteractionHandler({
     provider: () => provider,
     directory: options.directory,
-    clients,
+    clients: { findStored: findStoredClient, scopes: () => clients.scopes() },
     consents,
     grantContexts,
     apiResource,
@@ -475,7 +485,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
         consents,
         account: options.account,
         revokeClientGrants,
-        findClient: (clientId) => clientStore.find(clientId),
+        findClient: findStoredClient,
         sessionCookieName: settings.sessionCookieName,
         tokens: options.tokens,
         pathPrefix: settings.pathPrefix,
@@ -589,7 +599,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     async handle({ payload }) {
       const targets = [];
       for (const clientId of payload.clientIds.split(' ').filter(Boolean)) {
-        const client = await clientStore.find(clientId);
+        const client = await findStoredClient(clientId);
         if (client?.backchannelLogoutUri) targets.push({ clientId, backchannelLogoutUri: client.backchannelLogoutUri });
       }
       if (targets.length) await backchannel.notify(targets, payload.userId, payload.sessionId);
@@ -625,7 +635,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     clients,
     clientLookup: {
       async findClient(clientId) {
-        const client = await clientStore.find(clientId);
+        const client = await findStoredClient(clientId);
         return client ? { clientId: client.clientId, organizationId: client.organizationId, status: client.status } : undefined;
       },
     },

@@ -369,6 +369,43 @@ function memoryOf(pid) {
   }
 }
 
+/** How long idle servers are watched for V8 to release the garbage of starting. */
+const SETTLE_TIMEOUT_MS = 30_000;
+
+/**
+ * The memory of idle processes once it settled: each is watched until its RSS
+ * fell at least 5 MiB below the first look and then held within 1 MiB for 2 s
+ * (V8's memory reducer shrinks the heap some seconds into idleness), or until
+ * 30 s passed. Resolves with each one's last sample and the seconds it took.
+ */
+async function settledMemory(pids) {
+  const started = performance.now();
+  const first = pids.map((pid) => memoryOf(pid).rssMiB);
+  const state = pids.map((_, index) => ({ dropped: false, since: started, last: first[index], sample: undefined }));
+  for (;;) {
+    const now = performance.now();
+    let pending = 0;
+    pids.forEach((pid, index) => {
+      const entry = state[index];
+      if (entry.done) return;
+      const sample = memoryOf(pid);
+      if (!Number.isFinite(sample.rssMiB)) {
+        Object.assign(entry, { done: true, sample });
+        return;
+      }
+      if (sample.rssMiB <= first[index] - 5) entry.dropped = true;
+      if (Math.abs(sample.rssMiB - entry.last) > 1) Object.assign(entry, { since: now, last: sample.rssMiB });
+      entry.sample = sample;
+      if (entry.dropped && now - entry.since >= 2000) entry.done = true;
+      else pending++;
+    });
+    if (pending === 0 || now - started >= SETTLE_TIMEOUT_MS) break;
+    await sleep(500);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return state.map((entry) => ({ ...entry.sample, settledAfterS: seconds, settled: entry.done === true }));
+}
+
 const loadAverage = () => os.loadavg().map((value) => Number(value.toFixed(2)));
 
 function decodeJwtHeader(token) {
@@ -1370,10 +1407,16 @@ async function runGroup(group, entries) {
       for (const id of entry.ids) record({ id, group, scenario: entry.name, ...entry.flags, error: error.message });
     }
   }
-  // Idle: started, checked (tokens fetched, signed in), no load yet.
-  if (running.some(({ deployment }) => deployment)) await sleep(1000);
-  for (const { server, deployment } of running) {
-    if (server && deployment) deployment.idleRss.push({ group, ...memoryOf(server.pid) });
+  // Idle: started, checked (tokens fetched, signed in), no load yet; sampled 1 s after the checks and
+  // once V8 has given back the garbage of starting (its memory reducer runs some seconds into idleness).
+  const idleServers = running.filter(({ server, deployment }) => server && deployment);
+  if (idleServers.length) {
+    await sleep(1000);
+    const early = idleServers.map(({ server }) => memoryOf(server.pid));
+    const settled = await settledMemory(idleServers.map(({ server }) => server.pid));
+    idleServers.forEach(({ deployment }, index) => {
+      deployment.idleRss.push({ group, ...settled[index], earlyRssMiB: early[index].rssMiB });
+    });
   }
   const samples = new Map();
   const failures = new Map();
@@ -1601,10 +1644,10 @@ function serverMetrics(deployments) {
       const largest = idle.reduce((max, sample) => (sample.rssMiB > max.rssMiB ? sample : max));
       metrics.push({
         id: `rss-idle-${deployment.kind}`,
-        metric: `RSS idle (started, signed in, no load) · idt/${label}`,
+        metric: `RSS idle (started, signed in, no load, settled) · idt/${label}`,
         value: largest.rssMiB,
         unit: 'MiB',
-        detail: `largest of ${idle.length} servers (${largest.group}); ${idle.map((sample) => sample.rssMiB.toFixed(0)).join(', ')} MiB`,
+        detail: `largest of ${idle.length} servers (${largest.group}); ${idle.map((sample) => sample.rssMiB.toFixed(0)).join(', ')} MiB once settled (${idle.map((sample) => `${sample.settled ? '' : 'not settled after '}${Math.round(sample.settledAfterS)} s`).join(', ')}); 1 s after the checks: ${idle.map((sample) => sample.earlyRssMiB.toFixed(0)).join(', ')} MiB`,
         target: { below: TARGETS.rssIdleMiB },
         pass: largest.rssMiB < TARGETS.rssIdleMiB,
       });

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
@@ -505,16 +506,16 @@ export function splitBaseUrl(baseUrl: string): IdtConfigOverrides {
 
 async function defaultMailer(config: IdtConfig, logger: Logger): Promise<Mailer> {
   // nodemailer is an optional peer dependency: loaded only when no mailer is passed.
-  let mail: typeof import('./mail.js');
+  // The mailers load it on their first message; whether it is installed is known now.
   try {
-    mail = await import('./mail.js');
+    createRequire(import.meta.url).resolve('nodemailer');
   } catch (error) {
-    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error;
     throw new ConfigError([
       'mailer: outgoing mail (SMTP, or .eml files in development) needs the nodemailer package: npm install nodemailer, or pass your own `mailer` to createIdt',
     ]);
   }
-  return mail.createMailerFromConfig(config, logger);
+  return (await import('./mail.js')).createMailerFromConfig(config, logger);
 }
 
 /**

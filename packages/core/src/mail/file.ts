@@ -1,11 +1,10 @@
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
 import { mediaTypeOf } from '../http/body.js';
 import { newId } from '../ids.js';
 import type { Logger } from '../logger.js';
 import type { Mailer } from './mailer.js';
-import { nodemailerMessage } from './nodemailer-message.js';
+import { lazyTransport, nodemailerMessage } from './nodemailer-message.js';
 
 /** Options of {@link createFileMailer}. */
 export interface FileMailerOptions {
@@ -28,10 +27,10 @@ export interface FileMailerOptions {
  * await mailer.send({ to: 'ada@example.com', subject: 'Confirm your address', text: `Open ${link}` });
  */
 export function createFileMailer(options: FileMailerOptions): Mailer {
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true });
+  const transport = lazyTransport({ streamTransport: true, buffer: true });
   return {
     async send(message) {
-      const info = await transport.sendMail({ ...nodemailerMessage(message, options.from), newline: 'windows' });
+      const info = await (await transport.get()).sendMail({ ...nodemailerMessage(message, options.from), newline: 'windows' });
       await mkdir(options.directory, { recursive: true });
       // ISO time for people, a UUIDv7 (time-ordered, monotonic per process) for order and uniqueness.
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${newId()}.eml`;

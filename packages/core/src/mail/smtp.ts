@@ -1,6 +1,5 @@
-import nodemailer from 'nodemailer';
 import type { Mailer } from './mailer.js';
-import { nodemailerMessage } from './nodemailer-message.js';
+import { lazyTransport, nodemailerMessage } from './nodemailer-message.js';
 
 /** Options of {@link createSmtpMailer}. */
 export interface SmtpMailerOptions {
@@ -30,10 +29,10 @@ export interface SmtpMailer extends Mailer {
  * await mailer.send({ to: 'ada@example.com', subject: 'Welcome', text: 'Hello Ada' });
  */
 export function createSmtpMailer(options: SmtpMailerOptions): SmtpMailer {
-  const transport = nodemailer.createTransport(options.url);
+  const transport = lazyTransport(options.url);
   return {
     async send(message) {
-      await transport.sendMail(nodemailerMessage(message, options.from));
+      await (await transport.get()).sendMail(nodemailerMessage(message, options.from));
     },
     close() {
       transport.close();

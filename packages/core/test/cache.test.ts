@@ -56,6 +56,43 @@ describe('TTL cache', () => {
     clock.advance(59_999);
     expect(cache.get('d')).toBe('D');
   });
+
+  it('with idleMs keeps entries in use up to ttlMs and lets unused ones go early', () => {
+    const clock = createManualClock('2030-01-01T00:00:00Z');
+    const cache = createTtlCache<string>({ ttlMs: 600_000, idleMs: 60_000, clock });
+    cache.set('busy', 'B');
+    cache.set('quiet', 'Q');
+    for (let minute = 0; minute < 10; minute++) {
+      clock.advance(59_999);
+      expect(cache.get('busy')).toBe('B');
+      if (minute === 0) expect(cache.get('quiet')).toBe('Q');
+    }
+    expect(cache.get('quiet')).toBeUndefined();
+    // Read every minute, it still leaves at its greatest age (10 ms after its last read here).
+    clock.advance(10);
+    expect(cache.get('busy')).toBeUndefined();
+    // A load counts as a use: a fresh entry has its whole idle time.
+    cache.set('fresh', 'F');
+    clock.advance(60_000);
+    expect(cache.get('fresh')).toBeUndefined();
+  });
+
+  it('with jitter spreads greatest ages over the last share of ttlMs', () => {
+    const clock = createManualClock('2030-01-01T00:00:00Z');
+    const cache = createTtlCache<number>({ ttlMs: 1000, jitter: 0.2, clock, max: 1000 });
+    for (let i = 0; i < 500; i++) cache.set(`k${i}`, i);
+    clock.advance(799);
+    expect(cache.size).toBe(500);
+    const alive = () => Array.from({ length: 500 }, (_, i) => cache.get(`k${i}`)).filter((value) => value !== undefined).length;
+    expect(alive()).toBe(500);
+    clock.advance(100);
+    const half = alive();
+    // About half expire in the first half of the spread; not all at once, not none.
+    expect(half).toBeGreaterThan(100);
+    expect(half).toBeLessThan(400);
+    clock.advance(101);
+    expect(alive()).toBe(0);
+  });
 });
 
 describe.each(testDialects())('cache invalidation on %s', (dialect) => {

@@ -13,8 +13,20 @@ export interface TtlCache<V> {
 
 /** Options of {@link createTtlCache}. */
 export interface TtlCacheOptions {
-  /** Default time-to-live of an entry, in milliseconds. */
+  /** Default time-to-live of an entry, in milliseconds: its greatest age. */
   readonly ttlMs: number;
+  /**
+   * When set, an entry also expires this many milliseconds after it was last
+   * read or stored: entries in use stay (up to `ttlMs`), entries nobody asks
+   * for any more leave early.
+   */
+  readonly idleMs?: number;
+  /**
+   * Spreads each entry's greatest age at random over `ttlMs × (1 − jitter)`
+   * to `ttlMs`, so entries loaded together (a burst of first requests) are
+   * not all loaded again at the same moment. 0 by default.
+   */
+  readonly jitter?: number;
   /** Most entries kept; the oldest is dropped first. Default 10,000. */
   readonly max?: number;
   /** What entries expire by; the system clock by default. */
@@ -35,7 +47,8 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
   const clock = options.clock;
   // Date.now() itself when no clock is given: get() is on every request's path.
   const nowMs = clock ? () => clock.now().getTime() : Date.now;
-  const entries = new Map<string, { value: V; expiresAt: number }>();
+  const { idleMs, jitter = 0 } = options;
+  const entries = new Map<string, { value: V; expiresAt: number; idleUntil: number }>();
   const inflight = new Map<string, Promise<V>>();
   const generations = new Map<string, number>();
   let epoch = 0;
@@ -46,16 +59,20 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       if (oldest !== undefined) entries.delete(oldest);
     }
     entries.delete(key);
-    entries.set(key, { value, expiresAt: nowMs() + ttlMs });
+    const now = nowMs();
+    const age = jitter > 0 ? ttlMs * (1 - jitter * Math.random()) : ttlMs;
+    entries.set(key, { value, expiresAt: now + age, idleUntil: idleMs === undefined ? Number.POSITIVE_INFINITY : now + idleMs });
   };
 
   const get = (key: string) => {
     const entry = entries.get(key);
     if (!entry) return undefined;
-    if (entry.expiresAt <= nowMs()) {
+    const now = nowMs();
+    if (entry.expiresAt <= now || entry.idleUntil <= now) {
       entries.delete(key);
       return undefined;
     }
+    if (idleMs !== undefined) entry.idleUntil = now + idleMs;
     return entry.value;
   };
 

@@ -36,16 +36,24 @@ export interface KnexAdapterOptions {
   readonly clientMetadata: (client: StoredClient) => Record<string, unknown>;
   readonly invalidator: CacheInvalidator;
   readonly clock?: Clock;
-  /** How long client lookups are cached; 1 minute by default (evicted on change). */
+  /** The greatest age of a cached client lookup; 10 minutes by default (evicted on change, and a minute after its last use). */
   readonly clientCacheTtlMs?: number;
 }
 
 /**
- * How long a client's metadata and instance are kept after it was loaded (they are evicted on
+ * How long a client's metadata and instance are kept after its last request (they are evicted on
  * change anyway): a minute, so that the instances of clients that stopped calling do not stay in
- * memory (10,000 instances hold about 100 MiB).
+ * memory (10,000 instances hold about 100 MiB), while a client that keeps calling is never loaded
+ * again for it.
  */
-export const CLIENT_CACHE_TTL_MS = 60_000;
+export const CLIENT_CACHE_IDLE_MS = 60_000;
+/**
+ * The greatest age of a cached client (spread over its last fifth): it bounds an eviction that was
+ * missed, and spreads the reloads of clients first seen together.
+ */
+export const CLIENT_CACHE_TTL_MS = 600_000;
+/** The share of {@link CLIENT_CACHE_TTL_MS} over which cached clients' greatest ages are spread. */
+export const CLIENT_CACHE_JITTER = 0.2;
 /** How many clients' metadata and instances are kept: every client of a deployment of 10,000, with room. */
 export const CLIENT_CACHE_MAX = 20_000;
 
@@ -74,6 +82,8 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
   // Evicted on every change of a client (any instance); the time limit only bounds a missed eviction.
   const clients = createTtlCache<Record<string, unknown> | null>({
     ttlMs: options.clientCacheTtlMs ?? CLIENT_CACHE_TTL_MS,
+    idleMs: CLIENT_CACHE_IDLE_MS,
+    jitter: CLIENT_CACHE_JITTER,
     max: CLIENT_CACHE_MAX,
   });
   options.invalidator.subscribe(CacheNamespaces.clients, (key) => {

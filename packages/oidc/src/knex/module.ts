@@ -58,7 +58,13 @@ import { createSignInLockout } from '../policy/sign-in-lockout.js';
 import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';
 import { loadOidcProvider } from '../provider/load.js';
 import { installProviderMiddleware } from '../provider/middleware.js';
-import { CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS, createKnexAdapterClass, pruneAdapterPayloads } from './adapter.js';
+import {
+  CLIENT_CACHE_IDLE_MS,
+  CLIENT_CACHE_MAX,
+  CLIENT_CACHE_TTL_MS,
+  createKnexAdapterClass,
+  pruneAdapterPayloads,
+} from './adapter.js';
 import { createKnexClientStore } from './client-store.js';
 import { createKnexProviderStateStore } from './provider-state-store.js';
 import {
@@ -289,9 +295,13 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     clock,
   });
   const consents = createKnexConsentStore(db);
-  // Client records for every reader here (the adapter, the rate-limit partition, the sign-in and consent
-  // pages, the account page): one read per client, kept until the client changes (any instance evicts).
-  const storedClients = createTtlCache<StoredClient | null>({ ttlMs: CLIENT_CACHE_TTL_MS, max: CLIENT_CACHE_MAX });
+  // Client records for the sign-in, consent, logout and account pages and the provider's hooks: one read
+  // per client, kept until the client changes (any instance evicts).
+  const storedClients = createTtlCache<StoredClient | null>({
+    ttlMs: CLIENT_CACHE_TTL_MS,
+    idleMs: CLIENT_CACHE_IDLE_MS,
+    max: CLIENT_CACHE_MAX,
+  });
   options.invalidator.subscribe(CacheNamespaces.clients, (key) => {
     if (key === '*') storedClients.clear();
     else storedClients.delete(key);
@@ -315,7 +325,9 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   };
   const Adapter = createKnexAdapterClass({
     db,
-    findClient: findStoredClient,
+    // The adapter keeps what it derives (metadata, instances) and the rate partition the organization:
+    // records of 10,000 clients calling tokens need not stay in memory beside them.
+    findClient: (id) => clientStore.find(id),
     clientMetadata,
     invalidator: options.invalidator,
     clock,
@@ -340,7 +352,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     refreshTokenLifetimeOf(client, settings.refreshTokenFallbackSeconds);
 
   // The Auth rate-limit partition is the client's organization: remembered, evicted on change.
-  const clientOrganizations = createClientOrganizations({ find: findStoredClient, clock });
+  const clientOrganizations = createClientOrganizations({ find: (clientId) => clientStore.find(clientId), clock });
   options.invalidator.subscribe(CacheNamespaces.clients, (key) => clientOrganizations.evict(key));
 
   async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {

@@ -1,7 +1,7 @@
 import { type Clock, constantTimeEqual, createTtlCache } from '@idt/core';
 import type Provider from 'oidc-provider';
 import { hashClientSecret } from '../clients/service.js';
-import { CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS } from '../knex/adapter.js';
+import { CLIENT_CACHE_IDLE_MS, CLIENT_CACHE_JITTER, CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS } from '../knex/adapter.js';
 import type { FamilyRevocation } from '../policy/family-revocation.js';
 import { classifyRedemption } from '../policy/refresh-rotation.js';
 import type { OidcProviderModule } from './load.js';
@@ -61,7 +61,12 @@ export function patchProvider(provider: Provider, oidc: OidcProviderModule, opti
   if (options.onClientChange) {
     const ClientModel = provider.Client as unknown as { find(id: unknown): Promise<object | undefined> };
     const find = ClientModel.find.bind(provider.Client);
-    const instances = createTtlCache<object | undefined>({ ttlMs: CLIENT_CACHE_TTL_MS, max: CLIENT_CACHE_MAX });
+    const instances = createTtlCache<object | undefined>({
+      ttlMs: CLIENT_CACHE_TTL_MS,
+      idleMs: CLIENT_CACHE_IDLE_MS,
+      jitter: CLIENT_CACHE_JITTER,
+      max: CLIENT_CACHE_MAX,
+    });
     options.onClientChange((clientId) => (clientId === '*' ? instances.clear() : instances.delete(clientId)));
     ClientModel.find = (id: unknown) =>
       // An unknown or suspended client (`undefined`) is not kept: it is looked up again next time.

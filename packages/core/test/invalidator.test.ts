@@ -65,15 +65,25 @@ describe('SQLite freshen', () => {
     await database.destroy();
   });
 
-  it("applies another connection's evictions before it resolves, without polling", async () => {
+  /** This process's invalidator and another connection's, without background polls (only freshen() reads), and what this one hears. */
+  async function twoInvalidators() {
     const other = connectTestDatabase(database);
-    // No background poll in this test: only freshen() reads the table.
     const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
     const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
     await mine.start();
     await theirs.start();
     const seen: string[] = [];
     mine.subscribe('clients', (key) => seen.push(key));
+    const close = async () => {
+      await mine.close();
+      await theirs.close();
+      await other.destroy();
+    };
+    return { mine, theirs, seen, close };
+  }
+
+  it("applies another connection's evictions before it resolves, without polling", async () => {
+    const { mine, theirs, seen, close } = await twoInvalidators();
     try {
       expect(mine.isLive()).toBe(true);
       await theirs.invalidate('clients', 'c1');
@@ -86,21 +96,13 @@ describe('SQLite freshen', () => {
       await mine.freshen();
       expect(seen).toEqual(['c1', 'c2', 'c3']);
     } finally {
-      await mine.close();
-      await theirs.close();
-      await other.destroy();
+      await close();
     }
     expect(mine.isLive()).toBe(false);
   });
 
   it("reads new evictions on its watcher connection: no pool query after its own or another connection's commit", async () => {
-    const other = connectTestDatabase(database);
-    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
-    const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
-    await mine.start();
-    await theirs.start();
-    const seen: string[] = [];
-    mine.subscribe('clients', (key) => seen.push(key));
+    const { mine, theirs, seen, close } = await twoInvalidators();
     const poolReads: string[] = [];
     const onQuery = (query: { sql: string }) => {
       if (/select/i.test(query.sql) && query.sql.includes('core_cache_invalidations')) poolReads.push(query.sql);
@@ -121,9 +123,7 @@ describe('SQLite freshen', () => {
       expect(poolReads).toEqual([]);
     } finally {
       database.db.off('query', onQuery);
-      await mine.close();
-      await theirs.close();
-      await other.destroy();
+      await close();
     }
   });
 });

@@ -86,10 +86,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
     jitter: CLIENT_CACHE_JITTER,
     max: CLIENT_CACHE_MAX,
   });
-  options.invalidator.subscribe(CacheNamespaces.clients, (key) => {
-    if (key === '*') clients.clear();
-    else clients.delete(key);
-  });
+  options.invalidator.subscribe(CacheNamespaces.clients, (key) => (key === '*' ? clients.clear() : clients.delete(key)));
 
   const sessionIdOf = (payload: AdapterPayload): string | null => {
     if (typeof payload.sid === 'string') return payload.sid;

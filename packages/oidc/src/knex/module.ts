@@ -302,10 +302,9 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     idleMs: CLIENT_CACHE_IDLE_MS,
     max: CLIENT_CACHE_MAX,
   });
-  options.invalidator.subscribe(CacheNamespaces.clients, (key) => {
-    if (key === '*') storedClients.clear();
-    else storedClients.delete(key);
-  });
+  options.invalidator.subscribe(CacheNamespaces.clients, (key) =>
+    key === '*' ? storedClients.clear() : storedClients.delete(key),
+  );
   const findStoredClient = async (clientId: string): Promise<StoredClient | undefined> =>
     (await storedClients.getOrLoad(clientId, async () => (await clientStore.find(clientId)) ?? null)) ?? undefined;
   const grantContexts = createKnexGrantContextStore(db);

@@ -28,11 +28,6 @@ const OAuthError = z
 
 const oauthError = (description: string) => ({ description, schema: OAuthError });
 
-/**
- * The "how to get a token" text of the API reference (the tag's
- * introduction in Scalar and the OAuth 2 scheme's description).
- */
-
 /** The form of revocation (RFC 7009) and introspection (RFC 7662): a token, its type hint and form client credentials. */
 const TokenReferenceForm = z.object({
   token: z.string(),
@@ -40,6 +35,11 @@ const TokenReferenceForm = z.object({
   client_id: z.string().optional(),
   client_secret: z.string().optional(),
 });
+
+/**
+ * The "how to get a token" text of the API reference (the tag's
+ * introduction in Scalar and the OAuth 2 scheme's description).
+ */
 export function tokenHowTo(issuer: string): string {
   return `How to get a token to try this API:
 

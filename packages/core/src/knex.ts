@@ -7,7 +7,7 @@
  */
 
 export type { CacheInvalidator, CacheInvalidatorOptions } from './cache/invalidator.js';
-export { ALL_KEYS, createCacheInvalidator, RECONNECT_MAX_DELAY_MS } from './cache/invalidator.js';
+export { ALL_KEYS, createCacheInvalidator, evictFrom, RECONNECT_MAX_DELAY_MS } from './cache/invalidator.js';
 export { timestampColumn } from './db/columns.js';
 export { coreMigrations } from './db/core-migrations.js';
 export type { DatabaseOptions, Dialect } from './db/database.js';

@@ -8,6 +8,17 @@ import { type Logger, silentLogger } from '../logger.js';
 export const ALL_KEYS = '*';
 
 /**
+ * A listener that evicts what it is told from `cache`: the key, or every
+ * entry for {@link ALL_KEYS}.
+ *
+ * @example
+ * invalidator.subscribe('clients', evictFrom(clients));
+ */
+export function evictFrom(cache: { delete(key: string): void; clear(): void }): (key: string) => void {
+  return (key) => (key === ALL_KEYS ? cache.clear() : cache.delete(key));
+}
+
+/**
  * Spreads cache invalidations to every instance sharing the database:
  * Postgres `LISTEN/NOTIFY` (delivered at commit); on SQLite, in-process at
  * once and to other processes on the same file (the `idt` CLI, a second

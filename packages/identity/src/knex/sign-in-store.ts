@@ -1,4 +1,5 @@
 import { type Clock, createTtlCache, type TtlCache } from '@idt/core';
+import { evictFrom } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
 import type { SignInStore } from '../sign-in/service.js';
@@ -24,8 +25,8 @@ export function createKnexSignInStore(db: Knex, options: KnexSignInStoreOptions 
   type Membership = Awaited<ReturnType<SignInStore['findMembership']>>;
   const users = createTtlCache<ActiveUser>(ttl);
   const memberships = createTtlCache<Membership>(ttl);
-  cache.subscribe(CacheNamespaces.users, (key) => (key === '*' ? users.clear() : users.delete(key)));
-  cache.subscribe(CacheNamespaces.memberships, (key) => (key === '*' ? memberships.clear() : memberships.delete(key)));
+  cache.subscribe(CacheNamespaces.users, evictFrom(users));
+  cache.subscribe(CacheNamespaces.memberships, evictFrom(memberships));
   /** A cached lookup (frozen: callers share it); a miss (no such active user or membership) is not kept. */
   const cached = <T extends object | undefined>(entries: TtlCache<T>, key: string, load: () => Promise<T>): Promise<T> =>
     entries.getOrLoad(key, async () => {

@@ -1,4 +1,5 @@
 import { type Clock, createTtlCache, isUniqueViolation } from '@idt/core';
+import { evictFrom } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
 import { UserDeactivatedEvent, UserReactivatedEvent, UserRegisteredEvent } from '../accounts/events.js';
@@ -39,7 +40,7 @@ export function createKnexUsersStore(
         ...(options.cache.clock ? { clock: options.cache.clock } : {}),
       })
     : undefined;
-  if (cache) options.cache?.subscribe(CacheNamespaces.users, (key) => (key === '*' ? cache.clear() : cache.delete(key)));
+  if (cache) options.cache?.subscribe(CacheNamespaces.users, evictFrom(cache));
   /** `find` through the cache: a hit costs no database round trip; an unknown user is not kept. */
   const findCached = cache
     ? (userId: string) =>

@@ -1,5 +1,5 @@
 import { type Clock, createTtlCache, sha256Hex, systemClock } from '@idt/core';
-import { type CacheInvalidator, toIso } from '@idt/core/knex';
+import { type CacheInvalidator, evictFrom, toIso } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import type { Knex } from 'knex';
 import type { StoredClient } from '../clients/store.js';
@@ -86,7 +86,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
     jitter: CLIENT_CACHE_JITTER,
     max: CLIENT_CACHE_MAX,
   });
-  options.invalidator.subscribe(CacheNamespaces.clients, (key) => (key === '*' ? clients.clear() : clients.delete(key)));
+  options.invalidator.subscribe(CacheNamespaces.clients, evictFrom(clients));
 
   const sessionIdOf = (payload: AdapterPayload): string | null => {
     if (typeof payload.sid === 'string') return payload.sid;

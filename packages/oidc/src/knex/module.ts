@@ -22,7 +22,7 @@ import {
   silentLogger,
   systemClock,
 } from '@idt/core';
-import type { CacheInvalidator, SigningKeyStore, WindowCounter } from '@idt/core/knex';
+import { type CacheInvalidator, evictFrom, type SigningKeyStore, type WindowCounter } from '@idt/core/knex';
 import {
   CacheNamespaces,
   type ClientLookup,
@@ -302,9 +302,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     idleMs: CLIENT_CACHE_IDLE_MS,
     max: CLIENT_CACHE_MAX,
   });
-  options.invalidator.subscribe(CacheNamespaces.clients, (key) =>
-    key === '*' ? storedClients.clear() : storedClients.delete(key),
-  );
+  options.invalidator.subscribe(CacheNamespaces.clients, evictFrom(storedClients));
   const findStoredClient = async (clientId: string): Promise<StoredClient | undefined> =>
     (await storedClients.getOrLoad(clientId, async () => (await clientStore.find(clientId)) ?? null)) ?? undefined;
   const grantContexts = createKnexGrantContextStore(db);

@@ -1,4 +1,5 @@
 import { type Clock, constantTimeEqual, createTtlCache } from '@idt/core';
+import { evictFrom } from '@idt/core/knex';
 import type Provider from 'oidc-provider';
 import { hashClientSecret } from '../clients/service.js';
 import { CLIENT_CACHE_IDLE_MS, CLIENT_CACHE_JITTER, CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS } from '../knex/adapter.js';
@@ -67,7 +68,7 @@ export function patchProvider(provider: Provider, oidc: OidcProviderModule, opti
       jitter: CLIENT_CACHE_JITTER,
       max: CLIENT_CACHE_MAX,
     });
-    options.onClientChange((clientId) => (clientId === '*' ? instances.clear() : instances.delete(clientId)));
+    options.onClientChange(evictFrom(instances));
     ClientModel.find = (id: unknown) =>
       // An unknown or suspended client (`undefined`) is not kept: it is looked up again next time.
       typeof id !== 'string' || id.length === 0 || id.length > 200 ? find(id) : instances.getOrLoad(id, () => find(id));

@@ -250,6 +250,75 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     ]);
   });
 
+  it('records each success while a slower handler of the same batch still runs', async () => {
+    const events = bus();
+    const fast = [recorder('tests.fast-1'), recorder('tests.fast-2'), recorder('tests.fast-3')];
+    for (const { handler } of fast) events.subscribe(handler);
+    const hold = gate();
+    events.subscribe(
+      defineEventHandler({ name: 'tests.held', module: 'tests', event: ThingHappened, handle: () => hold.opened }),
+    );
+    await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+
+    const dispatched = events.dispatchPending();
+    await vi.waitFor(
+      async () => {
+        const delivered = (await deliveries(database.db)).filter((row) => row.status === 'delivered');
+        expect(delivered.map((row) => row.handler).sort()).toEqual(['tests.fast-1', 'tests.fast-2', 'tests.fast-3']);
+      },
+      { timeout: 5000, interval: 10 },
+    );
+    const [held] = await deliveries(database.db, 'tests.held');
+    expect(held).toMatchObject({ status: 'pending', attempts: 1, claimed_by: events.instanceId });
+    hold.open();
+    expect(await dispatched).toBe(4);
+    const rows = await deliveries(database.db);
+    expect(rows.map((row) => [row.status, row.attempts, row.claimed_by, row.last_error])).toEqual(
+      Array.from({ length: 4 }, () => ['delivered', 1, null, null]),
+    );
+    expect(rows.every((row) => toIso(row.delivered_at) === '2026-03-01T10:00:00.000Z')).toBe(true);
+  });
+
+  it('does not record the success of a delivery that another dispatcher took over after its lease ran out', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({ level: 'warn', write: (line) => lines.push(JSON.parse(line)) });
+    const first = bus({ instanceId: 'first', leaseMs: 1000, handlerTimeoutMs: 60_000, logger });
+    const second = bus({ instanceId: 'second', leaseMs: 1000 });
+    const hold = gate();
+    let entered = false;
+    first.subscribe(
+      defineEventHandler({
+        name: 'tests.shared',
+        module: 'tests',
+        event: ThingHappened,
+        handle: async () => {
+          entered = true;
+          await hold.opened;
+        },
+      }),
+    );
+    const takeover = recorder('tests.shared');
+    second.subscribe(takeover.handler);
+    await database.db.transaction((trx) => first.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+
+    const dispatched = first.dispatchPending();
+    await vi.waitFor(() => expect(entered).toBe(true), { timeout: 5000, interval: 10 });
+    clock.advance(1001);
+    expect(await second.dispatchPending()).toBe(1);
+    expect(takeover.seen).toHaveLength(1);
+    clock.advance(1000);
+    hold.open();
+    expect(await dispatched).toBe(1);
+
+    const [row] = await deliveries(database.db);
+    expect(row).toMatchObject({ status: 'delivered', attempts: 2, claimed_by: null });
+    expect(toIso(row?.delivered_at)).toBe('2026-03-01T10:00:01.001Z');
+    const warnings = lines.filter((line) => line.level === 'warn');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ handler: 'tests.shared', attempt: 1, deliveryId: row?.id });
+    expect(String(warnings[0]?.msg)).toMatch(/outlived its lease/);
+  });
+
   it('marks a delivery dead after the last attempt and logs an error; the backoff is capped', async () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = createLogger({ level: 'warn', write: (line) => lines.push(JSON.parse(line)) });

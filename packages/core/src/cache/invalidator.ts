@@ -142,6 +142,8 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   let watcher: SqliteWatcher | undefined;
   /** The watcher's prepared read of new evictions (SQLite with a file). */
   let readSince: { all(lastSeen: number): unknown[] } | undefined;
+  /** The watcher's prepared `PRAGMA data_version` (better-sqlite3's `pragma()` prepares the statement on every call). */
+  let versionOf: (() => unknown) | undefined;
   let poller: NodeJS.Timeout | undefined;
   let watching = false;
   // Postgres: the listening connection while it is up, the pending reconnect, when caches were last emptied.
@@ -296,7 +298,10 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
    * there is none (an in-memory database, which no other process can change).
    */
   function currentDataVersion(): number | Promise<number> {
-    if (watcher) return Number(watcher.pragma('data_version', { simple: true }));
+    if (watcher) {
+      versionOf ??= prepareDataVersion(watcher);
+      return Number(versionOf());
+    }
     return (db.raw('PRAGMA data_version') as Promise<Array<{ data_version: number }>>).then((rows) =>
       Number(rows[0]?.data_version),
     );
@@ -408,6 +413,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       watcher?.close();
       watcher = undefined;
       readSince = undefined;
+      versionOf = undefined;
       if (poller) clearInterval(poller);
       poller = undefined;
       cancelReconnect?.();
@@ -449,8 +455,15 @@ interface InvalidationRow {
 /** The parts of a better-sqlite3 connection the SQLite watcher uses. */
 interface SqliteWatcher {
   pragma(source: string, options: { simple: true }): unknown;
-  prepare(source: string): { all(...parameters: unknown[]): unknown[] };
+  prepare(source: string): { all(...parameters: unknown[]): unknown[]; pluck?(): { get(): unknown } };
   close(): unknown;
+}
+
+/** The watcher's data version, read by a statement prepared once (`pragma()` when the driver cannot pluck). */
+function prepareDataVersion(watcher: SqliteWatcher): () => unknown {
+  const statement = watcher.prepare('PRAGMA data_version');
+  const plucked = statement.pluck?.();
+  return plucked ? () => plucked.get() : () => watcher.pragma('data_version', { simple: true });
 }
 
 /** The watcher's read of evictions after an id, prepared once; `undefined` when it cannot be prepared (e.g. before migrations). */

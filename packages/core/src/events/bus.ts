@@ -137,6 +137,8 @@ interface EventRow {
 }
 
 const INSERT_CHUNK = 500;
+/** Deliveries marked delivered per statement (two bound values each). */
+const MARK_CHUNK = 200;
 const MAX_ERROR_LENGTH = 4000;
 const MAX_NAME_LENGTH = 200;
 
@@ -317,8 +319,12 @@ export function createEventBus(options: EventBusOptions): EventBus {
     return Promise.race([work, expired]).finally(() => clearTimeout(timeout));
   }
 
-  /** Runs one claimed delivery and records its outcome; never rejects. */
-  async function deliver(delivery: ClaimedDelivery, row: EventRow | undefined): Promise<void> {
+  /**
+   * Runs one claimed delivery; never rejects. A failure is recorded here (a
+   * retry or dead); a success is returned, for the batch's {@link successRecorder}
+   * to record together with the others that finished meanwhile.
+   */
+  async function deliver(delivery: ClaimedDelivery, row: EventRow | undefined): Promise<ClaimedDelivery | undefined> {
     const fields = { deliveryId: delivery.id, eventId: delivery.event_id, handler: delivery.handler, attempt: delivery.attempts };
     let failure: { error: unknown } | undefined;
     try {
@@ -339,21 +345,14 @@ export function createEventBus(options: EventBusOptions): EventBus {
     } catch (error) {
       failure = { error };
     }
+    if (!failure) return delivery;
     try {
       const now = clock.now();
       // The claim is ours while claimed_by and attempts are unchanged; a
       // dispatcher that took over after our lease expired bumped attempts.
       const owned = db(OUTBOX_DELIVERIES_TABLE).where({ id: delivery.id, claimed_by: instanceId, attempts: delivery.attempts });
       let updated: number;
-      if (!failure) {
-        updated = await owned.update({
-          status: 'delivered',
-          delivered_at: now.toISOString(),
-          claimed_by: null,
-          claimed_until: null,
-          last_error: null,
-        });
-      } else if (delivery.attempts >= maxAttempts) {
+      if (delivery.attempts >= maxAttempts) {
         updated = await owned.update({
           status: 'dead',
           claimed_by: null,
@@ -381,6 +380,81 @@ export function createEventBus(options: EventBusOptions): EventBus {
         error,
       });
     }
+    return undefined;
+  }
+
+  /**
+   * Records the successful deliveries of a batch in one statement per
+   * {@link MARK_CHUNK}: each row only while the claim is still ours (same
+   * `claimed_by` and `attempts`; a dispatcher that took a delivery over after
+   * our lease expired bumped its attempts). Never rejects.
+   */
+  async function markDelivered(done: ReadonlyArray<ClaimedDelivery>): Promise<void> {
+    for (let i = 0; i < done.length; i += MARK_CHUNK) {
+      const chunk = done.slice(i, i + MARK_CHUNK);
+      try {
+        const updated: Array<Record<string, unknown>> = await db(OUTBOX_DELIVERIES_TABLE)
+          .whereIn(
+            ['id', 'attempts'],
+            chunk.map((delivery) => [delivery.id, delivery.attempts]),
+          )
+          .where('claimed_by', instanceId)
+          .update({
+            status: 'delivered',
+            delivered_at: clock.now().toISOString(),
+            claimed_by: null,
+            claimed_until: null,
+            last_error: null,
+          })
+          .returning(['id']);
+        if (updated.length === chunk.length) continue;
+        const recorded = new Set(updated.map((row) => String(row.id)));
+        for (const delivery of chunk) {
+          if (recorded.has(delivery.id)) continue;
+          logger.warn('event delivery outlived its lease and was claimed again; its outcome was not recorded', {
+            deliveryId: delivery.id,
+            eventId: delivery.event_id,
+            handler: delivery.handler,
+            attempt: delivery.attempts,
+          });
+        }
+      } catch (error) {
+        logger.error('could not record the outcome of event deliveries; they are retried once their lease expires', {
+          deliveryIds: chunk.map((delivery) => delivery.id),
+          error,
+        });
+      }
+    }
+  }
+
+  /**
+   * Records successful deliveries as they finish, in as few statements as
+   * they allow: the first waits one turn of the event loop for others
+   * finishing with it, and those finishing while a statement runs go
+   * together in the next. A success is recorded as soon as that, not when
+   * the slowest handler of its batch is done (its lease keeps running).
+   */
+  function successRecorder() {
+    let queued: ClaimedDelivery[] = [];
+    let flushing: Promise<void> | undefined;
+    async function flush(): Promise<void> {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      while (queued.length > 0) {
+        const batch = queued;
+        queued = [];
+        await markDelivered(batch);
+      }
+      flushing = undefined;
+    }
+    return {
+      add(delivery: ClaimedDelivery): void {
+        queued.push(delivery);
+        flushing ??= flush();
+      },
+      async settled(): Promise<void> {
+        while (flushing) await flushing;
+      },
+    };
   }
 
   async function drain(): Promise<number> {
@@ -393,7 +467,14 @@ export function createEventBus(options: EventBusOptions): EventBus {
         .whereIn('id', eventIds)
         .select('id', 'type', 'payload', 'occurred_at');
       const byId = new Map(rows.map((row) => [row.id, row]));
-      await Promise.all(claimed.map((delivery) => deliver(delivery, byId.get(delivery.event_id))));
+      const successes = successRecorder();
+      await Promise.all(
+        claimed.map(async (delivery) => {
+          const delivered = await deliver(delivery, byId.get(delivery.event_id));
+          if (delivered) successes.add(delivered);
+        }),
+      );
+      await successes.settled();
       processed += claimed.length;
       if (claimed.length < batchSize || halting) break;
     }

@@ -8,6 +8,12 @@ export const PLATFORM_EVENTS_NAMESPACE = 'Platform.Events';
 export const SETTINGS_CACHE = 'platform.settings';
 /** The cache-invalidation namespace of feature flags (key: `definitions`, or an organization id for its overrides). */
 export const FLAGS_CACHE = 'platform.flags';
+/**
+ * The cache-invalidation namespace of webhook endpoint routing (which
+ * endpoints receive which events; key `*`): evicted by every write of an
+ * endpoint that changes its URL, event types, organization or whether it is enabled.
+ */
+export const WEBHOOK_ENDPOINTS_CACHE = 'platform.webhook-endpoints';
 
 /**
  * A setting value was set or reset: a platform-wide `system.*` value, an

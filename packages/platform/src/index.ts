@@ -65,6 +65,7 @@ export {
   platformEvents,
   SETTINGS_CACHE,
   SettingChangedEvent,
+  WEBHOOK_ENDPOINTS_CACHE,
   WebhookEndpointDisabledEvent,
 } from './events.js';
 export type { FlagDefinition, FlagOverride, FlagSubject, FlagType, FlagValue, FlagVariant } from './flags/evaluate.js';

@@ -4,6 +4,7 @@ import { createManualClock } from '@idt/core';
 import { mintAccessToken, mintServiceToken, startTestServer, type TestServer, testDialects } from '@idt/testing';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { WEBHOOK_ENDPOINTS_CACHE } from '../src/index.js';
 import { caller, expectJson, expectProblem, seedWorld, type World } from './helpers.js';
 
 const JOB = 'platform.webhooks.deliver';
@@ -380,6 +381,78 @@ describe.each(testDialects())('webhooks over HTTP on %s', (dialect) => {
     expect(verify(inquiries.secret, receiver.received[0] as Received, clock.now())).toMatchObject({ type: 'inquiry.submitted' });
     for (const { endpoint } of [changelog, announcements, inquiries]) {
       await expectJson(await call('DELETE', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin() }), 204);
+    }
+  });
+});
+
+describe.each(testDialects())('webhook routing across instances on %s', (dialect) => {
+  it('routes events by endpoints created, changed, disabled and deleted on another instance', async () => {
+    const clock = createManualClock(Date.now());
+    const options = {
+      dialect,
+      clock,
+      modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000 } } },
+    };
+    const first = await startTestServer(options);
+    const database = first.database;
+    const second = await startTestServer({ ...options, database });
+    try {
+      const world = await seedWorld(first);
+      const call = caller(first);
+      const token = world.platformToken;
+      const messages = async () => Number((await database.db('platform_webhook_messages').count({ n: '*' }))[0]?.n);
+      let published = 0;
+      // The second instance routes (as its outbox handler does); the first changes the endpoints.
+      const publish = async () => {
+        published += 1;
+        await second.idt.services.platform.webhooks.enqueueEvent(
+          'changelog.published',
+          { entryId: `entry-${published}`, version: `1.0.${published}` },
+          clock.now().toISOString(),
+          `source-event-${published}`,
+        );
+        return messages();
+      };
+      // The second instance has seen each change once its eviction arrived (at commit on Postgres, on freshen on SQLite).
+      let evictions = 0;
+      let writes = 0;
+      second.idt.infrastructure.invalidator.subscribe(WEBHOOK_ENDPOINTS_CACHE, () => {
+        evictions += 1;
+      });
+      const seen = async () => {
+        writes += 1;
+        await second.idt.infrastructure.invalidator.freshen();
+        await vi.waitFor(() => expect(evictions).toBe(writes), { timeout: 5000, interval: 10 });
+      };
+      expect(await publish()).toBe(0); // no endpoint yet, and the second instance has read that
+      const { endpoint } = await expectJson(
+        await call('POST', '/v1/webhooks/endpoints', {
+          token,
+          body: { url: 'http://127.0.0.1:9/hook', eventTypes: ['changelog.published'] },
+        }),
+        201,
+      );
+      await seen();
+      expect(await publish()).toBe(1);
+      const patch = async (body: Record<string, unknown>) => {
+        await expectJson(await call('PATCH', `/v1/webhooks/endpoints/${endpoint.id}`, { token, body }));
+        await seen();
+      };
+      await patch({ eventTypes: ['announcement.published'] });
+      expect(await publish()).toBe(1);
+      await patch({ eventTypes: ['changelog.published'] });
+      expect(await publish()).toBe(2);
+      await patch({ enabled: false });
+      expect(await publish()).toBe(2);
+      await patch({ enabled: true });
+      expect(await publish()).toBe(3);
+      await expectJson(await call('DELETE', `/v1/webhooks/endpoints/${endpoint.id}`, { token }), 204);
+      await seen();
+      expect(await publish()).toBe(3);
+    } finally {
+      await second.close();
+      await first.idt.close();
+      await database.destroy();
     }
   });
 });

@@ -121,7 +121,8 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
   };
   const allowPrivateHosts = options.webhooks?.allowPrivateHosts ?? false;
   const webhooks = createWebhooksService({
-    store: createKnexWebhooksStore(db, outbox, createSecretBox(options.secret, WEBHOOK_SECRET_PURPOSE)),
+    store: createKnexWebhooksStore(db, outbox, createSecretBox(options.secret, WEBHOOK_SECRET_PURPOSE), invalidator),
+    invalidator,
     directory,
     sender: createWebhookSender({ allowPrivateHosts, timeoutMs: WEBHOOK_TIMEOUT_MS }),
     eventTypes: offered,

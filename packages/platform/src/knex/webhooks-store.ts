@@ -1,7 +1,7 @@
 import { type EventOutbox, newId, type SecretBox } from '@idt/core';
-import { toIso, toIsoOrNull } from '@idt/core/knex';
+import { type CacheInvalidator, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { WebhookEndpointDisabledEvent } from '../events.js';
+import { WEBHOOK_ENDPOINTS_CACHE, WebhookEndpointDisabledEvent } from '../events.js';
 import type { DeliveryAttemptResponse } from '../webhooks/schemas.js';
 import type { DeliveryRecord, EndpointRecord, MessageRecord, WebhooksStore } from '../webhooks/store.js';
 import {
@@ -88,21 +88,37 @@ function attemptFromRow(row: Row): DeliveryAttemptResponse {
  * alone does not let anyone forge deliveries. Deliveries are claimed one conditional
  * `UPDATE` at a time (status pending, due, lease free), so two instances
  * never send the same attempt; a crashed instance's lease runs out and
- * another takes the delivery over, under the same `webhook-id`.
+ * another takes the delivery over, under the same `webhook-id`. With an
+ * `invalidator`, every write that can change which endpoints receive an
+ * event evicts {@link WEBHOOK_ENDPOINTS_CACHE} on every instance, in the
+ * write's transaction.
  *
  * @example
- * const store = createKnexWebhooksStore(db, bus, createSecretBox(secret, WEBHOOK_SECRET_PURPOSE));
+ * const store = createKnexWebhooksStore(db, bus, createSecretBox(secret, WEBHOOK_SECRET_PURPOSE), invalidator);
  */
-export function createKnexWebhooksStore(db: Knex, outbox: EventOutbox, box: SecretBox): WebhooksStore {
+export function createKnexWebhooksStore(
+  db: Knex,
+  outbox: EventOutbox,
+  box: SecretBox,
+  invalidator?: CacheInvalidator,
+): WebhooksStore {
   const fromRow = (row: Row) => endpointFromRow(row, box);
+  /** Runs an endpoint write and evicts the routing caches when it commits. */
+  const routingWrite = <T>(write: (trx: Knex.Transaction) => Promise<T>) =>
+    db.transaction(async (trx) => {
+      const result = await write(trx);
+      await invalidator?.invalidate(WEBHOOK_ENDPOINTS_CACHE, '*', trx);
+      return result;
+    });
   return {
-    async insertEndpoint(endpoint) {
-      await db(WEBHOOK_ENDPOINTS_TABLE).insert({
-        id: endpoint.id,
-        ...endpointRow(endpoint, box),
-        created_at: endpoint.createdAt,
-      });
-    },
+    insertEndpoint: (endpoint) =>
+      routingWrite(async (trx) => {
+        await trx(WEBHOOK_ENDPOINTS_TABLE).insert({
+          id: endpoint.id,
+          ...endpointRow(endpoint, box),
+          created_at: endpoint.createdAt,
+        });
+      }),
 
     async findEndpoint(id) {
       const row = await db(WEBHOOK_ENDPOINTS_TABLE).where({ id }).first();
@@ -113,13 +129,12 @@ export function createKnexWebhooksStore(db: Knex, outbox: EventOutbox, box: Secr
       return (await db(WEBHOOK_ENDPOINTS_TABLE).orderBy('created_at')).map(fromRow);
     },
 
-    async updateEndpoint(endpoint) {
-      return (await db(WEBHOOK_ENDPOINTS_TABLE).where({ id: endpoint.id }).update(endpointRow(endpoint, box))) > 0;
-    },
+    updateEndpoint: (endpoint) =>
+      routingWrite(
+        async (trx) => (await trx(WEBHOOK_ENDPOINTS_TABLE).where({ id: endpoint.id }).update(endpointRow(endpoint, box))) > 0,
+      ),
 
-    async deleteEndpoint(id) {
-      return (await db(WEBHOOK_ENDPOINTS_TABLE).where({ id }).delete()) > 0;
-    },
+    deleteEndpoint: (id) => routingWrite(async (trx) => (await trx(WEBHOOK_ENDPOINTS_TABLE).where({ id }).delete()) > 0),
 
     enqueue: (message, endpointIds, at, sourceEventId) =>
       db.transaction(async (trx) => {
@@ -255,6 +270,7 @@ export function createKnexWebhooksStore(db: Knex, outbox: EventOutbox, box: Secr
             // Only the attempt that disabled it tells the administrators (a concurrent one finds it disabled).
             const [endpointRow] = disabled;
             if (endpointRow) {
+              await invalidator?.invalidate(WEBHOOK_ENDPOINTS_CACHE, '*', trx);
               await outbox.write(trx, [
                 {
                   event: WebhookEndpointDisabledEvent,

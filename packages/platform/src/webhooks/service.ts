@@ -1,9 +1,12 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { type Clock, newId, type Page, systemClock, toPage } from '@idt/core';
+import type { CacheInvalidator } from '@idt/core/knex';
 import { isNonPublicAddress } from '@idt/oidc';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import { type PlatformActor, type PlatformDirectory, requirePlatformAdministrator } from '../access.js';
+import { createKeyedCache } from '../cache.js';
+import { WEBHOOK_ENDPOINTS_CACHE } from '../events.js';
 import { WEBHOOK_TEST_TYPE, type WebhookEventType } from './catalog.js';
 import { nextRetryDelayMs, parseRetryAfter, WEBHOOK_DISABLE_AFTER_MS } from './schedule.js';
 import {
@@ -33,7 +36,16 @@ export interface WebhooksServiceOptions {
   readonly random?: () => number;
   /** `user-agent` of the requests. */
   readonly userAgent?: string;
+  /**
+   * Evicts the routing cache (which endpoints receive an event) on every
+   * instance, when the store publishes {@link WEBHOOK_ENDPOINTS_CACHE}.
+   * Without it every event reads the endpoints.
+   */
+  readonly invalidator?: CacheInvalidator;
 }
+
+/** What routing an event needs of an endpoint (no secret is kept in the cache). */
+type EndpointRoute = Pick<EndpointRecord, 'id' | 'enabled' | 'eventTypes' | 'organizationId'>;
 
 /** Webhook endpoints and the delivery of messages to them. */
 export interface WebhooksService {
@@ -98,6 +110,16 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
   const random = options.random ?? Math.random;
   const userAgent = options.userAgent ?? 'idt-webhooks';
   const admin = (actor: PlatformActor) => requirePlatformAdministrator(directory, actor, WEBHOOKS_MANAGE);
+  const routing = createKeyedCache<EndpointRoute[]>(WEBHOOK_ENDPOINTS_CACHE, options.invalidator);
+  const routes = () =>
+    routing.get('*', async () =>
+      (await store.listEndpoints()).map(({ id, enabled, eventTypes, organizationId }) => ({
+        id,
+        enabled,
+        eventTypes,
+        organizationId,
+      })),
+    );
 
   async function existing(id: string): Promise<EndpointRecord> {
     const key = id.trim().toLowerCase();
@@ -134,7 +156,7 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
     }
   }
 
-  function matches(endpoint: EndpointRecord, eventType: string, organizationId: string | null): boolean {
+  function matches(endpoint: EndpointRoute, eventType: string, organizationId: string | null): boolean {
     if (!endpoint.enabled) return false;
     if (endpoint.eventTypes.length > 0 && !endpoint.eventTypes.includes(eventType)) return false;
     return endpoint.organizationId === null || endpoint.organizationId === organizationId;
@@ -305,7 +327,9 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
 
     async enqueueEvent(eventType, payload, occurredAt, sourceEventId) {
       const organizationId = typeof payload.organizationId === 'string' ? payload.organizationId : null;
-      const targets = (await store.listEndpoints()).filter((endpoint) => matches(endpoint, eventType, organizationId));
+      // A handler, not a request: take other processes' evictions first (SQLite; free on Postgres).
+      await options.invalidator?.freshen();
+      const targets = (await routes()).filter((endpoint) => matches(endpoint, eventType, organizationId));
       if (targets.length === 0) return;
       const message: MessageRecord = { id: newMessageId(), eventType, organizationId, data: payload, occurredAt };
       await store.enqueue(

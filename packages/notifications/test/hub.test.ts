@@ -15,7 +15,7 @@ import {
   testDialects,
 } from '@idt/testing';
 import * as signalR from '@microsoft/signalr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RealtimeEnvelope } from '../src/index.js';
 import { stockClient } from './hub-support.js';
 
@@ -149,6 +149,12 @@ describe.each(testDialects())('realtime hub with the stock SignalR client on %s'
     const connection = await connect(server, () => tokens.access_token);
     const lifecycle = watch(connection);
     const ended = nextEnvelope(connection, (envelope) => envelope.type === 'SessionEnded');
+    // Logout ends the identity session and the provider's: two events, one broadcast to the instances.
+    const broadcasts = new Set<string>(); // message ids (a broadcast may be heard twice; the hub takes it once)
+    const unsubscribe = server.idt.infrastructure.invalidator.subscribe('notifications.realtime', (key) => {
+      const message = JSON.parse(key) as { m: string; op: string; s?: string };
+      if (message.op === 'end' && message.s === sid) broadcasts.add(message.m);
+    });
 
     const confirm = await result.browser.navigate(
       oidcClient.buildEndSessionUrl(config, { id_token_hint: tokens.id_token ?? '' }).href,
@@ -163,6 +169,25 @@ describe.each(testDialects())('realtime hub with the stock SignalR client on %s'
     await new Promise((resolve) => setTimeout(resolve, 300)); // real time for a retry the client must not make
     expect(lifecycle.seen.reconnecting).toBe(0);
     expect(connection.state).toBe(signalR.HubConnectionState.Disconnected);
+    const handlers = ['notifications.realtime-end-revoked-session', 'notifications.realtime-end-oidc-session'];
+    await vi.waitFor(
+      async () => {
+        await server.idt.infrastructure.events.dispatchPending();
+        const rows = await server.database.db('core_outbox_deliveries').whereIn('handler', handlers).where({ status: 'pending' });
+        expect(rows).toEqual([]);
+      },
+      { timeout: 5000, interval: 20 },
+    );
+    const delivered = await server.database
+      .db('core_outbox_deliveries as d')
+      .join('core_outbox_events as e', 'e.id', 'd.event_id')
+      .whereIn('d.handler', handlers)
+      .where('e.payload', 'like', `%${sid}%`)
+      .select('d.handler', 'd.status');
+    expect(delivered.map((row) => row.handler).sort()).toEqual([...handlers].sort());
+    expect(delivered.every((row) => row.status === 'delivered')).toBe(true);
+    expect(broadcasts.size).toBe(1);
+    unsubscribe();
   });
 
   it('closes the connections of a deactivated user at once, without reconnect', async () => {

@@ -126,6 +126,10 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
   // Notifications created here, so this instance need not read them back; and broadcasts already handled.
   const recent = new Map<string, { envelope: RealtimeEnvelope; until: number }>();
   const seen = new Map<string, number>();
+  // Sessions whose end was broadcast (by any instance) in the last minute: an eviction or revocation reaches
+  // the hub twice (the identity event, then the provider's OidcSessionEndedEvent), and is told once.
+  const ended = new Map<string, number>();
+  const ending = new Map<string, Promise<void>>();
   let closed = false;
 
   const now = () => clock.now().getTime();
@@ -216,6 +220,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
         return;
       }
       case 'end': {
+        ended.set(message.s, now() + 60_000);
         const targets = [...(sessions.get(message.s) ?? [])];
         if (!targets.length) return;
         const envelope: RealtimeEnvelope = {
@@ -522,6 +527,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
     }
     for (const [id, entry] of recent) if (entry.until <= at) recent.delete(id);
     for (const [id, until] of seen) if (until <= at) seen.delete(id);
+    for (const [id, until] of ended) if (until <= at) ended.delete(id);
   }
 
   const endSessionHandler = (
@@ -591,7 +597,18 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
     sendToUser: (userId, envelope, sendOptions) =>
       broadcast({ op: 'u', u: userId, e: envelope, ...(sendOptions?.organizationId ? { o: sendOptions.organizationId } : {}) }),
     sendToOrganization: (organizationId, envelope) => broadcast({ op: 't', o: organizationId, e: envelope }),
-    endSession: (sessionId, type) => broadcast({ op: 'end', s: sessionId, t: type, at: clock.now().toISOString() }),
+    endSession(sessionId, type) {
+      if ((ended.get(sessionId) ?? 0) > now()) return Promise.resolve();
+      // The two events of one end are often handled together: the second waits for the first's broadcast.
+      const inFlight = ending.get(sessionId);
+      if (inFlight) return inFlight;
+      const sent = broadcast({ op: 'end', s: sessionId, t: type, at: clock.now().toISOString() })
+        // Marked once sent (a failed broadcast rejects both callers, and the event bus retries them).
+        .then(() => void ended.set(sessionId, now() + 60_000))
+        .finally(() => ending.delete(sessionId));
+      ending.set(sessionId, sent);
+      return sent;
+    },
     closeUser: (userId, closeOptions) =>
       broadcast({
         op: 'close',

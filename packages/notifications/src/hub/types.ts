@@ -74,7 +74,10 @@ export interface RealtimeHub {
   sendToUser(userId: string, envelope: RealtimeEnvelope, options?: { readonly organizationId?: string }): Promise<void>;
   /** Calls `ReceiveNotification(envelope)` on every connection in the organization's group. */
   sendToOrganization(organizationId: string, envelope: RealtimeEnvelope): Promise<void>;
-  /** Sends `{type, module: "Identity", payload: {sid}}` to the connections of one session, then closes them without reconnect. */
+  /**
+   * Sends `{type, module: "Identity", payload: {sid}}` to the connections of one session, then closes them without
+   * reconnect. Once per session: a second call within a minute of an end this instance sent or received does nothing.
+   */
   endSession(sessionId: string, type: 'SessionEnded' | 'SessionEvicted'): Promise<void>;
   /** Closes every connection of the user, or of the user's tokens for one organization. */
   closeUser(userId: string, options: RealtimeCloseOptions & { readonly organizationId?: string }): Promise<void>;

@@ -1,13 +1,25 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createManualClock } from '@idt/core';
-import { mintAccessToken, mintServiceToken, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createManualClock, type ManualClock } from '@idt/core';
+import {
+  mintAccessToken,
+  mintServiceToken,
+  startTestServer,
+  type TestDialect,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WEBHOOK_ENDPOINTS_CACHE } from '../src/index.js';
 import { caller, expectJson, expectProblem, seedWorld, type World } from './helpers.js';
 
 const JOB = 'platform.webhooks.deliver';
+
+/** A test server's options: deliveries to local receivers allowed, the delivery job run by the tests alone. */
+function webhookServer(dialect: TestDialect, clock: ManualClock) {
+  return { dialect, clock, modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000 } } } };
+}
 
 interface Received {
   readonly headers: IncomingHttpHeaders;
@@ -67,11 +79,7 @@ describe.each(testDialects())('webhooks over HTTP on %s', (dialect) => {
   const admin = () => mintAccessToken(server, { sub: world.platformAdmin.id, org_id: world.platform.id });
 
   beforeAll(async () => {
-    server = await startTestServer({
-      dialect,
-      clock,
-      modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000 } } },
-    });
+    server = await startTestServer(webhookServer(dialect, clock));
     call = caller(server);
     world = await seedWorld(server);
     receiver = await startReceiver();
@@ -388,11 +396,7 @@ describe.each(testDialects())('webhooks over HTTP on %s', (dialect) => {
 describe.each(testDialects())('webhook routing across instances on %s', (dialect) => {
   it('routes events by endpoints created, changed, disabled and deleted on another instance', async () => {
     const clock = createManualClock(Date.now());
-    const options = {
-      dialect,
-      clock,
-      modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000 } } },
-    };
+    const options = webhookServer(dialect, clock);
     const first = await startTestServer(options);
     const database = first.database;
     const second = await startTestServer({ ...options, database });
@@ -461,11 +465,7 @@ describe.each(testDialects())('webhook delivery survives a crash on %s', (dialec
   it('takes over a delivery a crashed instance had claimed once its lease ran out, under the same webhook-id', async () => {
     const clock = createManualClock(Date.now());
     const receiver = await startReceiver();
-    const options = {
-      dialect,
-      clock,
-      modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000 } } },
-    };
+    const options = webhookServer(dialect, clock);
     const first = await startTestServer(options);
     const database = first.database;
     try {
@@ -505,11 +505,7 @@ describe.each(testDialects())('webhook delivery survives a crash on %s', (dialec
   it('disables an endpoint whose deliveries have failed for 5 days', async () => {
     const clock = createManualClock(Date.now());
     const receiver = await startReceiver();
-    const server = await startTestServer({
-      dialect,
-      clock,
-      modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000 } } },
-    });
+    const server = await startTestServer(webhookServer(dialect, clock));
     try {
       const world = await seedWorld(server);
       const created = await expectJson(

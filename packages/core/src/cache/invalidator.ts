@@ -142,8 +142,8 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   let watcher: SqliteWatcher | undefined;
   /** The watcher's prepared read of new evictions (SQLite with a file). */
   let readSince: { all(lastSeen: number): unknown[] } | undefined;
-  /** The watcher's prepared `PRAGMA data_version` (better-sqlite3's `pragma()` prepares the statement on every call). */
-  let versionOf: (() => unknown) | undefined;
+  /** The watcher's `PRAGMA data_version`, prepared once (better-sqlite3's `pragma()` prepares it on every call). */
+  let dataVersionOf: { get(): unknown } | undefined;
   let poller: NodeJS.Timeout | undefined;
   let watching = false;
   // Postgres: the listening connection while it is up, the pending reconnect, when caches were last emptied.
@@ -298,10 +298,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
    * there is none (an in-memory database, which no other process can change).
    */
   function currentDataVersion(): number | Promise<number> {
-    if (watcher) {
-      versionOf ??= prepareDataVersion(watcher);
-      return Number(versionOf());
-    }
+    if (dataVersionOf) return Number(dataVersionOf.get());
     return (db.raw('PRAGMA data_version') as Promise<Array<{ data_version: number }>>).then((rows) =>
       Number(rows[0]?.data_version),
     );
@@ -395,6 +392,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       }
       watcher = await openWatcher(db, logger);
       readSince = prepareReadSince(watcher, logger);
+      dataVersionOf = watcher?.prepare('PRAGMA data_version').pluck();
       dataVersion = await currentDataVersion();
       const latest = (await db(TABLE).max({ id: 'id' }).first()) as { id: number | null } | undefined;
       lastSeen = Number(latest?.id ?? 0);
@@ -413,7 +411,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       watcher?.close();
       watcher = undefined;
       readSince = undefined;
-      versionOf = undefined;
+      dataVersionOf = undefined;
       if (poller) clearInterval(poller);
       poller = undefined;
       cancelReconnect?.();
@@ -454,16 +452,8 @@ interface InvalidationRow {
 
 /** The parts of a better-sqlite3 connection the SQLite watcher uses. */
 interface SqliteWatcher {
-  pragma(source: string, options: { simple: true }): unknown;
-  prepare(source: string): { all(...parameters: unknown[]): unknown[]; pluck?(): { get(): unknown } };
+  prepare(source: string): { all(...parameters: unknown[]): unknown[]; pluck(): { get(): unknown } };
   close(): unknown;
-}
-
-/** The watcher's data version, read by a statement prepared once (`pragma()` when the driver cannot pluck). */
-function prepareDataVersion(watcher: SqliteWatcher): () => unknown {
-  const statement = watcher.prepare('PRAGMA data_version');
-  const plucked = statement.pluck?.();
-  return plucked ? () => plucked.get() : () => watcher.pragma('data_version', { simple: true });
 }
 
 /** The watcher's read of evictions after an id, prepared once; `undefined` when it cannot be prepared (e.g. before migrations). */

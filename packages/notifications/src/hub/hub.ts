@@ -50,6 +50,8 @@ export const DEFAULT_HUB_LIMITS: RealtimeHubLimits = {
 /** The broadcast namespace on the cache invalidation channel (Postgres NOTIFY carries at most 8000 bytes). */
 const CHANNEL = 'notifications.realtime';
 const MAX_BROADCAST_BYTES = 7_500;
+/** How long a hub remembers broadcasts it handled, notifications it created and sessions whose end it told. */
+const REMEMBER_MS = 60_000;
 /** A client that does not read is dropped once this much is queued for it. */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -133,6 +135,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
   let closed = false;
 
   const now = () => clock.now().getTime();
+  const rememberEnded = (sessionId: string) => void ended.set(sessionId, now() + REMEMBER_MS);
 
   function addTo<K>(map: Map<K, Set<Connection>>, key: K, connection: Connection) {
     let set = map.get(key);
@@ -220,7 +223,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
         return;
       }
       case 'end': {
-        ended.set(message.s, now() + 60_000);
+        rememberEnded(message.s);
         const targets = [...(sessions.get(message.s) ?? [])];
         if (!targets.length) return;
         const envelope: RealtimeEnvelope = {
@@ -252,7 +255,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
       return; // cut short in another process's SQLite table: this hub serves its own process there
     }
     if (typeof message?.m !== 'string' || seen.has(message.m)) return;
-    seen.set(message.m, now() + 60_000);
+    seen.set(message.m, now() + REMEMBER_MS);
     handleBroadcast(message).catch((error: unknown) => logger.warn('realtime delivery failed', { error, op: message.op }));
   });
 
@@ -591,7 +594,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
     jobs: [{ name: 'realtime hub keep-alive', intervalMs: 1000, run: async () => tick() }],
     async notificationCreated(notification) {
       const envelope = notificationEnvelope(notification, clock);
-      recent.set(notification.id, { envelope, until: now() + 60_000 });
+      recent.set(notification.id, { envelope, until: now() + REMEMBER_MS });
       await broadcast({ op: 'n', id: notification.id, u: notification.userId, o: notification.organizationId });
     },
     sendToUser: (userId, envelope, sendOptions) =>
@@ -604,7 +607,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
       if (inFlight) return inFlight;
       const sent = broadcast({ op: 'end', s: sessionId, t: type, at: clock.now().toISOString() })
         // Marked once sent (a failed broadcast rejects both callers, and the event bus retries them).
-        .then(() => void ended.set(sessionId, now() + 60_000))
+        .then(() => rememberEnded(sessionId))
         .finally(() => ending.delete(sessionId));
       ending.set(sessionId, sent);
       return sent;

@@ -370,13 +370,13 @@ function memoryOf(pid) {
 }
 
 /** How long idle servers are watched for V8 to release the garbage of starting. */
-const SETTLE_TIMEOUT_MS = 30_000;
+const SETTLE_TIMEOUT_MS = 60_000;
 
 /**
  * The memory of idle processes once it settled: each is watched until its RSS
  * fell at least 5 MiB below the first look and then held within 1 MiB for 2 s
  * (V8's memory reducer shrinks the heap some seconds into idleness), or until
- * 30 s passed. Resolves with each one's last sample and the seconds it took.
+ * 60 s passed. Resolves with each one's last sample and the seconds it took.
  */
 async function settledMemory(pids) {
   const started = performance.now();

@@ -326,14 +326,32 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
     const surfaces: ModuleSurface[] = instances.flatMap(({ instance }) => instance.surfaces ?? []);
     const upgrades: ModuleUpgrade[] = instances.flatMap(({ instance }) => instance.upgrades ?? []);
     const prefix = config.pathPrefix;
+    const prefixSlash = `${prefix}/`;
     const pathOf = (pathname: string): string | undefined => {
-      if (prefix && pathname !== prefix && !pathname.startsWith(`${prefix}/`)) return undefined;
+      if (prefix && pathname !== prefix && !pathname.startsWith(prefixSlash)) return undefined;
       return pathname.slice(prefix.length) || '/';
     };
-    const surfaceFor = (pathname: string): ModuleSurface[] => {
+    const NONE = Object.freeze([]) as never[];
+    // Every request asks: a loop that allocates only when a surface matches.
+    const matching = <T>(
+      pathname: string,
+      candidates: readonly ModuleSurface[],
+      pick: (surface: ModuleSurface) => T | undefined,
+    ) => {
+      if (!candidates.length) return NONE as T[];
       const path = pathOf(pathname);
-      return path === undefined ? [] : surfaces.filter((surface) => surface.matches(path));
+      if (path === undefined) return NONE as T[];
+      let found: T[] | undefined;
+      for (const surface of candidates) {
+        const picked = surface.matches(path) ? pick(surface) : undefined;
+        if (picked === undefined) continue;
+        if (found) found.push(picked);
+        else found = [picked];
+      }
+      return found ?? (NONE as T[]);
     };
+    const surfaceFor = (pathname: string): ModuleSurface[] => matching(pathname, surfaces, (surface) => surface);
+    const nodeSurfaces = surfaces.filter((surface) => surface.node);
     const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
       if (!upgrades.length) return false;
       const target = req.url ?? '/';
@@ -352,8 +370,8 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
 
     const hsts = strictTransportSecurityFor(config.publicBaseUrl);
     async function serve(request: Request, info: RequestInfo = {}): Promise<Response> {
-      const matching = surfaces.length ? surfaceFor(new URL(request.url).pathname) : [];
-      for (const surface of matching) {
+      const matched = surfaces.length ? surfaceFor(new URL(request.url).pathname) : NONE;
+      for (const surface of matched) {
         const answered = surface.fetch
           ? await surface.fetch(request, info)
           : surface.node
@@ -374,7 +392,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
     const nodeHandler = createIdtNodeHandler({
       app,
       trustProxy: config.trustProxy,
-      surfaces: (pathname) => surfaceFor(pathname).flatMap((surface) => (surface.node ? [surface.node] : [])),
+      surfaces: (pathname) => matching(pathname, nodeSurfaces, (surface) => surface.node),
       fetch: serve,
       logger,
     });

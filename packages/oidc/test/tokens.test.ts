@@ -300,6 +300,33 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
     expect(await garbled.json()).toMatchObject({ error: 'invalid_request' });
   });
 
+  it('refuses a token form over 56 KiB unread, and takes the next form whole', async () => {
+    const service = await registerClient(server, await admin.token(), admin.organizationId, {
+      kind: 'service-account',
+      name: 'Form sizes',
+      scopes: ['users.read'],
+    });
+    const credentials: [string, string] = [service.clientId, service.clientSecret];
+    const large = await tokenRequest(server, { grant_type: 'client_credentials', padding: 'x'.repeat(57 * 1024) }, credentials);
+    expect(large.status).toBe(400);
+    expect(await large.json()).toEqual({ error: 'invalid_request', error_description: 'The request body is too large.' });
+    // Just under the limit: read in several chunks, handed to the provider whole.
+    const padded = await tokenRequest(
+      server,
+      { grant_type: 'client_credentials', scope: 'users.read', padding: 'x'.repeat(55 * 1024) },
+      credentials,
+    );
+    expect(padded.status).toBe(200);
+    expect(decode(((await padded.json()) as { access_token: string }).access_token)).toMatchObject({ scope: 'users.read' });
+    const empty = await server.fetch('/connect/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: '',
+    });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
   it('signs with rotated keys while tokens of the old keys keep verifying', async () => {
     const service = await registerClient(server, await admin.token(), admin.organizationId, {
       kind: 'service-account',

@@ -160,19 +160,23 @@ const PROVIDER_PATHS = [
 const PROVIDER_PATH_SET = new Set(PROVIDER_PATHS);
 const PROVIDER_PATH_PREFIXES = PROVIDER_PATHS.map((route) => `${route}/`);
 
+const INTERACTION_PREFIX = `${INTERACTION_BASE}/`;
+const ASSETS_PREFIX = `${ASSETS_BASE}/`;
+const ACCOUNT_PREFIX = `${ACCOUNT_BASE}/`;
+
 function isProviderPath(path: string): boolean {
-  return PROVIDER_PATH_SET.has(path) || PROVIDER_PATH_PREFIXES.some((prefix) => path.startsWith(prefix));
+  if (PROVIDER_PATH_SET.has(path)) return true;
+  for (const prefix of PROVIDER_PATH_PREFIXES) if (path.startsWith(prefix)) return true;
+  return false;
 }
 
 /** Whether a path (without the deployment prefix) belongs to the provider or the sign-in pages. */
 export function isOidcSurfacePath(path: string): boolean {
-  return (
-    path.startsWith(`${INTERACTION_BASE}/`) || path.startsWith(`${ASSETS_BASE}/`) || isAccountPath(path) || isProviderPath(path)
-  );
+  return path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX) || isAccountPath(path) || isProviderPath(path);
 }
 
 function isAccountPath(path: string): boolean {
-  return path === ACCOUNT_BASE || path.startsWith(`${ACCOUNT_BASE}/`);
+  return path === ACCOUNT_BASE || path.startsWith(ACCOUNT_PREFIX);
 }
 
 /** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */
@@ -234,22 +238,55 @@ function guardProviderRequest(req: IncomingMessage, rawUrl: string): string | Gu
   return readProviderForm(req, query);
 }
 
-async function readProviderForm(req: IncomingMessage, query: Params | undefined): Promise<string | GuardedRequest> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req.iterator({ destroyOnReturn: false })) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_PROVIDER_FORM_BYTES) return 'The request body is too large.';
-    chunks.push(chunk as Buffer);
-  }
-  const body = Buffer.concat(chunks);
-  const text = decodeUtf8Strict(body);
-  if (text === undefined) return unsafeDescription('The request body');
-  const form = checkParams(text);
-  return typeof form === 'string' ? form : { req: withBody(req, body), query, form };
+/**
+ * Reads the form body (up to oidc-provider's own limit) and checks it. Events
+ * rather than an async iterator: this runs on every token request. On a body
+ * that is too large the request is paused unread; Node drains it after the
+ * answer.
+ */
+function readProviderForm(req: IncomingMessage, query: Params | undefined): Promise<string | GuardedRequest> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_PROVIDER_FORM_BYTES) {
+        settle();
+        req.pause();
+        resolve('The request body is too large.');
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      settle();
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      const text = decodeUtf8Strict(body);
+      if (text === undefined) return resolve(unsafeDescription('The request body'));
+      const form = checkParams(text);
+      resolve(typeof form === 'string' ? form : { req: withBody(req, body), query, form });
+    };
+    const onError = (error: Error) => {
+      settle();
+      reject(error);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
 }
 
-/** A request like `req` whose (already consumed) body is `body`, for oidc-provider to read. */
+/**
+ * A request like `req` whose (already consumed) body is `body`, for
+ * oidc-provider to read. The provider reads a body through
+ * `req.iterator()`, so the copy answers that with the buffered bytes instead
+ * of streaming them through a second Readable.
+ */
 function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
   const copy = new IncomingMessage(req.socket);
   copy.method = req.method as string;
@@ -259,9 +296,10 @@ function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
   copy.httpVersionMajor = req.httpVersionMajor;
   copy.httpVersionMinor = req.httpVersionMinor;
   copy.httpVersion = req.httpVersion;
-  if (body.byteLength > 0) copy.push(body);
-  copy.push(null);
   copy.complete = true;
+  copy.iterator = async function* buffered() {
+    if (body.byteLength > 0) yield body;
+  } as IncomingMessage['iterator'];
   return copy;
 }
 
@@ -541,14 +579,15 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     return true;
   }
 
+  const prefixSlash = `${settings.pathPrefix}/`;
   /** Takes the provider's requests; answers `false` synchronously for every other path. */
   function nodeHandler(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
     const rawUrl = req.url ?? '/';
     const query = rawUrl.indexOf('?');
     const pathname = query === -1 ? rawUrl : rawUrl.slice(0, query);
-    if (settings.pathPrefix && pathname !== settings.pathPrefix && !pathname.startsWith(`${settings.pathPrefix}/`)) return false;
+    if (settings.pathPrefix && pathname !== settings.pathPrefix && !pathname.startsWith(prefixSlash)) return false;
     const path = pathname.slice(settings.pathPrefix.length) || '/';
-    if (path.startsWith('/connect/interaction/') || path.startsWith(`${ASSETS_BASE}/`)) return interactions(req, res);
+    if (path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX)) return interactions(req, res);
     if (accountPages && isAccountPath(path)) return accountPages(req, res);
     if (!isProviderPath(path)) return false;
     return serveProvider(req, res, rawUrl, path);

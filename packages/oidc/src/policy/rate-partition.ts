@@ -10,12 +10,14 @@ import { OIDC_ROUTES } from '../provider/create-provider.js';
  */
 export type AuthLimitedEndpoint = 'authorization' | 'client-authentication';
 
-const CLIENT_AUTHENTICATION_PATHS = [
+const CLIENT_AUTHENTICATION_PATHS: readonly string[] = [
   OIDC_ROUTES.token,
   OIDC_ROUTES.revocation,
   OIDC_ROUTES.introspection,
   OIDC_ROUTES.pushed_authorization_request,
 ];
+const CLIENT_AUTHENTICATION_PREFIXES = CLIENT_AUTHENTICATION_PATHS.map((route) => `${route}/`);
+const AUTHORIZATION_PREFIX = `${OIDC_ROUTES.authorization}/`;
 
 /**
  * Whether a provider path (without the deployment prefix) is counted under
@@ -24,10 +26,10 @@ const CLIENT_AUTHENTICATION_PATHS = [
  * too; it names no client.
  */
 export function authLimitedEndpoint(path: string): AuthLimitedEndpoint | undefined {
-  if (path === OIDC_ROUTES.authorization || path.startsWith(`${OIDC_ROUTES.authorization}/`)) return 'authorization';
-  return CLIENT_AUTHENTICATION_PATHS.some((route) => path === route || path.startsWith(`${route}/`))
-    ? 'client-authentication'
-    : undefined;
+  if (path === OIDC_ROUTES.authorization || path.startsWith(AUTHORIZATION_PREFIX)) return 'authorization';
+  if (CLIENT_AUTHENTICATION_PATHS.includes(path)) return 'client-authentication';
+  for (const prefix of CLIENT_AUTHENTICATION_PREFIXES) if (path.startsWith(prefix)) return 'client-authentication';
+  return undefined;
 }
 
 /** Parsed query or form parameters (a repeated name is an array). */

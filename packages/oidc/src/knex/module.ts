@@ -297,10 +297,26 @@ function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
   copy.httpVersionMinor = req.httpVersionMinor;
   copy.httpVersion = req.httpVersion;
   copy.complete = true;
-  copy.iterator = async function* buffered() {
-    if (body.byteLength > 0) yield body;
-  } as IncomingMessage['iterator'];
+  copy.iterator = (() => bufferedIterator(body)) as IncomingMessage['iterator'];
   return copy;
+}
+
+/** An async iterator of one chunk: what `Readable.iterator()` gives for a buffered body, without an async generator. */
+function bufferedIterator(body: Buffer): AsyncIterableIterator<Buffer> {
+  let done = body.byteLength === 0;
+  const iterator: AsyncIterableIterator<Buffer> = {
+    [Symbol.asyncIterator]: () => iterator,
+    next() {
+      if (done) return Promise.resolve({ done: true, value: undefined });
+      done = true;
+      return Promise.resolve({ done: false, value: body });
+    },
+    return() {
+      done = true;
+      return Promise.resolve({ done: true, value: undefined });
+    },
+  };
+  return iterator;
 }
 
 /** Answers 400 `invalid_request` the way oidc-provider words its errors. */

@@ -331,16 +331,16 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       if (prefix && pathname !== prefix && !pathname.startsWith(prefixSlash)) return undefined;
       return pathname.slice(prefix.length) || '/';
     };
-    const NONE = Object.freeze([]) as never[];
+    const NONE: readonly never[] = Object.freeze([]);
     // Every request asks: a loop that allocates only when a surface matches.
     const matching = <T>(
       pathname: string,
       candidates: readonly ModuleSurface[],
       pick: (surface: ModuleSurface) => T | undefined,
-    ) => {
-      if (!candidates.length) return NONE as T[];
+    ): readonly T[] => {
+      if (!candidates.length) return NONE;
       const path = pathOf(pathname);
-      if (path === undefined) return NONE as T[];
+      if (path === undefined) return NONE;
       let found: T[] | undefined;
       for (const surface of candidates) {
         const picked = surface.matches(path) ? pick(surface) : undefined;
@@ -348,9 +348,9 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
         if (found) found.push(picked);
         else found = [picked];
       }
-      return found ?? (NONE as T[]);
+      return found ?? NONE;
     };
-    const surfaceFor = (pathname: string): ModuleSurface[] => matching(pathname, surfaces, (surface) => surface);
+    const surfaceFor = (pathname: string): readonly ModuleSurface[] => matching(pathname, surfaces, (surface) => surface);
     const nodeSurfaces = surfaces.filter((surface) => surface.node);
     const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
       if (!upgrades.length) return false;

@@ -124,7 +124,7 @@ export { defineRoute } from './http/route.js';
 export type { RouteLookup, RouteMatch } from './http/router.js';
 export { Router } from './http/router.js';
 export type { SetupGateOptions } from './http/setup-gate.js';
-export { createSetupGate, isPathUnder, SETUP_ALLOWLIST } from './http/setup-gate.js';
+export { createSetupGate, isPathUnder, pathsUnder, SETUP_ALLOWLIST } from './http/setup-gate.js';
 export { constantTimeEqual, isUuid, newId, randomToken, sha256Hex } from './ids.js';
 export type { CreateIdtOptions, Idt } from './idt.js';
 export {

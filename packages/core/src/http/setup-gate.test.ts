@@ -4,7 +4,7 @@ import '../problems.js';
 import { createHttpApp } from './app.js';
 import { json } from './responses.js';
 import { defineRoute } from './route.js';
-import { createSetupGate, SETUP_REQUIRED_DETAIL } from './setup-gate.js';
+import { createSetupGate, isPathUnder, pathsUnder, SETUP_ALLOWLIST, SETUP_REQUIRED_DETAIL } from './setup-gate.js';
 
 function recordingLogger() {
   const lines: Array<{ level: string; message: string; fields?: Record<string, unknown> }> = [];
@@ -74,5 +74,29 @@ describe('the setup gate', () => {
     expect(body.code).toBe('Setup.Required');
     // Development shows no exception block for an expected state.
     expect(body.exception).toBeUndefined();
+  });
+});
+
+describe('pathsUnder', () => {
+  it('answers as isPathUnder over any of its bases, segment-wise', () => {
+    const allowed = pathsUnder(SETUP_ALLOWLIST);
+    const paths = [
+      '/health',
+      '/health/ready',
+      '/healthz',
+      '/connect',
+      '/connect/token',
+      '/connector',
+      '/',
+      '',
+      '/v1/identity/setup/admin',
+      '/v1/identity',
+      '/scalar/x',
+      '/.well-known/openid-configuration',
+    ];
+    for (const path of paths) {
+      expect(allowed(path), path).toBe(SETUP_ALLOWLIST.some((base) => isPathUnder(path, base)));
+    }
+    expect(pathsUnder([])('/anything')).toBe(false);
   });
 });

@@ -26,6 +26,25 @@ export function isPathUnder(path: string, base: string): boolean {
   return path === base || path.startsWith(`${base}/`);
 }
 
+/**
+ * {@link isPathUnder} for a fixed list of bases, for paths asked on every
+ * request: the bases and their `base/` prefixes are computed once.
+ *
+ * @example
+ * const isProviderPath = pathsUnder(['/connect/token', '/connect/revoke']);
+ * isProviderPath('/connect/token'); // true
+ * isProviderPath('/connect/tokens'); // false
+ */
+export function pathsUnder(bases: readonly string[]): (path: string) => boolean {
+  const exact = new Set(bases);
+  const prefixes = bases.map((base) => `${base}/`);
+  return (path) => {
+    if (exact.has(path)) return true;
+    for (const prefix of prefixes) if (path.startsWith(prefix)) return true;
+    return false;
+  };
+}
+
 /** Options of {@link createSetupGate}. */
 export interface SetupGateOptions {
   /** Whether the service still needs its first administrator; asked on every gated request until it answers false. */
@@ -42,7 +61,7 @@ export interface SetupGateOptions {
  * be undone) and costs nothing.
  */
 export function createSetupGate(options: SetupGateOptions): RequestGate {
-  const allowlist = options.allowlist ?? SETUP_ALLOWLIST;
+  const allowed = pathsUnder(options.allowlist ?? SETUP_ALLOWLIST);
   let setUp = false;
   const check = async () => {
     if (await options.isSetupRequired()) {
@@ -51,7 +70,7 @@ export function createSetupGate(options: SetupGateOptions): RequestGate {
     setUp = true;
   };
   return ({ path }) => {
-    if (setUp || allowlist.some((base) => isPathUnder(path, base))) return;
+    if (setUp || allowed(path)) return;
     return check();
   };
 }

@@ -16,6 +16,7 @@ import {
   mediaTypeOf,
   type Principal,
   parseParams,
+  pathsUnder,
   type RateLimitDecision,
   type RequestRateLimiter,
   type Route,
@@ -157,26 +158,15 @@ const PROVIDER_PATHS = [
   '/.well-known/openid-configuration',
 ];
 
-const PROVIDER_PATH_SET = new Set(PROVIDER_PATHS);
-const PROVIDER_PATH_PREFIXES = PROVIDER_PATHS.map((route) => `${route}/`);
+const isProviderPath = pathsUnder(PROVIDER_PATHS);
+const isAccountPath = pathsUnder([ACCOUNT_BASE]);
 
 const INTERACTION_PREFIX = `${INTERACTION_BASE}/`;
 const ASSETS_PREFIX = `${ASSETS_BASE}/`;
-const ACCOUNT_PREFIX = `${ACCOUNT_BASE}/`;
-
-function isProviderPath(path: string): boolean {
-  if (PROVIDER_PATH_SET.has(path)) return true;
-  for (const prefix of PROVIDER_PATH_PREFIXES) if (path.startsWith(prefix)) return true;
-  return false;
-}
 
 /** Whether a path (without the deployment prefix) belongs to the provider or the sign-in pages. */
 export function isOidcSurfacePath(path: string): boolean {
   return path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX) || isAccountPath(path) || isProviderPath(path);
-}
-
-function isAccountPath(path: string): boolean {
-  return path === ACCOUNT_BASE || path.startsWith(ACCOUNT_PREFIX);
 }
 
 /** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */

@@ -1,4 +1,4 @@
-import { type Clock, createTtlCache } from '@idt/core';
+import { type Clock, createTtlCache, pathsUnder } from '@idt/core';
 import { basicClientId } from '../provider/basic-auth.js';
 import { OIDC_ROUTES } from '../provider/create-provider.js';
 
@@ -10,14 +10,13 @@ import { OIDC_ROUTES } from '../provider/create-provider.js';
  */
 export type AuthLimitedEndpoint = 'authorization' | 'client-authentication';
 
-const CLIENT_AUTHENTICATION_PATHS: readonly string[] = [
+const isAuthorizationPath = pathsUnder([OIDC_ROUTES.authorization]);
+const isClientAuthenticationPath = pathsUnder([
   OIDC_ROUTES.token,
   OIDC_ROUTES.revocation,
   OIDC_ROUTES.introspection,
   OIDC_ROUTES.pushed_authorization_request,
-];
-const CLIENT_AUTHENTICATION_PREFIXES = CLIENT_AUTHENTICATION_PATHS.map((route) => `${route}/`);
-const AUTHORIZATION_PREFIX = `${OIDC_ROUTES.authorization}/`;
+]);
 
 /**
  * Whether a provider path (without the deployment prefix) is counted under
@@ -26,10 +25,8 @@ const AUTHORIZATION_PREFIX = `${OIDC_ROUTES.authorization}/`;
  * too; it names no client.
  */
 export function authLimitedEndpoint(path: string): AuthLimitedEndpoint | undefined {
-  if (path === OIDC_ROUTES.authorization || path.startsWith(AUTHORIZATION_PREFIX)) return 'authorization';
-  if (CLIENT_AUTHENTICATION_PATHS.includes(path)) return 'client-authentication';
-  for (const prefix of CLIENT_AUTHENTICATION_PREFIXES) if (path.startsWith(prefix)) return 'client-authentication';
-  return undefined;
+  if (isAuthorizationPath(path)) return 'authorization';
+  return isClientAuthenticationPath(path) ? 'client-authentication' : undefined;
 }
 
 /** Parsed query or form parameters (a repeated name is an array). */

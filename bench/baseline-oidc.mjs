@@ -13,6 +13,17 @@
  *
  *   node bench/baseline-oidc.mjs <port>
  *
+ * - Refresh (BENCH_REFRESH_CHAINS=n, memory adapter only): also an
+ *   application client, BENCH_APP_ID / BENCH_APP_SECRET, allowed the
+ *   authorization_code and refresh_token grants, configured as idt
+ *   configures its own: rotating refresh tokens, RS256 id tokens (OpenID
+ *   Connect's default, and idt's), ES256 JWT access tokens for the same
+ *   resource, an account with the profile and email claims. At start it
+ *   mints n refresh tokens, each on its own grant for its own account (what
+ *   a code exchange leaves behind), and prints them as one line
+ *   `refresh-tokens <json array>`: the refresh_token grant measured from
+ *   there is stock oidc-provider's own.
+ *
  * Prints `listening <url>` once it accepts connections.
  */
 import { generateKeyPairSync } from 'node:crypto';
@@ -27,9 +38,18 @@ const resource = issuer;
 const clientId = process.env.BENCH_CLIENT_ID ?? 'bench-client';
 const clientSecret = process.env.BENCH_CLIENT_SECRET ?? 'bench-secret-bench-secret-bench-secret';
 const databaseUrl = process.env.BENCH_DATABASE_URL;
+const refreshChains = Number(process.env.BENCH_REFRESH_CHAINS ?? 0);
+const appId = process.env.BENCH_APP_ID ?? 'bench-app';
+const appSecret = process.env.BENCH_APP_SECRET ?? 'bench-app-secret-bench-app-secret-bench';
+const LOGIN_SCOPE = 'openid offline_access profile email';
 
 const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'bench-es256', alg: 'ES256', use: 'sig' };
+const keys = [jwk];
+if (refreshChains > 0) {
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  keys.push({ ...rsa.export({ format: 'jwk' }), kid: 'bench-rs256', alg: 'RS256', use: 'sig' });
+}
 
 /** A confidential client allowed client credentials only. */
 const clientMetadata = (id, secret) => ({
@@ -66,9 +86,21 @@ async function openDatabase(url) {
   return knex({ client: 'pg', connection: { connectionString: url }, pool: { min: 0, max: 10 } });
 }
 
+/** The application client of the refresh baseline: code + refresh_token, RS256 id tokens. */
+const appMetadata = {
+  client_id: appId,
+  client_secret: appSecret,
+  grant_types: ['authorization_code', 'refresh_token'],
+  redirect_uris: ['http://127.0.0.1/callback'],
+  response_types: ['code'],
+  token_endpoint_auth_method: 'client_secret_basic',
+  id_token_signed_response_alg: 'RS256',
+  scope: LOGIN_SCOPE,
+};
+
 let adapter;
 let db;
-let clients = [clientMetadata(clientId, clientSecret)];
+let clients = [clientMetadata(clientId, clientSecret), ...(refreshChains > 0 ? [appMetadata] : [])];
 if (databaseUrl) {
   const table = 'bench_oidc_payloads';
   db = await openDatabase(databaseUrl);
@@ -83,10 +115,30 @@ if (databaseUrl) {
   clients = [];
 }
 
+if (refreshChains > 0 && adapter) {
+  console.error('BENCH_REFRESH_CHAINS runs on the memory adapter only');
+  process.exit(2);
+}
+
 const provider = new Provider(issuer, {
   ...(adapter ? { adapter } : {}),
   clients,
-  jwks: { keys: [jwk] },
+  jwks: { keys },
+  scopes: LOGIN_SCOPE.split(' '),
+  claims: { openid: ['sub'], profile: ['name', 'given_name', 'family_name'], email: ['email', 'email_verified'] },
+  findAccount: async (_ctx, sub) => ({
+    accountId: sub,
+    claims: async () => ({
+      sub,
+      name: 'Bench User',
+      given_name: 'Bench',
+      family_name: 'User',
+      email: `${sub}@bench.example`,
+      email_verified: true,
+    }),
+  }),
+  rotateRefreshToken: true,
+  pkce: { required: () => true },
   routes: { token: '/connect/token' },
   features: {
     devInteractions: { enabled: false },
@@ -96,7 +148,7 @@ const provider = new Provider(issuer, {
       defaultResource: async () => resource,
       useGrantedResource: async () => true,
       getResourceServerInfo: async () => ({
-        scope: 'users.read',
+        scope: refreshChains > 0 ? `${LOGIN_SCOPE} users.read` : 'users.read',
         audience: resource,
         accessTokenTTL: 900,
         accessTokenFormat: 'jwt',
@@ -104,9 +156,42 @@ const provider = new Provider(issuer, {
       }),
     },
   },
-  ttl: { ClientCredentials: 900 },
+  ttl: {
+    ClientCredentials: 900,
+    AccessToken: 900,
+    AuthorizationCode: 60,
+    IdToken: 3600,
+    Grant: 31_622_400,
+    RefreshToken: 30 * 24 * 3600,
+    Session: 86_400,
+    Interaction: 3600,
+  },
 });
 provider.on('server_error', (_ctx, error) => console.error('server_error', error));
+
+/** What a code exchange leaves behind, once per chain: a grant of its own account and a refresh token on it. */
+if (refreshChains > 0) {
+  const app = await provider.Client.find(appId);
+  const tokens = [];
+  for (let index = 0; index < refreshChains; index++) {
+    const accountId = `bench-user-${index}`;
+    const grant = new provider.Grant({ accountId, clientId: appId });
+    grant.addOIDCScope(LOGIN_SCOPE);
+    grant.addResourceScope(resource, `${LOGIN_SCOPE} users.read`);
+    const grantId = await grant.save();
+    const refreshToken = new provider.RefreshToken({
+      accountId,
+      client: app,
+      grantId,
+      gty: 'authorization_code',
+      scope: LOGIN_SCOPE,
+      resource,
+      authTime: Math.floor(Date.now() / 1000),
+    });
+    tokens.push(await refreshToken.save());
+  }
+  console.log(`refresh-tokens ${JSON.stringify(tokens)}`);
+}
 
 const server = createServer({ keepAliveTimeout: 65_000 }, provider.callback());
 server.listen(port, '127.0.0.1', () => console.log(`listening ${issuer}`));

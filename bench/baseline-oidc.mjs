@@ -13,16 +13,21 @@
  *
  *   node bench/baseline-oidc.mjs <port>
  *
- * - Refresh (BENCH_REFRESH_CHAINS=n, memory adapter only): also an
+ * - Flows (BENCH_REFRESH_CHAINS=n, memory adapter only): also an
  *   application client, BENCH_APP_ID / BENCH_APP_SECRET, allowed the
  *   authorization_code and refresh_token grants, configured as idt
- *   configures its own: rotating refresh tokens, RS256 id tokens (OpenID
- *   Connect's default, and idt's), ES256 JWT access tokens for the same
- *   resource, an account with the profile and email claims. At start it
- *   mints n refresh tokens, each on its own grant for its own account (what
- *   a code exchange leaves behind), and prints them as one line
- *   `refresh-tokens <json array>`: the refresh_token grant measured from
- *   there is stock oidc-provider's own.
+ *   configures its own: PKCE required, rotating refresh tokens, RS256 id
+ *   tokens (OpenID Connect's default, and idt's), ES256 JWT access tokens
+ *   for the same resource, an account with the profile and email claims.
+ *   - The sign-in runs through oidc-provider's own development interactions
+ *     (a login form that takes any name and checks no password), and the
+ *     grant of a first-party client is made without a consent page, as
+ *     idt's sign-in pages do: the full flow of stock oidc-provider without
+ *     the password check.
+ *   - At start it mints n refresh tokens, each on its own grant for its own
+ *     account (what a code exchange leaves behind), and prints them as one
+ *     line `refresh-tokens <json array>`: the refresh_token grant measured
+ *     from there is stock oidc-provider's own.
  *
  * Prints `listening <url>` once it accepts connections.
  */
@@ -42,6 +47,8 @@ const refreshChains = Number(process.env.BENCH_REFRESH_CHAINS ?? 0);
 const appId = process.env.BENCH_APP_ID ?? 'bench-app';
 const appSecret = process.env.BENCH_APP_SECRET ?? 'bench-app-secret-bench-app-secret-bench';
 const LOGIN_SCOPE = 'openid offline_access profile email';
+/** The application's redirect URI: the flow client stops at it and takes the code from its query. */
+const APP_REDIRECT_URI = process.env.BENCH_APP_REDIRECT_URI ?? 'https://rp.example.com/callback';
 
 const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'bench-es256', alg: 'ES256', use: 'sig' };
@@ -91,7 +98,7 @@ const appMetadata = {
   client_id: appId,
   client_secret: appSecret,
   grant_types: ['authorization_code', 'refresh_token'],
-  redirect_uris: ['http://127.0.0.1/callback'],
+  redirect_uris: [APP_REDIRECT_URI],
   response_types: ['code'],
   token_endpoint_auth_method: 'client_secret_basic',
   id_token_signed_response_alg: 'RS256',
@@ -138,10 +145,23 @@ const provider = new Provider(issuer, {
     }),
   }),
   rotateRefreshToken: true,
+  // As idt: a client allowed the refresh_token grant gets a refresh token with every code.
+  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   pkce: { required: () => true },
-  routes: { token: '/connect/token' },
+  // A first-party sign-in: the grant of what was asked is made on the way back from the login page.
+  loadExistingGrant: async (ctx) => {
+    const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+    if (grantId) return ctx.oidc.provider.Grant.find(grantId);
+    if (ctx.oidc.client.clientId !== appId || !ctx.oidc.session.accountId) return undefined;
+    const grant = new ctx.oidc.provider.Grant({ accountId: ctx.oidc.session.accountId, clientId: appId });
+    grant.addOIDCScope(ctx.oidc.params.scope);
+    grant.addResourceScope(resource, `${LOGIN_SCOPE} users.read`);
+    await grant.save();
+    return grant;
+  },
+  routes: { authorization: '/connect/authorize', token: '/connect/token' },
   features: {
-    devInteractions: { enabled: false },
+    devInteractions: { enabled: refreshChains > 0 },
     clientCredentials: { enabled: true },
     resourceIndicators: {
       enabled: true,

@@ -192,7 +192,11 @@ export async function signIn({ baseUrl, clientId, clientSecret, redirectUri, sco
         step: 'authorize',
       });
     }
-    if (/action="[^"]*\/login"/.test(page.body)) page = await browser.submit(page, '/login', { email, password });
+    // oidc-provider's development interactions (the stock baseline): one form per prompt, posted to the interaction.
+    if (/name="prompt" value="login"/.test(page.body))
+      page = await browser.submit(page, '/interaction/', { login: email, password });
+    else if (/name="prompt" value="consent"/.test(page.body)) page = await browser.submit(page, '/interaction/');
+    else if (/action="[^"]*\/login"/.test(page.body)) page = await browser.submit(page, '/login', { email, password });
     else if (/action="[^"]*\/consent"/.test(page.body)) page = await browser.submit(page, '/consent', { decision: 'approve' });
     else if (/action="[^"]*\/organization"/.test(page.body)) page = await browser.submit(page, '/organization');
     else

@@ -1307,52 +1307,79 @@ async function refreshScenario(deployment, id, fields) {
   });
 }
 
+/** What the stock flows server's application asks for: its login scopes and the API's. */
+const STOCK_APP_SCOPE = 'openid offline_access profile email users.read';
+const STOCK_APP_REDIRECT_URI = 'https://rp.example.com/callback';
+
 /**
- * The refresh baseline (flows group): stock oidc-provider with its memory
- * adapter, configured as idt is for the grant (rotation, RS256 id token,
- * ES256 JWT access token), its `options.connections` refresh tokens minted
- * at start (bench/baseline-oidc.mjs, BENCH_REFRESH_CHAINS). The refresh
- * target is absolute; this row shows what oidc-provider itself does on the
- * same machine, with nothing stored.
+ * A stock oidc-provider baseline of the flows group, with its memory adapter,
+ * configured as idt is for both flows (PKCE, rotation, RS256 id token, ES256
+ * JWT access token; bench/baseline-oidc.mjs, BENCH_REFRESH_CHAINS). One
+ * server per flow: the memory adapter keeps its last 1,000 entries, so the
+ * sign-ins of one would evict the refresh chains of the other.
+ *
+ * - `signin`: the full sign-in through oidc-provider's development login
+ *   form, which checks no password: what the flow costs without the
+ *   argon2id verification, so the report can say how fast a server could
+ *   sign in that added only that verification to stock oidc-provider;
+ * - `refresh`: the refresh_token grant over `options.connections` chains
+ *   minted at start. The refresh target is absolute; this row shows what
+ *   oidc-provider itself does on the same machine, with nothing stored.
  */
-async function startStockRefresh() {
+async function startStockFlow(flow) {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const clientId = 'bench-app';
   const clientSecret = randomBytes(32).toString('base64url');
-  const { extra, profileDir } = profiling('refresh-baseline');
-  const server = startChild('stock oidc-provider (refresh)', [process.execPath, ...extra, 'bench/baseline-oidc.mjs', String(port)], {
-    env: {
-      NODE_ENV: 'production',
-      BENCH_REFRESH_CHAINS: String(options.connections),
-      BENCH_APP_ID: clientId,
-      BENCH_APP_SECRET: clientSecret,
+  const { extra, profileDir } = profiling(`${flow}-stock`);
+  const server = startChild(
+    `stock oidc-provider (${flow})`,
+    [process.execPath, ...extra, 'bench/baseline-oidc.mjs', String(port)],
+    {
+      env: {
+        NODE_ENV: 'production',
+        BENCH_REFRESH_CHAINS: String(flow === 'refresh' ? options.connections : 1),
+        BENCH_APP_ID: clientId,
+        BENCH_APP_SECRET: clientSecret,
+        BENCH_APP_REDIRECT_URI: STOCK_APP_REDIRECT_URI,
+      },
+      core: SERVER_CORE,
     },
-    core: SERVER_CORE,
-  });
+  );
+  const app = { clientId, clientSecret, redirectUri: STOCK_APP_REDIRECT_URI, scope: STOCK_APP_SCOPE };
+  const stockUser = { email: 'stock-user', password: 'not checked' };
   const chains = await checked(server, async () => {
     await server.waitForLine(/^listening/, 30_000);
     const minted = JSON.parse((await server.waitForLine(/^refresh-tokens /, 1000)).slice('refresh-tokens '.length));
-    // The first grant of the first chain, checked like idt's sign-ins are: a new refresh token and an access token.
+    // Checked like idt's flows: a sign-in ends in an access and a refresh token, a grant in a new refresh token.
+    const answer = await signIn({ baseUrl, ...app, ...stockUser });
+    if (!answer.access_token || !answer.refresh_token)
+      throw new Error(`stock oidc-provider: the sign-in returned no access or refresh token: ${Object.keys(answer)}`);
     minted[0] = (await refresh({ baseUrl, clientId, clientSecret, refreshToken: minted[0] })).refresh_token;
     return minted;
   });
-  return {
-    server,
-    profileDir,
-    scenarios: [
-      refreshChainScenario({
-        id: 'refresh-baseline',
-        rank: 2,
-        scenario: `refresh_token grant (rotation), ${options.connections} chains · stock oidc-provider (memory adapter)`,
-        baseline: true,
-        baseUrl,
-        clientId,
-        clientSecret,
-        chains,
-      }),
-    ],
-  };
+  const scenario =
+    flow === 'signin'
+      ? {
+          id: 'signin-stock',
+          rank: 1,
+          scenario: `full sign-in, ${SIGN_IN_CONCURRENCY} at a time · stock oidc-provider (memory adapter, development login form: no password check)`,
+          baseline: true,
+          script: 'bench/load-flow.mjs',
+          concurrencyNote: `${SIGN_IN_CONCURRENCY} sign-ins in flight`,
+          spec: () => ({ mode: 'signin', baseUrl, ...app, ...stockUser, concurrency: SIGN_IN_CONCURRENCY }),
+        }
+      : refreshChainScenario({
+          id: 'refresh-baseline',
+          rank: 2,
+          scenario: `refresh_token grant (rotation), ${options.connections} chains · stock oidc-provider (memory adapter)`,
+          baseline: true,
+          baseUrl,
+          clientId,
+          clientSecret,
+          chains,
+        });
+  return { server, profileDir, scenarios: [scenario] };
 }
 
 /** An idt server for the full sign-in and the refresh_token grant (flows group). */
@@ -1584,6 +1611,15 @@ function evaluate(rows) {
       notes.push(`p99 ${row.result.latency.p99} ms over the baseline's ${base.result.latency.p99} ms`);
     }
     if (target?.perSecond !== undefined && row.result.requestsPerSecond < target.perSecond) pass = false;
+    // The sign-in's ceiling on one core if a server added nothing to stock oidc-provider's flow but the
+    // argon2id verification: their costs per sign-in (core-seconds) add up.
+    const stockSignIn = row.compare === 'signin-baseline' ? byId.get('signin-stock')?.result : undefined;
+    if (stockSignIn?.requestsPerSecond > 0 && base?.result?.requestsPerSecond > 0) {
+      const ceiling = 1 / (1 / base.result.requestsPerSecond + 1 / stockSignIn.requestsPerSecond);
+      notes.push(
+        `stock oidc-provider's flow alone (no password check) ran ${count(stockSignIn.requestsPerSecond)}/s: with only argon2id added, one core would allow at most ${count(ceiling)}/s (${(ceiling / base.result.requestsPerSecond).toFixed(2)}× argon2id alone)`,
+      );
+    }
     return {
       ...evaluated,
       pass: row.diagnostic ? (clean(row.result) ? undefined : false) : pass,
@@ -1841,12 +1877,12 @@ async function main() {
         flags: { baseline: true },
         start: () => startArgon2Baseline(deployments),
       },
-      {
-        ids: ['refresh-baseline'],
-        name: 'stock oidc-provider (refresh)',
+      ...['signin', 'refresh'].map((flow) => ({
+        ids: [flow === 'signin' ? 'signin-stock' : 'refresh-baseline'],
+        name: `stock oidc-provider (${flow})`,
         flags: { baseline: true },
-        start: startStockRefresh,
-      },
+        start: () => startStockFlow(flow),
+      })),
       ...deployments.map((deployment) => idtEntry('flows', deployment, startIdtFlows)),
     ]);
   if (groups.has('spread')) {

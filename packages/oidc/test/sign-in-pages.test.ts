@@ -129,6 +129,34 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     expect(new URL(again.page.url).searchParams.get('code')).toBeTruthy();
   });
 
+  it('goes from the password straight to the code for a first-party client: one interaction, no consent round', async () => {
+    const requests: string[] = [];
+    const recording = new Browser({}, (input, init) => {
+      const url = new URL(String(input));
+      requests.push(`${init?.method ?? 'GET'} ${url.pathname}`);
+      return fetch(input, init);
+    });
+    const { browser, verifier } = await openSignIn(recording);
+    const done = await browser.submit({ form: '/login', fields: { email: admin.email, password: admin.password } });
+    const callback = new URL(done.url);
+    expect(callback.searchParams.get('code')).toBeTruthy();
+    const interactions = new Set(
+      requests.map((request) => /\/connect\/interaction\/([^/]+)/.exec(request)?.[1]).filter((uid) => uid !== undefined),
+    );
+    expect(interactions.size).toBe(1);
+    const [uid] = [...interactions];
+    expect(requests.slice(-2)).toEqual([`POST /connect/interaction/${uid}/login`, `GET /connect/authorize/${uid}`]);
+    // The grant made with the login works as the consent round's did: the user's single organization, the scopes asked.
+    const tokens = await exchange(callback, verifier);
+    const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1] ?? '', 'base64url').toString()) as Record<
+      string,
+      unknown
+    >;
+    expect(claims.org_id).toBe(admin.organizationId);
+    expect(String(claims.scope).split(' ').sort()).toEqual(['email', 'openid']);
+    expect(tokens.claims()?.email).toBe(admin.email);
+  });
+
   it('signs in with a one-time code from the e-mail', async () => {
     const { browser, verifier } = await openSignIn();
     const codePage = await browser.submit({ form: '/passwordless', fields: { email: admin.email, method: 'code' } });

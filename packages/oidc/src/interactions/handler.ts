@@ -186,14 +186,56 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
     );
   }
 
-  async function finishLogin(req: IncomingMessage, res: ServerResponse, session: StartedSession, amr: string[]) {
+  /**
+   * Finishes the login prompt, and the consent prompt with it when that one
+   * would ask nothing and decide nothing differently (see
+   * {@link consentWithLogin}): the provider then issues the code on its way
+   * back, without a second interaction and its two exchanges.
+   */
+  async function finishLogin(
+    req: IncomingMessage,
+    res: ServerResponse,
+    details: Details,
+    session: StartedSession,
+    amr: string[],
+  ) {
+    const consent = await consentWithLogin(details, session.userId);
     res.setHeader('set-cookie', sessionCookieHeader(session));
     await provider().interactionFinished(
       req,
       res,
-      { login: { accountId: session.userId, amr, remember: true }, idt: { sessionId: session.sessionId } } as never,
+      {
+        login: { accountId: session.userId, amr, remember: true },
+        idt: { sessionId: session.sessionId },
+        ...(consent ? { consent } : {}),
+      } as never,
       { mergeWithLastSubmission: false },
     );
+  }
+
+  /**
+   * The grant of a sign-in whose consent prompt would follow only to be
+   * granted at once: a first-party platform client (never shown a consent
+   * page; a bound client's enrollment runs once, in the consent prompt), an
+   * organization decided without a choice, no `claims` request and no
+   * `prompt=consent`, and no earlier sign-in of this account in the
+   * provider's session (its grant is reused, as before). `undefined` leaves
+   * the consent prompt to follow and decide as it always did.
+   */
+  async function consentWithLogin(details: Details, userId: string): Promise<{ grantId: string } | undefined> {
+    if (details.session?.accountId === userId || details.params.claims !== undefined) return undefined;
+    if (
+      String(details.params.prompt ?? '')
+        .split(' ')
+        .includes('consent')
+    )
+      return undefined;
+    const client = await clients.findStored(String(details.params.client_id));
+    if (!client?.firstParty || client.organizationId !== null) return undefined;
+    const hint = details.params.organization as string | undefined;
+    const decision = await decideOrganizationOf(client, userId, hint, directory);
+    if (decision.kind !== 'organization') return undefined;
+    return { grantId: await saveGrant(details, client, userId, decision.organizationId, undefined) };
   }
 
   // ---------------------------------------------------------------- login pages
@@ -275,7 +317,7 @@ ${csrfField(uid)}
       return loginPage(res, details, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
     }
     const session = await reuseOrStartSession(req, details, attempt.account, ['pwd']);
-    await finishLogin(req, res, session, ['pwd']);
+    await finishLogin(req, res, details, session, ['pwd']);
   }
 
   /** Re-authentication of the account already signed in keeps its session; anything else starts one. */
@@ -355,7 +397,7 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
       userAgent: req.headers['user-agent'] ?? '',
     });
     if (!session) return codePage(res, details, email.data, ['The code is wrong or has expired. Ask for a new one.'], 400);
-    await finishLogin(req, res, session, ['otp']);
+    await finishLogin(req, res, details, session, ['otp']);
   }
 
   /** The magic link's verification (an API route) started a session and sent the browser back here. */
@@ -467,16 +509,19 @@ ${csrfField(uid)}
     send(res, 200, renderPage({ title: 'Allow access', assets, ...(branding ? { branding } : {}) }, body));
   }
 
-  async function grantAndFinish(
-    req: IncomingMessage,
-    res: ServerResponse,
+  /**
+   * Saves the grant of what the request asks for (the scopes the client may
+   * have, the claims the consent prompt found missing): `existingId`'s grant
+   * when it works in the same organization, else a new one with its context.
+   */
+  async function saveGrant(
     details: Details,
     client: StoredClient,
     userId: string,
     organization: string | null,
-  ) {
+    existingId: string | undefined,
+  ): Promise<string> {
     const scopes = requestedScopes(details, client);
-    const existingId = details.grantId;
     const existing = existingId ? await provider().Grant.find(existingId) : undefined;
     const context = existingId ? await options.grantContexts.get(existingId) : undefined;
     const reuse = existing && context && context.organizationId === organization;
@@ -496,6 +541,18 @@ ${csrfField(uid)}
         new Date(clock.now().getTime() + 31_622_400_000),
       );
     }
+    return grantId;
+  }
+
+  async function grantAndFinish(
+    req: IncomingMessage,
+    res: ServerResponse,
+    details: Details,
+    client: StoredClient,
+    userId: string,
+    organization: string | null,
+  ) {
+    const grantId = await saveGrant(details, client, userId, organization, details.grantId);
     await provider().interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   }
 

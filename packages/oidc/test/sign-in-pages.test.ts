@@ -157,6 +157,60 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     expect(tokens.claims()?.email).toBe(admin.email);
   });
 
+  it("asks a third-party client's consent once, then goes from the password straight to the code", async () => {
+    const registration = await server.idt.services.oidc.clients.register(
+      { userId: null, platformAdmin: true },
+      admin.organizationId,
+      { kind: 'application', name: 'Partner app', redirectUris: [REDIRECT], scopes: ['openid', 'email'] },
+    );
+    const partner = { clientId: registration.client.clientId, clientSecret: registration.clientSecret, record: {} };
+    const partnerConfig = await discover(server, partner);
+    const signInWith = async () => {
+      const requests: string[] = [];
+      const browser = new Browser({}, (input, init) => {
+        requests.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
+        return fetch(input, init);
+      });
+      const verifier = oidcClient.randomPKCECodeVerifier();
+      const url = oidcClient.buildAuthorizationUrl(partnerConfig, {
+        redirect_uri: REDIRECT,
+        scope: 'openid email',
+        code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state: 'state-partner',
+      });
+      await browser.navigate(url.href);
+      const page = await browser.submit({ form: '/login', fields: { email: admin.email, password: admin.password } });
+      const interactions = () =>
+        new Set(requests.map((request) => /\/connect\/interaction\/([^/]+)/.exec(request)?.[1]).filter(Boolean)).size;
+      return { browser, page, verifier, interactions };
+    };
+
+    // The first time, the consent page follows the password, in an interaction of its own.
+    const first = await signInWith();
+    expect(first.page.status).toBe(200);
+    expect(first.page.body).toContain('Allow Partner app?');
+    const approved = await first.browser.submit({ form: '/consent', fields: { decision: 'approve' } });
+    expect(new URL(approved.url).searchParams.get('code')).toBeTruthy();
+    expect(first.interactions()).toBe(2);
+
+    // With that consent remembered, a sign-in in another browser needs no second interaction.
+    const second = await signInWith();
+    const callback = new URL(second.page.url);
+    expect(callback.searchParams.get('code')).toBeTruthy();
+    expect(second.interactions()).toBe(1);
+    const tokens = await oidcClient.authorizationCodeGrant(partnerConfig, callback, {
+      pkceCodeVerifier: second.verifier,
+      expectedState: 'state-partner',
+    });
+    const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1] ?? '', 'base64url').toString()) as Record<
+      string,
+      unknown
+    >;
+    expect(claims.org_id).toBe(admin.organizationId);
+    expect(claims.azp).toBe(partner.clientId);
+  });
+
   it('signs in with a one-time code from the e-mail', async () => {
     const { browser, verifier } = await openSignIn();
     const codePage = await browser.submit({ form: '/passwordless', fields: { email: admin.email, method: 'code' } });

@@ -214,11 +214,12 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
   }
 
   /**
-   * The grant of a sign-in whose consent prompt would follow only to be
-   * granted at once: a first-party platform client (never shown a consent
-   * page; a bound client's enrollment runs once, in the consent prompt), an
-   * organization decided without a choice, no `claims` request and no
-   * `prompt=consent`, and no earlier sign-in of this account in the
+   * The grant of a sign-in whose consent prompt would follow only to grant
+   * at once, made with the login instead, with the same decisions in the
+   * same order: the organization (a bound client's enrollment included)
+   * decided without a choice, then a first-party client or consent the user
+   * already gave to every scope asked. Never with `prompt=consent` or a
+   * `claims` request, nor when the account is already signed in to the
    * provider's session (its grant is reused, as before). `undefined` leaves
    * the consent prompt to follow and decide as it always did.
    */
@@ -231,10 +232,11 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
     )
       return undefined;
     const client = await clients.findStored(String(details.params.client_id));
-    if (!client?.firstParty || client.organizationId !== null) return undefined;
+    if (!client) return undefined;
     const hint = details.params.organization as string | undefined;
     const decision = await decideOrganizationOf(client, userId, hint, directory);
     if (decision.kind !== 'organization') return undefined;
+    if (!client.firstParty && !(await consentRemembered(details, client, userId))) return undefined;
     return { grantId: await saveGrant(details, client, userId, decision.organizationId, undefined) };
   }
 
@@ -565,6 +567,13 @@ ${csrfField(uid)}
     await consentOrFinish(req, res, details, client, userId, organization);
   }
 
+  /** Whether the user already consented to every scope this request asks of a (third-party) client. */
+  async function consentRemembered(details: Details, client: StoredClient, userId: string): Promise<boolean> {
+    const scopes = requestedScopes(details, client);
+    const remembered = new Set((await options.consents.find(userId, client.clientId)) ?? []);
+    return [...scopes.oidc, ...scopes.api].every((scope) => remembered.has(scope));
+  }
+
   async function consentOrFinish(
     req: IncomingMessage,
     res: ServerResponse,
@@ -573,12 +582,8 @@ ${csrfField(uid)}
     userId: string,
     organization: string | null,
   ) {
-    if (!client.firstParty) {
-      const scopes = requestedScopes(details, client);
-      const remembered = new Set((await options.consents.find(userId, client.clientId)) ?? []);
-      if (![...scopes.oidc, ...scopes.api].every((scope) => remembered.has(scope))) {
-        return consentPage(res, details, client, organization);
-      }
+    if (!client.firstParty && !(await consentRemembered(details, client, userId))) {
+      return consentPage(res, details, client, organization);
     }
     await grantAndFinish(req, res, details, client, userId, organization);
   }

@@ -5,7 +5,8 @@
  * run: client-credentials tokens (stock oidc-provider, memory adapter),
  * bearer reads with service-account and user tokens and the users list
  * (bare node:http), sign-in and refresh_token flows (argon2id verification
- * alone), tokens spread over 10,000 clients (stock oidc-provider with a knex
+ * alone; stock oidc-provider's own sign-in and refresh grant for
+ * information), tokens spread over 10,000 clients (stock oidc-provider with a knex
  * adapter on the same engine), and the same paths again at 100,000 users /
  * 10,000 organizations / 100,000 memberships / 10,000 clients (against the
  * empty database). Also the server's cold start and RSS. See
@@ -46,7 +47,8 @@ const USAGE = `Usage: npm run bench -- [options]
                         tokens  client credentials, one client, against stock oidc-provider (memory adapter)
                         api     bearer reads (whoami with service and user tokens, users/me, users list)
                                 against bare node:http
-                        flows   full sign-in against argon2id verification alone, refresh_token grant
+                        flows   full sign-in against argon2id verification alone, refresh_token grant; stock
+                                oidc-provider's own sign-in (no password check) and refresh grant beside them
                         spread  client credentials spread over 10,000 clients, against stock
                                 oidc-provider with a knex adapter on the same database engine
                         scale   the same paths at 100,000 users / 10,000 organizations / 100,000

@@ -190,17 +190,18 @@ export function createInteractionHandler(options: InteractionHandlerOptions) {
    * Finishes the login prompt, and the consent prompt with it when that one
    * would ask nothing and decide nothing differently (see
    * {@link consentWithLogin}): the provider then issues the code on its way
-   * back, without a second interaction and its two exchanges.
+   * back, without a second interaction and its two exchanges. Every way in
+   * (password, one-time code, magic link) ends here; the caller has set the
+   * session cookie.
    */
   async function finishLogin(
     req: IncomingMessage,
     res: ServerResponse,
     details: Details,
-    session: StartedSession,
+    session: { readonly sessionId: string; readonly userId: string },
     amr: string[],
   ) {
     const consent = await consentWithLogin(details, session.userId);
-    res.setHeader('set-cookie', sessionCookieHeader(session));
     await provider().interactionFinished(
       req,
       res,
@@ -319,6 +320,7 @@ ${csrfField(uid)}
       return loginPage(res, details, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
     }
     const session = await reuseOrStartSession(req, details, attempt.account, ['pwd']);
+    res.setHeader('set-cookie', sessionCookieHeader(session));
     await finishLogin(req, res, details, session, ['pwd']);
   }
 
@@ -399,6 +401,7 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
       userAgent: req.headers['user-agent'] ?? '',
     });
     if (!session) return codePage(res, details, email.data, ['The code is wrong or has expired. Ask for a new one.'], 400);
+    res.setHeader('set-cookie', sessionCookieHeader(session));
     await finishLogin(req, res, details, session, ['otp']);
   }
 
@@ -409,12 +412,8 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
     if (!session || !cookie) {
       return loginPage(res, details, { status: 400, errors: ['That sign-in link did not work here. Ask for a new one.'] });
     }
-    await provider().interactionFinished(
-      req,
-      res,
-      { login: { accountId: session.userId, amr: ['email'], remember: true }, idt: { sessionId: session.sessionId } } as never,
-      { mergeWithLastSubmission: false },
-    );
+    // The link's verification already set the session cookie.
+    await finishLogin(req, res, details, session, ['email']);
   }
 
   // ---------------------------------------------------- organization and consent

@@ -15,6 +15,7 @@ export {
   createDatabase,
   databaseConfig,
   dialectOf,
+  rawRows,
   redactDatabaseUrl,
   toIso,
   toIsoOrNull,

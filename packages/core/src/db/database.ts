@@ -104,6 +104,17 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Knex
   return knexFactory(databaseConfig(url, options));
 }
 
+/**
+ * The rows of a `knex.raw` statement on either engine: better-sqlite3
+ * answers the rows themselves, pg a result object that holds them.
+ *
+ * @example
+ * const [row] = rawRows<{ count: unknown }>(await db.raw('select count(*) as count from t'));
+ */
+export function rawRows<Row>(result: unknown): Row[] {
+  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[];
+}
+
 /** The engine behind a knex instance. */
 export function dialectOf(db: Knex): Dialect {
   const client = (db.client as { config?: { client?: unknown } }).config?.client;

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { RateLimitDecision } from '../auth/principal.js';
 import { type Clock, systemClock } from '../clock.js';
+import { rawRows } from '../db/database.js';
 import { RATE_LIMIT_COUNTERS_TABLE } from '../db/migrations/0002-rate-limits.js';
 import { sha256Hex } from '../ids.js';
 
@@ -84,10 +85,9 @@ export function createWindowCounter(options: WindowCounterOptions): WindowCounte
   const { db } = options;
   const clock = options.clock ?? systemClock;
   async function add(key: string, increment: number, windowMs: number, now: number) {
-    const result = (await db.raw(HIT_SQL, [storedKey(key), increment, now, now + Math.ceil(windowMs)])) as
-      | Array<{ count: unknown; expires_at: unknown }>
-      | { rows: Array<{ count: unknown; expires_at: unknown }> };
-    const row = Array.isArray(result) ? result[0] : result.rows[0];
+    const [row] = rawRows<{ count: unknown; expires_at: unknown }>(
+      await db.raw(HIT_SQL, [storedKey(key), increment, now, now + Math.ceil(windowMs)]),
+    );
     if (!row) throw new Error('The rate-limit upsert returned no row');
     // pg returns bigint columns as strings.
     return { total: Number(row.count), expiresAt: Number(row.expires_at) };

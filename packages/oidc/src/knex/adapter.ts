@@ -1,5 +1,5 @@
 import { type Clock, createTtlCache, sha256Hex, systemClock } from '@idt/core';
-import { type CacheInvalidator, evictFrom, toIso } from '@idt/core/knex';
+import { type CacheInvalidator, evictFrom, rawRows, toIso } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import type { Knex } from 'knex';
 import type { StoredClient } from '../clients/store.js';
@@ -82,11 +82,6 @@ const PAYLOAD_SQL = {
 
 type PayloadRow = { payload: string; expires_at: unknown; consumed_at: unknown };
 
-/** The rows of a `knex.raw` select: better-sqlite3 answers an array, pg a result with `rows`. */
-function rowsOf<Row>(result: unknown): Row[] {
-  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[];
-}
-
 /**
  * Creates the oidc-provider adapter class on knex.
  *
@@ -154,7 +149,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.model === 'Client') return this.findClient(id);
-      const [row] = rowsOf<PayloadRow>(await db.raw(PAYLOAD_SQL.find, [this.model, this.key(id)]));
+      const [row] = rawRows<PayloadRow>(await db.raw(PAYLOAD_SQL.find, [this.model, this.key(id)]));
       return row ? this.toPayload(id, row) : undefined;
     }
 

@@ -53,6 +53,8 @@ const USAGE = `Usage: npm run bench -- [options]
                                 oidc-provider with a knex adapter on the same database engine
                         scale   the same paths at 100,000 users / 10,000 organizations / 100,000
                                 memberships / 10,000 clients, against the empty database's rows
+  --scenario <text>   measure only the idt scenarios whose title contains <text> (case-insensitive;
+                      the baselines of their groups still run; env BENCH_SCENARIO)
   --no-scale          leave the scale group out (a quicker run); --scale puts it back
   --spread-clients <n> clients of the spread group and the scaled database (default 10000)
   --server <mode>     how the idt server runs (env BENCH_SERVER):
@@ -81,6 +83,7 @@ function parseArgs(argv) {
     connections: Number(process.env.BENCH_CONNECTIONS ?? 20),
     only: process.env.BENCH_ONLY ?? undefined,
     group: process.env.BENCH_GROUP ?? undefined,
+    scenario: process.env.BENCH_SCENARIO ?? undefined,
     scale: undefined,
     spreadClients: 10_000,
     server: process.env.BENCH_SERVER ?? 'bundle',
@@ -111,6 +114,9 @@ function parseArgs(argv) {
         break;
       case '--group':
         options.group = value();
+        break;
+      case '--scenario':
+        options.scenario = value();
         break;
       case '--scale':
         options.scale = true;
@@ -1488,6 +1494,11 @@ function rowFields(scenario, group) {
   };
 }
 
+/** Whether `--scenario` leaves an idt scenario in (baselines are always measured). */
+function selected(scenario) {
+  return options.scenario === undefined || scenario.scenario.toLowerCase().includes(options.scenario.toLowerCase());
+}
+
 /**
  * Runs one group of scenarios: starts every server of the group (all pinned
  * to the server core; idle ones cost nothing), notes each idt server's idle
@@ -1523,6 +1534,7 @@ async function runGroup(group, entries) {
       for (const { server, deployment, scenarios } of running) {
         for (const scenario of scenarios) {
           if (failures.has(scenario.id)) continue;
+          if (deployment && !selected(scenario)) continue;
           const name = options.repeat > 1 ? `${scenario.scenario} [${round}/${options.repeat}]` : scenario.scenario;
           try {
             if (server && !server.running) throw new Error(`${server.name} is not running\n${tail(server.lines, 10)}`);
@@ -1542,8 +1554,9 @@ async function runGroup(group, entries) {
   } finally {
     for (const { server, profileDir, scenarios } of running) if (server) await stopServer(server, profileDir, scenarios[0].id);
   }
-  for (const { scenarios } of running) {
+  for (const { deployment, scenarios } of running) {
     for (const scenario of scenarios) {
+      if (deployment && !selected(scenario)) continue;
       const rounds = samples.get(scenario.id);
       if (failures.has(scenario.id) || !rounds?.length) {
         record({ ...rowFields(scenario, group), error: failures.get(scenario.id) ?? 'not measured' });

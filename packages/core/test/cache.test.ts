@@ -40,6 +40,44 @@ describe('TTL cache', () => {
     expect(cache.get('k')).toBe(2);
   });
 
+  it('loads every miss of a batch in one call, keeps what it loaded, and not what an invalidation overtook', async () => {
+    const clock = createManualClock('2030-01-01T00:00:00Z');
+    const cache = createTtlCache<string>({ ttlMs: 1000, clock });
+    cache.set('a', 'A');
+    const calls: string[][] = [];
+    let release: () => void = () => undefined;
+    const loadMany = async (missing: string[]) => {
+      calls.push(missing);
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      // `z` does not exist: it is answered as undefined and not kept.
+      return new Map(missing.filter((key) => key !== 'z').map((key) => [key, key.toUpperCase()]));
+    };
+    const batch = cache.getOrLoadMany(['a', 'b', 'c', 'b', 'z'], loadMany);
+    // A write of `c` while its load is in flight: the loaded copy may be older than the write.
+    cache.delete('c');
+    release();
+    expect(await batch).toEqual(['A', 'B', 'C', 'B', undefined]);
+    expect(calls).toEqual([['b', 'c', 'z']]);
+    expect(cache.get('b')).toBe('B');
+    expect(cache.get('c')).toBeUndefined();
+    expect(cache.get('z')).toBeUndefined();
+
+    // All cached: no load at all.
+    expect(await cache.getOrLoadMany(['b', 'a'], loadMany)).toEqual(['B', 'A']);
+    expect(calls).toHaveLength(1);
+
+    // A clear during the load keeps nothing of it; expired entries are loaded again.
+    clock.advance(1000);
+    const cleared = cache.getOrLoadMany(['a', 'b'], loadMany);
+    cache.clear();
+    release();
+    expect(await cleared).toEqual(['A', 'B']);
+    expect(calls.at(-1)).toEqual(['a', 'b']);
+    expect(cache.size).toBe(0);
+  });
+
   it('expires entries and bounds its size', async () => {
     const clock = createManualClock('2030-01-01T00:00:00Z');
     const cache = createTtlCache<string>({ ttlMs: 5, max: 2, clock });

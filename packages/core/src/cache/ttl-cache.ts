@@ -8,6 +8,17 @@ export interface TtlCache<V> {
   clear(): void;
   /** The cached value, or the loader's (loaded once even under concurrent calls; an `undefined` result is not kept). */
   getOrLoad(key: string, load: () => Promise<V>): Promise<V>;
+  /**
+   * The cached values of `keys`, in their order, with every miss loaded by
+   * one call of `loadMany` (given each missing key once). What it loads is
+   * kept under the same rule as {@link getOrLoad}: not when the key was
+   * deleted (or the cache cleared) while it loaded, never an `undefined`.
+   * A key neither cached nor loaded answers `undefined`.
+   */
+  getOrLoadMany(
+    keys: readonly string[],
+    loadMany: (missing: string[]) => Promise<ReadonlyMap<string, V>>,
+  ): Promise<Array<V | undefined>>;
   readonly size: number;
 }
 
@@ -111,6 +122,20 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       );
       inflight.set(key, promise);
       return promise;
+    },
+    async getOrLoadMany(keys, loadMany) {
+      const values = keys.map(get);
+      const missing = [...new Set(keys.filter((_, index) => values[index] === undefined))];
+      if (missing.length === 0) return values;
+      const startedGenerations = missing.map((key) => generations.get(key) ?? 0);
+      const startedEpoch = epoch;
+      const loaded = await loadMany(missing);
+      missing.forEach((key, index) => {
+        const value = loaded.get(key);
+        if (value !== undefined && (generations.get(key) ?? 0) === startedGenerations[index] && epoch === startedEpoch)
+          set(key, value);
+      });
+      return keys.map((key, index) => values[index] ?? loaded.get(key));
     },
     get size() {
       return entries.size;

@@ -3,6 +3,7 @@ import { dialectOf } from '@idt/core/knex';
 import {
   connectTestDatabase,
   mintAccessToken,
+  seedMembership,
   seedOrganization,
   seedTenant,
   seedUser,
@@ -193,16 +194,18 @@ async function explain(db: Knex, sql: string, bindings: readonly unknown[]): Pro
   });
 }
 
-describe.each(testDialects())('GET /users/me from memory on %s', (dialect) => {
+describe.each(testDialects())('users from memory (GET /users/me and the users list) on %s', (dialect) => {
   let first: TestServer;
   let second: TestServer;
   let token: string;
   let secondToken: string;
   let userId: string;
+  /** The tenant owner's tokens on each instance, for the users list. */
+  let listTokens: Map<TestServer, string>;
 
   beforeAll(async () => {
     first = await startTestServer({ dialect });
-    await seedTenant(first.database.db, 'Setup done');
+    const tenant = await seedTenant(first.database.db, 'Setup done');
     // A second instance with its own pool on the same database: the profile it keeps must follow writes made by the first.
     second = await startTestServer({ database: connectTestDatabase(first.database) });
     const user = await seedUser(first.database.db, { firstName: 'Ada', lastName: 'Lovelace' });
@@ -210,6 +213,10 @@ describe.each(testDialects())('GET /users/me from memory on %s', (dialect) => {
     token = await mintAccessToken(first, { sub: userId });
     // Each instance is its own issuer (its own port); the signing keys are the shared database's.
     secondToken = await mintAccessToken(second, { sub: userId });
+    await seedMembership(first.database.db, { userId, organizationId: tenant.organization.id, roles: ['user'] });
+    listTokens = new Map();
+    for (const server of [first, second])
+      listTokens.set(server, await mintAccessToken(server, { sub: tenant.owner.id, org_id: tenant.organization.id }));
   });
   afterAll(async () => {
     await second.close();
@@ -229,6 +236,42 @@ describe.each(testDialects())('GET /users/me from memory on %s', (dialect) => {
     expect(patched.firstName).toBe('Augusta');
     expect(await me(first)).toMatchObject({ firstName: 'Augusta' });
     await expect.poll(async () => (await me(second)).firstName, { timeout: 5000, interval: 50 }).toBe('Augusta');
+  });
+
+  const listed = async (server: TestServer) => {
+    const page = (await expectJson(
+      await caller(server)('GET', '/v1/identity/users?pageSize=100', { token: listTokens.get(server) as string }),
+    )) as { items: Array<{ id: string; firstName: string }> };
+    return page.items.find((item) => item.id === userId);
+  };
+
+  it('lists users from memory: a page read again reads no user row, and follows a profile change on every instance', async () => {
+    const readsOf = async (server: TestServer) => {
+      const statements: string[] = [];
+      const capture = (query: { sql: string }) => statements.push(query.sql);
+      server.database.db.on('query', capture);
+      try {
+        expect(await listed(server)).toMatchObject({ firstName: expect.any(String) });
+      } finally {
+        server.database.db.off('query', capture);
+      }
+      return {
+        memberships: statements.filter((sql) => /identity_memberships/.test(sql)).length,
+        users: statements.filter((sql) => /\bidentity_users\b/.test(sql)).length,
+      };
+    };
+    // The first read on an instance loads what it lacks (the caller's access too); the next read of the
+    // page reads its memberships and no user.
+    expect((await readsOf(second)).users).toBeGreaterThan(0);
+    expect(await readsOf(second)).toEqual({ memberships: 1, users: 0 });
+    await readsOf(first);
+    expect(await readsOf(first)).toEqual({ memberships: 1, users: 0 });
+
+    const before = (await listed(second))?.firstName;
+    const renamed = `${before}-renamed`;
+    await expectJson(await caller(first)('PATCH', '/v1/identity/users/me', { token, body: { firstName: renamed } }));
+    expect((await listed(first))?.firstName).toBe(renamed);
+    await expect.poll(async () => (await listed(second))?.firstName, { timeout: 5000, interval: 50 }).toBe(renamed);
   });
 
   it('does not keep an unknown user: a user created after a miss is found', async () => {

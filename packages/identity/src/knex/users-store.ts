@@ -1,5 +1,5 @@
 import { type Clock, createTtlCache, isUniqueViolation } from '@idt/core';
-import { evictFrom } from '@idt/core/knex';
+import { evictFrom, selectRows } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
 import { UserDeactivatedEvent, UserReactivatedEvent, UserRegisteredEvent } from '../accounts/events.js';
@@ -7,6 +7,30 @@ import type { UserRecord } from '../accounts/records.js';
 import type { UsersStore } from '../users/store.js';
 import { writeRevocation } from './access-store.js';
 import { type KnexAccountsStoreOptions, USER_COLUMNS, userFromRow } from './accounts-shared.js';
+
+/**
+ * The statements of `listInOrganization`, written once: the same SQL on both
+ * engines (knex numbers the `?` for PostgreSQL). Each reads a page of the
+ * organization's memberships in the order of the index (organization_id,
+ * created_at, id): the member's user id, the membership's sort key, and the
+ * organization's member count (kept by the triggers of 0005_member_counts) as
+ * a constant column that saves a second round trip. The users themselves
+ * come from the cache `find` uses, or from one read of the missing ones.
+ */
+const MEMBERS_COLUMNS =
+  'm.user_id, m.created_at, m.id, (select members from identity_organization_counts where organization_id = ?) as total_members';
+const MEMBERS_ORDER = 'order by m.created_at asc, m.id asc';
+const MEMBERS_SQL = {
+  /** From the start: `[org, org, limit]`. */
+  first: `select ${MEMBERS_COLUMNS} from identity_memberships as m where m.organization_id = ? ${MEMBERS_ORDER} limit ?`,
+  /**
+   * After a cursor's key, `[org, org, createdAt, id, limit]`: a row-value comparison, which both engines
+   * turn into a range of the index (an OR of the two columns would filter every row before the cursor).
+   */
+  after: `select ${MEMBERS_COLUMNS} from identity_memberships as m where m.organization_id = ? and (m.created_at, m.id) > (?, ?) ${MEMBERS_ORDER} limit ?`,
+  /** Page N by offset, `[org, org, limit, offset]`: the offset is skipped on the index alone (a subquery of ids). */
+  skip: `select ${MEMBERS_COLUMNS} from identity_memberships as m where m.id in (select id from identity_memberships where organization_id = ? ${MEMBERS_ORDER.replaceAll('m.', '')} limit ? offset ?) ${MEMBERS_ORDER}`,
+} as const;
 
 /**
  * The knex {@link UsersStore}: every write, its events and its cache
@@ -49,6 +73,19 @@ export function createKnexUsersStore(
           return loaded ? Object.freeze(loaded) : undefined;
         })
     : find;
+  /** Users by id, in that order, `undefined` for an unknown one: what the cache lacks is read in one statement. */
+  const loadMany = async (userIds: readonly string[]) => {
+    const rows = await db('identity_users as u')
+      .whereIn('u.id', [...new Set(userIds)])
+      .select(...USER_COLUMNS);
+    return new Map(rows.map((row) => [String(row.id), Object.freeze(userFromRow(row))] as const));
+  };
+  const findMany = async (userIds: readonly string[]): Promise<Array<UserRecord | undefined>> => {
+    if (userIds.length === 0) return [];
+    if (cache) return cache.getOrLoadMany(userIds, loadMany);
+    const loaded = await loadMany(userIds);
+    return userIds.map((userId) => loaded.get(userId));
+  };
   /** Drops this instance's copy at once after a write (the invalidation reaches every instance after commit). */
   const forget = (userId: string) => cache?.delete(userId);
   /** Runs a transaction that writes a user, then forgets this instance's copy of the user. */
@@ -109,57 +146,29 @@ export function createKnexUsersStore(
     },
 
     async listInOrganization(organizationId, page) {
-      // Memberships are read from identity_memberships(organization_id, created_at, id) in index order
-      // (no sort): from the cursor's key on, or from the start, joining each row's user as it comes; a
-      // deep `page` skips its offset on the index alone (a subquery of ids) before joining. The total is
-      // the per-organization count the triggers of 0005_member_counts keep: one primary-key read.
-      // The total rides along as a constant column of the page (one statement, one round trip); an
-      // empty page, past the end, reads it on its own.
-      const total = db.raw('(select members from identity_organization_counts where organization_id = ?) as total_members', [
-        organizationId,
-      ]);
-      const columns = [...USER_COLUMNS, 'm.created_at as membership_created_at', 'm.id as membership_id', total];
-      const order = [{ column: 'm.created_at' }, { column: 'm.id' }];
-      const offset = page.cursor ? 0 : (page.page - 1) * page.pageSize;
-      let query: Knex.QueryBuilder;
-      if (offset === 0) {
-        query = db('identity_memberships as m')
-          .join('identity_users as u', 'u.id', 'm.user_id')
-          .where('m.organization_id', organizationId)
-          .orderBy(order)
-          .limit(page.pageSize + 1)
-          .select(columns);
-        if (page.cursor) {
-          const [createdAt = '', membershipId = ''] = page.cursor.after;
-          // A row-value comparison, which both engines turn into a range of the index (an OR of the two
-          // columns would be a filter over every row before the cursor).
-          query.andWhereRaw('(m.created_at, m.id) > (?, ?)', [createdAt, membershipId]);
-        }
+      const limit = page.pageSize + 1;
+      let rows: unknown[][];
+      if (page.cursor) {
+        const [createdAt = '', membershipId = ''] = page.cursor.after;
+        rows = await selectRows(db, MEMBERS_SQL.after, [organizationId, organizationId, createdAt, membershipId, limit]);
+      } else if (page.page === 1) {
+        rows = await selectRows(db, MEMBERS_SQL.first, [organizationId, organizationId, limit]);
       } else {
-        const ids = db('identity_memberships')
-          .where('organization_id', organizationId)
-          .orderBy([{ column: 'created_at' }, { column: 'id' }])
-          .limit(page.pageSize + 1)
-          .offset(offset)
-          .select('id');
-        query = db('identity_memberships as m')
-          .join('identity_users as u', 'u.id', 'm.user_id')
-          .whereIn('m.id', ids)
-          .orderBy(order)
-          .select(columns);
+        rows = await selectRows(db, MEMBERS_SQL.skip, [organizationId, organizationId, limit, (page.page - 1) * page.pageSize]);
       }
-      const rows: Array<Record<string, unknown>> = await query;
-      const counted =
-        rows.length > 0
-          ? { members: rows[0]?.total_members }
-          : await db('identity_organization_counts').where('organization_id', organizationId).first('members');
+      // An empty page (past the end) reads the count on its own.
+      const total = rows.length
+        ? rows[0]?.[3]
+        : (await db('identity_organization_counts').where('organization_id', organizationId).first('members'))?.members;
       const more = rows.length > page.pageSize;
-      const items = more ? rows.slice(0, page.pageSize) : rows;
-      const last = items.at(-1);
+      const members = more ? rows.slice(0, page.pageSize) : rows;
+      const users = await findMany(members.map((row) => String(row[0])));
+      const last = members.at(-1);
       return {
-        totalCount: Number(counted?.members ?? 0),
-        items: items.map(userFromRow),
-        ...(more && last ? { next: [toSortKey(last.membership_created_at), String(last.membership_id)] } : {}),
+        totalCount: Number(total ?? 0),
+        // A user deleted since the memberships were read (their memberships went with them) is left out.
+        items: users.filter((user): user is UserRecord => user !== undefined),
+        ...(more && last ? { next: [toSortKey(last[1]), String(last[2])] } : {}),
       };
     },
 

@@ -2,9 +2,9 @@ import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testin
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../src/index.js';
-import { selectRows } from '../src/knex.js';
+import { isUniqueViolation, runStatement, selectRows } from '../src/knex.js';
 
-describe.each(testDialects())('selectRows on %s', (dialect) => {
+describe.each(testDialects())('selectRows and runStatement on %s', (dialect) => {
   let database: TestDatabase;
   let db: Knex;
   const FIND = 'select id, name, score, born_at from select_rows_things where kind = ? and score >= ? order by id';
@@ -91,5 +91,33 @@ describe.each(testDialects())('selectRows on %s', (dialect) => {
   it('waits for the pool like any statement: concurrent reads all answer', async () => {
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => selectRows(db, FIND, [i % 2 ? 'x' : 'y', 0])));
     expect(answers.map((rows) => rows.length)).toEqual(Array.from({ length: 20 }, (_, i) => (i % 2 ? 2 : 1)));
+  });
+
+  it('runStatement answers how many rows it changed, commits on its own, and rolls back with a transaction', async () => {
+    const RENAME = 'update select_rows_things set name = ? where kind = ? and name is not null';
+    expect(await runStatement(db, RENAME, ['Renamed', 'nothing'])).toBe(0);
+    expect(
+      await runStatement(db, 'insert into select_rows_things (id, kind, name, score) values (?, ?, ?, ?)', ['e', 'w', 'Eve', 2]),
+    ).toBe(1);
+    expect(await runStatement(db, RENAME, ['Renamed', 'w'])).toBe(1);
+    expect(await selectRows(db, 'select name from select_rows_things where id = ?', ['e'])).toEqual([['Renamed']]);
+    await expect(
+      db.transaction(async (trx) => {
+        expect(await runStatement(trx, 'delete from select_rows_things where id = ?', ['e'])).toBe(1);
+        expect(await selectRows(trx, 'select id from select_rows_things where id = ?', ['e'])).toEqual([]);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(await selectRows(db, 'select id from select_rows_things where id = ?', ['e'])).toEqual([['e']]);
+  });
+
+  it('runStatement raises a constraint violation as the driver did, and writes nothing', async () => {
+    const error = await runStatement(db, 'insert into select_rows_things (id, kind, score) values (?, ?, ?)', [
+      'a',
+      'dup',
+      1,
+    ]).catch((caught: unknown) => caught);
+    expect(isUniqueViolation(error)).toBe(true);
+    expect(await selectRows(db, 'select kind from select_rows_things where id = ?', ['a'])).toEqual([['x']]);
   });
 });

@@ -4,40 +4,43 @@ import { dialectOf, rawRows } from './database.js';
 /** A value bound to a `?` of a statement. */
 export type StatementBinding = string | number | bigint | boolean | Date | null;
 
-/** The parts of a better-sqlite3 statement {@link selectRows} uses. */
+/** The parts of a better-sqlite3 statement {@link selectRows} and {@link runStatement} use. */
 interface SqliteStatement {
+  readonly reader: boolean;
   raw(toggle: boolean): SqliteStatement;
   all(bindings: readonly unknown[]): unknown[][];
+  run(bindings: readonly unknown[]): { changes: number };
 }
 
-/** The parts of knex's client {@link selectRows} uses. */
+/** The parts of knex's client {@link selectRows} and {@link runStatement} use. */
 interface PoolClient {
   acquireConnection(): Promise<object>;
   releaseConnection(connection: object): unknown;
   emit(event: string, payload: unknown): boolean;
 }
 
-/** Most array-mode statements kept per SQLite connection. */
+/** Most statements of {@link selectRows} and {@link runStatement} kept per SQLite connection. */
 const MAX_STATEMENTS = 100;
 
 /**
- * Array-mode statements of each SQLite connection, apart from the ones knex
- * uses: the mode belongs to the statement object, so sharing one with knex
- * would hand knex arrays.
+ * The statements of each SQLite connection that these functions prepared,
+ * apart from the ones knex uses: a read's array mode belongs to the statement
+ * object, so sharing one with knex would hand knex arrays.
  */
-const arrayStatements = new WeakMap<object, Map<string, SqliteStatement>>();
+const ownStatements = new WeakMap<object, Map<string, SqliteStatement>>();
 
-function arrayStatement(connection: object, sql: string): SqliteStatement {
-  let statements = arrayStatements.get(connection);
+function ownStatement(connection: object, sql: string): SqliteStatement {
+  let statements = ownStatements.get(connection);
   if (!statements) {
     statements = new Map();
-    arrayStatements.set(connection, statements);
+    ownStatements.set(connection, statements);
   }
   let statement = statements.get(sql);
   if (!statement) {
     // The prototype's `prepare`: a fresh statement even when the connection's own `prepare` hands out cached ones.
     const prepare = (Object.getPrototypeOf(connection) as { prepare(sql: string): SqliteStatement }).prepare;
-    statement = prepare.call(connection, sql).raw(true);
+    statement = prepare.call(connection, sql);
+    if (statement.reader) statement.raw(true);
     if (statements.size >= MAX_STATEMENTS) statements.delete(statements.keys().next().value as string);
     statements.set(sql, statement);
   }
@@ -74,12 +77,40 @@ export async function selectRows(db: Knex, sql: string, bindings: readonly State
   if (dialectOf(db) === 'postgres') {
     return rawRows<unknown[]>(await db.raw(sql, bindings as Knex.RawBinding[]).options({ rowMode: 'array' }));
   }
+  return onSqliteConnection(db, sql, bindings, (statement, values) => statement.all(values));
+}
+
+/**
+ * Runs a write statement written once (an insert, update or delete without
+ * `returning`) and answers how many rows it changed. Like {@link selectRows}
+ * it skips knex's builder and runner: on SQLite the statement runs on knex's
+ * own connection (the transaction's when `db` is one), on PostgreSQL through
+ * `knex.raw`. Outside a transaction the statement commits on its own.
+ *
+ * @example
+ * const changed = await runStatement(db, 'update oidc_payloads set consumed_at = ? where id = ? and consumed_at is null', [now, id]);
+ */
+export async function runStatement(db: Knex, sql: string, bindings: readonly StatementBinding[]): Promise<number> {
+  if (dialectOf(db) === 'postgres') {
+    const result = (await db.raw(sql, bindings as Knex.RawBinding[])) as { rowCount?: number | null };
+    return result.rowCount ?? 0;
+  }
+  return onSqliteConnection(db, sql, bindings, (statement, values) => statement.run(values).changes);
+}
+
+/** Runs `work` with the cached statement of `sql` on a connection of knex's pool, after emitting knex's `query` event. */
+async function onSqliteConnection<T>(
+  db: Knex,
+  sql: string,
+  bindings: readonly StatementBinding[],
+  work: (statement: SqliteStatement, values: unknown[]) => T,
+): Promise<T> {
   const client = db.client as unknown as PoolClient;
   const values = bindings.map(sqliteBinding);
   client.emit('query', { method: 'raw', sql, bindings: values, options: {} });
   const connection = await client.acquireConnection();
   try {
-    return arrayStatement(connection, sql).all(values);
+    return work(ownStatement(connection, sql), values);
   } finally {
     void client.releaseConnection(connection);
   }

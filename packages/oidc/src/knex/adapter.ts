@@ -1,5 +1,5 @@
 import { type Clock, createTtlCache, sha256Hex, systemClock } from '@idt/core';
-import { type CacheInvalidator, evictFrom, rawRows, toIso } from '@idt/core/knex';
+import { type CacheInvalidator, evictFrom, runStatement, selectRows, toIso } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import type { Knex } from 'knex';
 import type { StoredClient } from '../clients/store.js';
@@ -65,14 +65,16 @@ export const CLIENT_CACHE_MAX = 20_000;
 const HASHED_MODELS = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
 
 /**
- * The statements of the provider's hot paths, written once: knex builds and
- * compiles a query anew on every call (10–20 µs each on a slow core), and a
- * refresh grant runs four of these, a sign-in about twenty. Both engines take
- * the same SQL; knex turns each `?` into `$n` for PostgreSQL.
+ * The statements of the provider's hot paths, written once and run by
+ * `selectRows`/`runStatement`, past knex's builder and runner (which cost
+ * 10–20 µs a call on a slow core): a refresh grant runs four of these, a
+ * sign-in about twenty. Both engines take the same SQL; knex turns each `?`
+ * into `$n` for PostgreSQL.
  */
 const PAYLOAD_SQL = {
   find: 'select payload, expires_at, consumed_at from oidc_payloads where model = ? and id = ? limit 1',
   consume: 'update oidc_payloads set consumed_at = ? where model = ? and id = ? and consumed_at is null',
+  destroy: 'delete from oidc_payloads where model = ? and id = ?',
   upsert:
     'insert into oidc_payloads (model, id, payload, grant_id, uid, user_code, account_id, client_id, session_id, expires_at, consumed_at) ' +
     'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null) on conflict (model, id) do update set payload = excluded.payload, ' +
@@ -133,7 +135,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
       if (this.hashed) delete stored.jti;
       delete stored.consumed;
       // An upsert that keeps `consumed_at`: a rewrite of a consumed code or token stays consumed.
-      await db.raw(PAYLOAD_SQL.upsert, [
+      await runStatement(db, PAYLOAD_SQL.upsert, [
         this.model,
         this.key(id),
         JSON.stringify(stored),
@@ -149,8 +151,8 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.model === 'Client') return this.findClient(id);
-      const [row] = rawRows<PayloadRow>(await db.raw(PAYLOAD_SQL.find, [this.model, this.key(id)]));
-      return row ? this.toPayload(id, row) : undefined;
+      const [row] = await selectRows(db, PAYLOAD_SQL.find, [this.model, this.key(id)]);
+      return row ? this.toPayload(id, { payload: String(row[0]), expires_at: row[1], consumed_at: row[2] }) : undefined;
     }
 
     async findClient(id: string): Promise<AdapterPayload | undefined> {
@@ -183,13 +185,11 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
 
     async consume(id: string): Promise<void> {
       // Only the first consumption sets the time: the leeway runs from the first redemption.
-      await db.raw(PAYLOAD_SQL.consume, [clock.now().toISOString(), this.model, this.key(id)]);
+      await runStatement(db, PAYLOAD_SQL.consume, [clock.now().toISOString(), this.model, this.key(id)]);
     }
 
     async destroy(id: string): Promise<void> {
-      await db('oidc_payloads')
-        .where({ model: this.model, id: this.key(id) })
-        .delete();
+      await runStatement(db, PAYLOAD_SQL.destroy, [this.model, this.key(id)]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {

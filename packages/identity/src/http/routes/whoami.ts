@@ -13,6 +13,21 @@ const Whoami = z.object({
 });
 
 /**
+ * A set's members in order, sorted once per set: a caller's permissions are
+ * one set per cached membership, shared by every request that uses it.
+ */
+const sortedMembers = new WeakMap<ReadonlySet<string>, readonly string[]>();
+function sorted(set: ReadonlySet<string> | undefined): readonly string[] {
+  if (!set || set.size === 0) return [];
+  let members = sortedMembers.get(set);
+  if (!members || members.length !== set.size) {
+    members = Object.freeze([...set].sort());
+    sortedMembers.set(set, members);
+  }
+  return members;
+}
+
+/**
  * `GET /v1/identity/auth/whoami`: the caller as the API sees it (kind,
  * subject, organization, permissions and scopes), for front ends deciding
  * what to show and for operators checking a credential. Reads nothing beyond
@@ -37,8 +52,8 @@ export function createWhoamiRoutes(): Route[] {
             clientId: principal?.clientId ?? null,
             organizationId: principal?.organizationId ?? null,
             sessionId: principal?.sessionId ?? null,
-            permissions: [...(principal?.permissions ?? [])].sort(),
-            scopes: [...(principal?.scopes ?? [])].sort(),
+            permissions: sorted(principal?.permissions),
+            scopes: sorted(principal?.scopes),
           },
           { headers: { 'cache-control': 'no-store' } },
         ),

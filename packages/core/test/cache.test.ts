@@ -40,6 +40,33 @@ describe('TTL cache', () => {
     expect(cache.get('k')).toBe(2);
   });
 
+  it('keeps the load that began after a delete, not the one that began before it, when both run at once', async () => {
+    const cache = createTtlCache<string>({ ttlMs: 60_000 });
+    const releases: Array<(value: string) => void> = [];
+    const slow = () => new Promise<string>((resolve) => releases.push(resolve));
+    const before = cache.getOrLoad('k', slow);
+    cache.delete('k'); // also forgets the load in flight, so the next caller starts its own
+    const after = cache.getOrLoad('k', slow);
+    releases[1]?.('new');
+    expect(await after).toBe('new');
+    expect(cache.get('k')).toBe('new');
+    releases[0]?.('old');
+    expect(await before).toBe('old');
+    expect(cache.get('k')).toBe('new');
+
+    // A loader that throws at once or rejects leaves nothing behind: a later load is kept as usual.
+    await expect(
+      cache.getOrLoad('t', () => {
+        throw new Error('at once');
+      }),
+    ).rejects.toThrow('at once');
+    await expect(cache.getOrLoad('t', async () => Promise.reject(new Error('later')))).rejects.toThrow('later');
+    await expect(cache.getOrLoadMany(['t'], async () => Promise.reject(new Error('batch')))).rejects.toThrow('batch');
+    cache.delete('t');
+    expect(await cache.getOrLoad('t', async () => 'T')).toBe('T');
+    expect(cache.get('t')).toBe('T');
+  });
+
   it('loads every miss of a batch in one call, keeps what it loaded, and not what an invalidation overtook', async () => {
     const clock = createManualClock('2030-01-01T00:00:00Z');
     const cache = createTtlCache<string>({ ttlMs: 1000, clock });

@@ -61,7 +61,31 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
   const { idleMs, jitter = 0 } = options;
   const entries = new Map<string, { value: V; expiresAt: number; idleUntil: number }>();
   const inflight = new Map<string, Promise<V>>();
-  const generations = new Map<string, number>();
+  /**
+   * The keys with loads in flight: how many, and how many deletes since the
+   * first of them began. Nothing is kept for a key once its loads are done, so
+   * the bookkeeping stays as small as the loads in flight, however many keys
+   * are evicted over the process's life.
+   */
+  const loading = new Map<string, { loads: number; deletes: number }>();
+  /** Notes a load of `key` beginning; returns the deletes counted so far, for {@link endLoad}. */
+  const beginLoad = (key: string): number => {
+    let state = loading.get(key);
+    if (!state) {
+      state = { loads: 0, deletes: 0 };
+      loading.set(key, state);
+    }
+    state.loads += 1;
+    return state.deletes;
+  };
+  /** Notes a load of `key` ending; whether no delete of the key happened since it began. */
+  const endLoad = (key: string, deletesAtStart: number): boolean => {
+    const state = loading.get(key);
+    if (!state) return false;
+    state.loads -= 1;
+    if (state.loads === 0) loading.delete(key);
+    return state.deletes === deletesAtStart;
+  };
   let epoch = 0;
 
   const set = (key: string, value: V, ttlMs = options.ttlMs) => {
@@ -93,12 +117,13 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
     delete(key) {
       entries.delete(key);
       inflight.delete(key);
-      generations.set(key, (generations.get(key) ?? 0) + 1);
+      const state = loading.get(key);
+      if (state) state.deletes += 1;
     },
     clear() {
       entries.clear();
       inflight.clear();
-      generations.clear();
+      // Loads in flight keep their bookkeeping (they end it themselves); the epoch tells them not to store.
       epoch += 1;
     },
     async getOrLoad(key, load) {
@@ -106,17 +131,26 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       if (hit !== undefined) return hit;
       const pending = inflight.get(key);
       if (pending) return pending;
-      const generation = generations.get(key) ?? 0;
+      const deletes = beginLoad(key);
       const startedEpoch = epoch;
-      const promise = load().then(
+      let loaded: Promise<V>;
+      try {
+        loaded = load();
+      } catch (error) {
+        endLoad(key, deletes);
+        throw error;
+      }
+      const promise = loaded.then(
         (value) => {
           if (inflight.get(key) === promise) inflight.delete(key);
+          const fresh = endLoad(key, deletes);
           // `undefined` is what `get` answers for a miss: a load that found nothing is not kept.
-          if (value !== undefined && (generations.get(key) ?? 0) === generation && epoch === startedEpoch) set(key, value);
+          if (value !== undefined && fresh && epoch === startedEpoch) set(key, value);
           return value;
         },
         (error: unknown) => {
           if (inflight.get(key) === promise) inflight.delete(key);
+          endLoad(key, deletes);
           throw error;
         },
       );
@@ -127,14 +161,18 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       const values = keys.map(get);
       const missing = [...new Set(keys.filter((_, index) => values[index] === undefined))];
       if (missing.length === 0) return values;
-      const startedGenerations = missing.map((key) => generations.get(key) ?? 0);
+      const deletes = missing.map(beginLoad);
       const startedEpoch = epoch;
-      const loaded = await loadMany(missing);
-      missing.forEach((key, index) => {
-        const value = loaded.get(key);
-        if (value !== undefined && (generations.get(key) ?? 0) === startedGenerations[index] && epoch === startedEpoch)
-          set(key, value);
-      });
+      let loaded: ReadonlyMap<string, V> = new Map();
+      try {
+        loaded = await loadMany(missing);
+      } finally {
+        missing.forEach((key, index) => {
+          const fresh = endLoad(key, deletes[index] ?? 0);
+          const value = loaded.get(key);
+          if (value !== undefined && fresh && epoch === startedEpoch) set(key, value);
+        });
+      }
       return keys.map((key, index) => values[index] ?? loaded.get(key));
     },
     get size() {

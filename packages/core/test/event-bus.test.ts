@@ -164,6 +164,73 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     await vi.waitFor(() => expect(seen.map((e) => e.payload.thingId)).toEqual(['nested']), { timeout: 5000, interval: 10 });
   });
 
+  it('a running dispatcher claims what it writes and delivers it after the commit without claiming or reading it again', async () => {
+    const events = bus({ pollIntervalMs: 60_000, instanceId: 'writer' });
+    const { handler, seen } = recorder('tests.record');
+    events.subscribe(handler);
+    events.start();
+    // The poller's first look (a timer of 0 ms, queued before this one) is over before the statements are counted.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await events.dispatchPending();
+
+    const statements: string[] = [];
+    const capture = (query: { sql: string }) => statements.push(query.sql);
+    database.db.on('query', capture);
+    try {
+      const trx = await database.db.transaction();
+      await events.write(trx, [{ event: ThingHappened, payload: { thingId: 'direct', n: 1 } }]);
+      // Written claimed: no other dispatcher takes it while the lease runs, even before the commit.
+      const [claimed] = await trx<DeliveryRow>('core_outbox_deliveries').select('*');
+      expect({ ...claimed, attempts: Number(claimed?.attempts) }).toMatchObject({
+        status: 'pending',
+        attempts: 1,
+        claimed_by: 'writer',
+      });
+      expect(toIso(claimed?.claimed_until)).toBe('2026-03-01T10:00:30.000Z');
+      await trx.commit();
+      await vi.waitFor(async () => expect((await deliveries(database.db))[0]?.status).toBe('delivered'), { timeout: 5000 });
+    } finally {
+      database.db.off('query', capture);
+    }
+    expect(seen.map((envelope) => [envelope.payload.thingId, envelope.attempt])).toEqual([['direct', 1]]);
+    expect((await deliveries(database.db))[0]).toMatchObject({ attempts: 1, claimed_by: null, last_error: null });
+    // After the commit: the delivery's success, and neither a claim nor a read of the event.
+    // (a claim is the update that adds an attempt)
+    expect(statements.filter((sql) => /core_outbox_deliveries/.test(sql) && /attempts[`"]?\s*\+\s*1/i.test(sql))).toEqual([]);
+    expect(statements.filter((sql) => /^\s*select[\s\S]*core_outbox_events/i.test(sql))).toEqual([]);
+  });
+
+  it('leaves what a dispatcher claimed at write time to another once its lease runs out, when it stopped before the commit', async () => {
+    const writer = bus({ instanceId: 'writer', leaseMs: 1000, pollIntervalMs: 60_000 });
+    const stranded = recorder('tests.record');
+    writer.subscribe(stranded.handler);
+    writer.start();
+    const other = bus({ instanceId: 'other', leaseMs: 1000 });
+    const takeover = recorder('tests.record');
+    other.subscribe(takeover.handler);
+
+    const trx = await database.db.transaction();
+    await writer.write(trx, [{ event: ThingHappened, payload: { thingId: 'stranded', n: 1 } }]);
+    await writer.stop(); // as if the process went away between its write and the commit
+    await trx.commit();
+    expect(await other.dispatchPending()).toBe(0); // still leased to the writer
+    clock.advance(1000);
+    expect(await other.dispatchPending()).toBe(1);
+    expect(stranded.seen).toEqual([]);
+    expect(takeover.seen.map((envelope) => [envelope.payload.thingId, envelope.attempt])).toEqual([['stranded', 2]]);
+    expect((await deliveries(database.db))[0]).toMatchObject({ status: 'delivered', attempts: 2, claimed_by: null });
+  });
+
+  it('a dispatcher that is not running writes deliveries unclaimed, for the poller', async () => {
+    const events = bus();
+    const { handler, seen } = recorder('tests.record');
+    events.subscribe(handler);
+    await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 'cli', n: 1 } }]));
+    expect((await deliveries(database.db))[0]).toMatchObject({ status: 'pending', attempts: 0, claimed_by: null });
+    expect(await events.dispatchPending()).toBe(1);
+    expect(seen.map((envelope) => envelope.attempt)).toEqual([1]);
+  });
+
   it('validates payloads at write time and refuses anything but a transaction', async () => {
     const events = bus();
     events.subscribe(recorder('tests.record').handler);

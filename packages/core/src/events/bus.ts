@@ -195,6 +195,10 @@ export function createEventBus(options: EventBusOptions): EventBus {
   const events = new Map<string, EventDefinition>();
   const handlers = new Map<string, EventHandlerDefinition>();
   const hooked = new WeakSet<object>();
+  /** Deliveries written already claimed by this dispatcher, per outermost transaction, run once it commits. */
+  const preclaimed = new WeakMap<object, { deliveries: ClaimedDelivery[]; rows: Map<string, EventRow> }>();
+  /** Pre-claimed deliveries running now; `stop()` waits for them. */
+  const direct = new Set<Promise<void>>();
 
   let running = false;
   let halting = false;
@@ -247,8 +251,14 @@ export function createEventBus(options: EventBusOptions): EventBus {
     }
     if (trx.isCompleted()) throw new Error('EventOutbox.write was given a transaction that already completed');
     if (pending.length === 0) return;
-    const occurredAt = clock.now().toISOString();
-    const eventRows: Array<Record<string, unknown>> = [];
+    const now = clock.now();
+    const occurredAt = now.toISOString();
+    // A running dispatcher claims the deliveries as it writes them (its lease starts now) and runs them once
+    // the transaction commits: no claim statement and no read of the events afterwards. Should the process
+    // die first, any dispatcher takes them over when the lease runs out, as after a crash mid-delivery.
+    const claimNow = running && !halting;
+    const claimedUntil = claimNow ? new Date(now.getTime() + leaseMs).toISOString() : null;
+    const eventRows: EventRow[] = [];
     const deliveryRows: Array<Record<string, unknown>> = [];
     for (const { event, payload } of pending) {
       register(event);
@@ -262,8 +272,10 @@ export function createEventBus(options: EventBusOptions): EventBus {
           event_id: id,
           handler,
           status: 'pending',
-          attempts: 0,
+          attempts: claimNow ? 1 : 0,
           next_attempt_at: occurredAt,
+          claimed_by: claimNow ? instanceId : null,
+          claimed_until: claimedUntil,
         });
       }
     }
@@ -273,7 +285,55 @@ export function createEventBus(options: EventBusOptions): EventBus {
     for (let i = 0; i < deliveryRows.length; i += INSERT_CHUNK) {
       await trx(OUTBOX_DELIVERIES_TABLE).insert(deliveryRows.slice(i, i + INSERT_CHUNK));
     }
-    if (deliveryRows.length > 0) dispatchAfterCommit(trx);
+    if (deliveryRows.length === 0) return;
+    if (!claimNow) {
+      dispatchAfterCommit(trx);
+      return;
+    }
+    const batch = claimedAfterCommit(trx);
+    if (!batch) return; // no commit to wait for: the lease runs out and the poller takes them over
+    for (const row of eventRows) batch.rows.set(row.id, row);
+    for (const row of deliveryRows) {
+      batch.deliveries.push({ id: String(row.id), event_id: String(row.event_id), handler: String(row.handler), attempts: 1 });
+    }
+  }
+
+  /**
+   * The batch of pre-claimed deliveries of `trx`'s outermost transaction,
+   * run once it commits (and dropped if it rolls back: the rows are gone).
+   */
+  function claimedAfterCommit(trx: Knex.Transaction) {
+    let outermost = trx;
+    while (outermost.parentTransaction) outermost = outermost.parentTransaction;
+    const known = preclaimed.get(outermost);
+    if (known) return known;
+    const settled = (outermost as { executionPromise?: Promise<unknown> }).executionPromise;
+    if (!settled || typeof settled.then !== 'function') return undefined;
+    const batch = { deliveries: [] as ClaimedDelivery[], rows: new Map<string, EventRow>() };
+    preclaimed.set(outermost, batch);
+    settled.then(
+      () => {
+        // A dispatcher stopped meanwhile leaves them to whichever takes them over when the lease runs out.
+        if (!running) return;
+        const run = runClaimed(batch.deliveries, batch.rows);
+        direct.add(run);
+        void run.finally(() => direct.delete(run));
+      },
+      () => undefined,
+    );
+    return batch;
+  }
+
+  /** Runs claimed deliveries and records their successes; never rejects. */
+  async function runClaimed(claimed: ReadonlyArray<ClaimedDelivery>, rows: ReadonlyMap<string, EventRow>): Promise<void> {
+    const successes = successRecorder();
+    await Promise.all(
+      claimed.map(async (delivery) => {
+        const delivered = await deliver(delivery, rows.get(delivery.event_id));
+        if (delivered) successes.add(delivered);
+      }),
+    );
+    await successes.settled();
   }
 
   /** Atomically claims up to `batchSize` due deliveries of the handlers this bus has. */
@@ -466,15 +526,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
       const rows: EventRow[] = await db(OUTBOX_EVENTS_TABLE)
         .whereIn('id', eventIds)
         .select('id', 'type', 'payload', 'occurred_at');
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      const successes = successRecorder();
-      await Promise.all(
-        claimed.map(async (delivery) => {
-          const delivered = await deliver(delivery, byId.get(delivery.event_id));
-          if (delivered) successes.add(delivered);
-        }),
-      );
-      await successes.settled();
+      await runClaimed(claimed, new Map(rows.map((row) => [row.id, row])));
       processed += claimed.length;
       if (claimed.length < batchSize || halting) break;
     }
@@ -536,8 +588,9 @@ export function createEventBus(options: EventBusOptions): EventBus {
       timer = undefined;
       halting = true;
       try {
-        while (active || followUp) {
-          await (followUp ?? active)?.catch(() => undefined);
+        while (active || followUp || direct.size > 0) {
+          if (active || followUp) await (followUp ?? active)?.catch(() => undefined);
+          else await Promise.all(direct);
         }
       } finally {
         halting = false;

@@ -55,6 +55,12 @@ export interface EventBusOptions {
  * deliveries under a lease, run the handlers and record the outcome.
  * Delivery is at least once (a handler that outlives its lease, or whose
  * outcome cannot be recorded, runs again) and unordered.
+ *
+ * A started bus claims the deliveries it writes (its lease starts at the
+ * write) and runs them once the transaction commits, without claiming or
+ * reading them again. If it stops first, they wait for the lease to run out
+ * and are then claimed like any other delivery. A bus that is not started
+ * writes them unclaimed.
  */
 export interface EventBus extends EventOutbox {
   /** The id this bus claims deliveries under. */
@@ -76,7 +82,7 @@ export interface EventBus extends EventOutbox {
   subscribe<T extends Payload>(handler: EventHandlerDefinition<T>): void;
   /** Starts polling for due deliveries (and dispatching right after commits). Idempotent; timers are unref'd. */
   start(): void;
-  /** Stops polling and waits for the dispatch in progress, with its handlers, to finish. */
+  /** Stops polling and waits for the dispatch in progress, with its handlers, to finish (those run after a commit too). */
   stop(): Promise<void>;
   /**
    * Claims and delivers every delivery due now, batch after batch. Concurrent

@@ -85,11 +85,13 @@ export interface EventBus extends EventOutbox {
   /** Stops polling and waits for the dispatch in progress, with its handlers, to finish (those run after a commit too). */
   stop(): Promise<void>;
   /**
-   * Claims and delivers every delivery due now, batch after batch. Concurrent
-   * calls (and the poller) coalesce: a call made during a run waits for one
-   * follow-up run, so it sees everything committed before it was made.
+   * Claims and delivers every delivery due now, batch after batch, after
+   * waiting for the deliveries this bus claimed when it wrote them and is
+   * still running. Concurrent calls (and the poller) coalesce: a call made
+   * during a run waits for one follow-up run, so it sees everything
+   * committed before it was made.
    *
-   * @returns how many deliveries the run processed (delivered, retried or dead).
+   * @returns how many deliveries it processed (delivered, retried or dead), those it waited for included.
    */
   dispatchPending(): Promise<number>;
   /** Every registered event and subscribed handler. */
@@ -204,7 +206,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
   /** Deliveries written already claimed by this dispatcher, per outermost transaction, run once it commits. */
   const preclaimed = new WeakMap<object, { deliveries: ClaimedDelivery[]; rows: Map<string, EventRow> }>();
   /** Pre-claimed deliveries running now; `stop()` waits for them. */
-  const direct = new Set<Promise<void>>();
+  const direct = new Set<Promise<number>>();
 
   let running = false;
   let halting = false;
@@ -246,7 +248,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
     if (!settled || typeof settled.then !== 'function') return; // the poller picks the events up
     const kick = () => {
       if (!running) return;
-      dispatchPending().catch((error: unknown) => logger.error('event dispatch after commit failed', { error }));
+      dispatchDue().catch((error: unknown) => logger.error('event dispatch after commit failed', { error }));
     };
     settled.then(kick, kick);
   }
@@ -330,8 +332,8 @@ export function createEventBus(options: EventBusOptions): EventBus {
     return batch;
   }
 
-  /** Runs claimed deliveries and records their successes; never rejects. */
-  async function runClaimed(claimed: ReadonlyArray<ClaimedDelivery>, rows: ReadonlyMap<string, EventRow>): Promise<void> {
+  /** Runs claimed deliveries and records their successes; never rejects. Returns how many it ran. */
+  async function runClaimed(claimed: ReadonlyArray<ClaimedDelivery>, rows: ReadonlyMap<string, EventRow>): Promise<number> {
     const successes = successRecorder();
     await Promise.all(
       claimed.map(async (delivery) => {
@@ -340,6 +342,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
       }),
     );
     await successes.settled();
+    return claimed.length;
   }
 
   /** Atomically claims up to `batchSize` due deliveries of the handlers this bus has. */
@@ -539,7 +542,17 @@ export function createEventBus(options: EventBusOptions): EventBus {
     return processed;
   }
 
+  /**
+   * Waits for the deliveries this bus claimed at write time and is running
+   * (those of transactions committed before the call), then claims and runs
+   * what is due; resolves to how many deliveries both processed.
+   */
   function dispatchPending(): Promise<number> {
+    if (direct.size === 0) return dispatchDue();
+    return Promise.all([...direct]).then(async (counts) => counts.reduce((sum, count) => sum + count, 0) + (await dispatchDue()));
+  }
+
+  function dispatchDue(): Promise<number> {
     if (!active) {
       const run = drain().finally(() => {
         if (active === run) active = undefined;
@@ -550,11 +563,11 @@ export function createEventBus(options: EventBusOptions): EventBus {
     followUp ??= active.then(
       () => {
         followUp = undefined;
-        return dispatchPending();
+        return dispatchDue();
       },
       () => {
         followUp = undefined;
-        return dispatchPending();
+        return dispatchDue();
       },
     );
     return followUp;
@@ -570,7 +583,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
     timer = undefined;
     if (!running) return;
     try {
-      await dispatchPending();
+      await dispatchDue();
     } catch (error) {
       logger.error('event dispatch failed; retrying at the next poll', { error });
     }

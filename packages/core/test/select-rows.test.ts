@@ -2,7 +2,7 @@ import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testin
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../src/index.js';
-import { isUniqueViolation, runStatement, selectRows } from '../src/knex.js';
+import { isUniqueViolation, rawRows, runStatement, selectRows } from '../src/knex.js';
 
 describe.each(testDialects())('selectRows and runStatement on %s', (dialect) => {
   let database: TestDatabase;
@@ -40,9 +40,7 @@ describe.each(testDialects())('selectRows and runStatement on %s', (dialect) => 
 
   it('leaves knex answering objects for the same SQL text', async () => {
     await selectRows(db, FIND, ['y', 0]);
-    const viaKnex = await db.raw(FIND, ['y', 0]);
-    const rows = Array.isArray(viaKnex) ? viaKnex : viaKnex.rows;
-    expect(rows).toEqual([{ id: 'c', name: 'Cy', score: 9, born_at: null }]);
+    expect(rawRows(await db.raw(FIND, ['y', 0]))).toEqual([{ id: 'c', name: 'Cy', score: 9, born_at: null }]);
     expect(await selectRows(db, FIND, ['y', 0])).toEqual([['c', 'Cy', 9, null]]);
   });
 

@@ -87,6 +87,15 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
     return state.deletes === deletesAtStart;
   };
   let epoch = 0;
+  /**
+   * Ends a load of `key` and keeps what it found, unless the key was deleted
+   * or the cache cleared since it began. `undefined` is what `get` answers
+   * for a miss: a load that found nothing is not kept.
+   */
+  const endLoadAndKeep = (key: string, deletesAtStart: number, startedEpoch: number, value: V | undefined) => {
+    const fresh = endLoad(key, deletesAtStart);
+    if (value !== undefined && fresh && epoch === startedEpoch) set(key, value);
+  };
 
   const set = (key: string, value: V, ttlMs = options.ttlMs) => {
     if (entries.size >= max && !entries.has(key)) {
@@ -143,9 +152,7 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       const promise = loaded.then(
         (value) => {
           if (inflight.get(key) === promise) inflight.delete(key);
-          const fresh = endLoad(key, deletes);
-          // `undefined` is what `get` answers for a miss: a load that found nothing is not kept.
-          if (value !== undefined && fresh && epoch === startedEpoch) set(key, value);
+          endLoadAndKeep(key, deletes, startedEpoch, value);
           return value;
         },
         (error: unknown) => {
@@ -168,9 +175,7 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
         loaded = await loadMany(missing);
       } finally {
         missing.forEach((key, index) => {
-          const fresh = endLoad(key, deletes[index] ?? 0);
-          const value = loaded.get(key);
-          if (value !== undefined && fresh && epoch === startedEpoch) set(key, value);
+          endLoadAndKeep(key, deletes[index] ?? 0, startedEpoch, loaded.get(key));
         });
       }
       return keys.map((key, index) => values[index] ?? loaded.get(key));

@@ -238,14 +238,20 @@ export function createEventBus(options: EventBusOptions): EventBus {
     return names;
   }
 
-  /** Runs a dispatch once the outermost transaction settles (committed or not: a dispatch only sees committed rows). */
-  function dispatchAfterCommit(trx: Knex.Transaction): void {
+  /** The outermost transaction of `trx`, and the promise that settles when it commits or rolls back (when knex has one). */
+  function outermostOf(trx: Knex.Transaction): { outermost: Knex.Transaction; settled: Promise<unknown> | undefined } {
     let outermost = trx;
     while (outermost.parentTransaction) outermost = outermost.parentTransaction;
+    const settled = (outermost as { executionPromise?: Promise<unknown> }).executionPromise;
+    return { outermost, settled: settled && typeof settled.then === 'function' ? settled : undefined };
+  }
+
+  /** Runs a dispatch once the outermost transaction settles (committed or not: a dispatch only sees committed rows). */
+  function dispatchAfterCommit(trx: Knex.Transaction): void {
+    const { outermost, settled } = outermostOf(trx);
     if (hooked.has(outermost)) return;
     hooked.add(outermost);
-    const settled = (outermost as { executionPromise?: Promise<unknown> }).executionPromise;
-    if (!settled || typeof settled.then !== 'function') return; // the poller picks the events up
+    if (!settled) return; // the poller picks the events up
     const kick = () => {
       if (!running) return;
       dispatchDue().catch((error: unknown) => logger.error('event dispatch after commit failed', { error }));
@@ -311,12 +317,10 @@ export function createEventBus(options: EventBusOptions): EventBus {
    * run once it commits (and dropped if it rolls back: the rows are gone).
    */
   function claimedAfterCommit(trx: Knex.Transaction) {
-    let outermost = trx;
-    while (outermost.parentTransaction) outermost = outermost.parentTransaction;
+    const { outermost, settled } = outermostOf(trx);
     const known = preclaimed.get(outermost);
     if (known) return known;
-    const settled = (outermost as { executionPromise?: Promise<unknown> }).executionPromise;
-    if (!settled || typeof settled.then !== 'function') return undefined;
+    if (!settled) return undefined;
     const batch = { deliveries: [] as ClaimedDelivery[], rows: new Map<string, EventRow>() };
     preclaimed.set(outermost, batch);
     settled.then(

@@ -173,7 +173,7 @@ export type {
   PasswordlessUser,
 } from './passwordless/store.js';
 export type { Argon2Options, PasswordHasher } from './passwords.js';
-export { createArgon2Hasher, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.js';
+export { createArgon2Hasher, defaultArgon2Concurrency, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.js';
 export { IdentityCodes } from './problems.js';
 export type { RolesService, RolesServiceOptions } from './roles/service.js';
 export { CreateRoleInput, createRolesService, PermissionSchema, UpdateRoleInput } from './roles/service.js';

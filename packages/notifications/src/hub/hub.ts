@@ -25,7 +25,7 @@ import {
 } from '@idt/identity';
 import { OidcSessionEndedEvent } from '@idt/oidc';
 import { ProblemError, renderProblem, UnauthorizedError } from '@idt/problem';
-import { type WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { z } from 'zod';
 import { createConnectionTokens } from './connection-tokens.js';
 import './problems.js';
@@ -115,13 +115,19 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
   const limits: RealtimeHubLimits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
   const { clock, logger, verifier, counter, channel } = options;
   const tokens = createConnectionTokens({ secret: options.secret, clock, ttlMs: limits.connectionTokenTtlMs });
-  const wss = new WebSocketServer({
-    noServer: true,
-    // Messages up to twice the limit are read and refused with a close message; beyond that ws drops the socket (1009).
-    maxPayload: limits.maximumReceiveMessageBytes * 2,
-    perMessageDeflate: false,
-    clientTracking: false,
-  });
+  // The WebSocket server, loaded with the first upgrade: a deployment nobody connects to never loads `ws` (~1.3 MiB of heap).
+  let wss: Promise<WebSocketServer> | undefined;
+  const webSocketServer = () =>
+    (wss ??= import('ws').then(
+      ({ WebSocketServer }) =>
+        new WebSocketServer({
+          noServer: true,
+          // Messages up to twice the limit are read and refused with a close message; beyond that ws drops the socket (1009).
+          maxPayload: limits.maximumReceiveMessageBytes * 2,
+          perMessageDeflate: false,
+          clientTracking: false,
+        }),
+    ));
   const connections = new Map<string, Connection>();
   const groups = new Map<string, Set<Connection>>();
   const sessions = new Map<string, Set<Connection>>();
@@ -390,11 +396,12 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
         // The client skipped negotiation (skipNegotiation with the WebSockets transport).
         connectionId = randomBytes(16).toString('base64url');
       }
+      const server = await webSocketServer();
       if (closed || socket.destroyed) {
         socket.destroy();
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => accept(ws, connectionId, principal, claims));
+      server.handleUpgrade(req, socket, head, (ws) => accept(ws, connectionId, principal, claims));
     } catch (error) {
       refuse(socket, error);
     }
@@ -627,7 +634,8 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
       closed = true;
       unsubscribe();
       for (const connection of [...connections.values()]) closeConnection(connection, 'The server is shutting down.', true, 1001);
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      const server = await wss;
+      if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
   return hub;

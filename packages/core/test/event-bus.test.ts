@@ -115,6 +115,35 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     expect(await deliveries(database.db)).toEqual([]);
   });
 
+  it('writes events nobody handles, a few events, and many at once, each with its deliveries', async () => {
+    const events = bus();
+    const first = recorder('tests.first');
+    const second = recorder('tests.second');
+    events.subscribe(first.handler);
+    events.subscribe(second.handler);
+    // No handler of OtherHappened: the event row and no delivery.
+    await database.db.transaction((trx) => events.write(trx, [{ event: OtherHappened, payload: { id: 'o1' } }]));
+    // Three events (six deliveries), then twenty (forty): both sides of the fixed-statement threshold.
+    for (const count of [3, 20]) {
+      await database.db.transaction((trx) =>
+        events.write(
+          trx,
+          Array.from({ length: count }, (_, n) => ({ event: ThingHappened, payload: { thingId: `t${count}-${n}`, n } })),
+        ),
+      );
+    }
+    expect(Number((await database.db('core_outbox_events').count({ n: '*' }))[0]?.n)).toBe(24);
+    const rows = await deliveries(database.db);
+    expect(rows).toHaveLength(46);
+    expect(new Set(rows.map((row) => row.status))).toEqual(new Set(['pending']));
+    expect(await events.dispatchPending()).toBe(46);
+    expect(first.seen.map((envelope) => (envelope.payload as { thingId: string }).thingId).sort()).toEqual(
+      [...Array.from({ length: 3 }, (_, n) => `t3-${n}`), ...Array.from({ length: 20 }, (_, n) => `t20-${n}`)].sort(),
+    );
+    expect(second.seen).toHaveLength(23);
+    expect(new Set((await deliveries(database.db)).map((row) => row.status))).toEqual(new Set(['delivered']));
+  });
+
   it('delivers committed events after the commit, and not while the transaction is open', async () => {
     // A long poll interval: the delivery must come from the after-commit kick.
     const events = bus({ pollIntervalMs: 60_000 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf } from '../db/database.js';
+import { runStatement } from '../db/statements.js';
 import { type Logger, silentLogger } from '../logger.js';
 
 /** Wildcard key: every entry of the namespace (sent after a reconnect, when messages may have been missed). */
@@ -104,6 +105,8 @@ export interface CacheInvalidatorOptions {
 }
 
 const TABLE = 'core_cache_invalidations';
+/** The eviction row every SQLite write that changes a cached record adds (fixed, past knex's builder). */
+const INSERT_SQL = `insert into ${TABLE} (origin, namespace, key, created_at) values (?, ?, ?, ?)`;
 
 interface PgClient {
   query(sql: string): Promise<unknown>;
@@ -354,7 +357,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
         await (trx ?? db).raw('select pg_notify(?, ?)', [CHANNEL, JSON.stringify({ ns: namespace, key })]);
       } else {
         // Other processes on the same SQLite file read this row on their next request.
-        await (trx ?? db)(TABLE).insert({ origin, namespace, key: key.slice(0, 400), created_at: new Date().toISOString() });
+        await runStatement(trx ?? db, INSERT_SQL, [origin, namespace, key.slice(0, 400), new Date().toISOString()]);
       }
       if (trx) {
         const execution = (trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise;

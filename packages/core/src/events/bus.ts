@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf, toIso } from '../db/database.js';
 import { OUTBOX_DELIVERIES_TABLE, OUTBOX_EVENTS_TABLE } from '../db/migrations/0001-outbox.js';
+import { runStatement, type StatementBinding } from '../db/statements.js';
 import { newId, randomToken } from '../ids.js';
 import { type Logger, silentLogger } from '../logger.js';
 import type { EventCatalog, EventDefinition, EventEnvelope, EventHandlerDefinition, EventOutbox, PendingEvent } from './types.js';
@@ -145,6 +146,49 @@ interface EventRow {
 }
 
 const INSERT_CHUNK = 500;
+/** Up to this many rows, an insert runs as a fixed statement (one per row count), past knex's builder. */
+const FIXED_INSERT_ROWS = 8;
+const EVENT_COLUMNS = ['id', 'type', 'payload', 'occurred_at'] as const;
+const DELIVERY_COLUMNS = [
+  'id',
+  'event_id',
+  'handler',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'claimed_by',
+  'claimed_until',
+] as const;
+const insertStatements = new Map<string, string>();
+
+/**
+ * Inserts `rows` into `table`: a few rows (what almost every write publishes) as one fixed
+ * statement per row count, more through knex's builder in chunks of {@link INSERT_CHUNK}.
+ */
+async function insertRows<Column extends string>(
+  trx: Knex.Transaction,
+  table: string,
+  columns: readonly Column[],
+  rows: ReadonlyArray<Record<Column, StatementBinding>>,
+): Promise<void> {
+  if (rows.length === 0) return;
+  if (rows.length <= FIXED_INSERT_ROWS) {
+    const name = `${table}/${rows.length}`;
+    let sql = insertStatements.get(name);
+    if (!sql) {
+      const tuple = `(${columns.map(() => '?').join(', ')})`;
+      sql = `insert into ${table} (${columns.join(', ')}) values ${Array.from(rows, () => tuple).join(', ')}`;
+      insertStatements.set(name, sql);
+    }
+    await runStatement(
+      trx,
+      sql,
+      rows.flatMap((row) => columns.map((column) => row[column])),
+    );
+    return;
+  }
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx(table).insert(rows.slice(i, i + INSERT_CHUNK));
+}
 /** Deliveries marked delivered per statement (two bound values each). */
 const MARK_CHUNK = 200;
 const MAX_ERROR_LENGTH = 4000;
@@ -272,8 +316,8 @@ export function createEventBus(options: EventBusOptions): EventBus {
     // die first, any dispatcher takes them over when the lease runs out, as after a crash mid-delivery.
     const claimNow = running && !halting;
     const claimedUntil = claimNow ? new Date(now.getTime() + leaseMs).toISOString() : null;
-    const eventRows: EventRow[] = [];
-    const deliveryRows: Array<Record<string, unknown>> = [];
+    const eventRows: Array<EventRow & { occurred_at: string }> = [];
+    const deliveryRows: Array<Record<(typeof DELIVERY_COLUMNS)[number], StatementBinding>> = [];
     for (const { event, payload } of pending) {
       register(event);
       const parsed = event.schema.safeParse(payload);
@@ -293,12 +337,8 @@ export function createEventBus(options: EventBusOptions): EventBus {
         });
       }
     }
-    for (let i = 0; i < eventRows.length; i += INSERT_CHUNK) {
-      await trx(OUTBOX_EVENTS_TABLE).insert(eventRows.slice(i, i + INSERT_CHUNK));
-    }
-    for (let i = 0; i < deliveryRows.length; i += INSERT_CHUNK) {
-      await trx(OUTBOX_DELIVERIES_TABLE).insert(deliveryRows.slice(i, i + INSERT_CHUNK));
-    }
+    await insertRows(trx, OUTBOX_EVENTS_TABLE, EVENT_COLUMNS, eventRows);
+    await insertRows(trx, OUTBOX_DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveryRows);
     if (deliveryRows.length === 0) return;
     if (!claimNow) {
       dispatchAfterCommit(trx);

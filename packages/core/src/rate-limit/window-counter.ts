@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { RateLimitDecision } from '../auth/principal.js';
 import { type Clock, systemClock } from '../clock.js';
-import { rawRows } from '../db/database.js';
 import { RATE_LIMIT_COUNTERS_TABLE } from '../db/migrations/0002-rate-limits.js';
+import { runStatement, selectRows } from '../db/statements.js';
 import { sha256Hex } from '../ids.js';
 
 /** Options of {@link createWindowCounter}. */
@@ -69,6 +69,8 @@ on conflict ("key") do update set
   "expires_at" = case when ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" <= excluded."window_started_at"
     then excluded."expires_at" else ${RATE_LIMIT_COUNTERS_TABLE}."expires_at" end
 returning "count", "expires_at"`;
+const PEEK_SQL = `select "count", "expires_at" from ${RATE_LIMIT_COUNTERS_TABLE} where "key" = ? and "expires_at" > ? limit 1`;
+const RESET_SQL = `delete from ${RATE_LIMIT_COUNTERS_TABLE} where "key" = ?`;
 
 /**
  * Fixed-window counters in `core_rate_limit_counters`, correct under
@@ -85,12 +87,10 @@ export function createWindowCounter(options: WindowCounterOptions): WindowCounte
   const { db } = options;
   const clock = options.clock ?? systemClock;
   async function add(key: string, increment: number, windowMs: number, now: number) {
-    const [row] = rawRows<{ count: unknown; expires_at: unknown }>(
-      await db.raw(HIT_SQL, [storedKey(key), increment, now, now + Math.ceil(windowMs)]),
-    );
+    const [row] = await selectRows(db, HIT_SQL, [storedKey(key), increment, now, now + Math.ceil(windowMs)]);
     if (!row) throw new Error('The rate-limit upsert returned no row');
     // pg returns bigint columns as strings.
-    return { total: Number(row.count), expiresAt: Number(row.expires_at) };
+    return { total: Number(row[0]), expiresAt: Number(row[1]) };
   }
   return {
     async add(key, count, windowMs) {
@@ -111,14 +111,11 @@ export function createWindowCounter(options: WindowCounterOptions): WindowCounte
       };
     },
     async peek(key) {
-      const row = (await db(RATE_LIMIT_COUNTERS_TABLE)
-        .where('key', storedKey(key))
-        .andWhere('expires_at', '>', clock.now().getTime())
-        .first('count', 'expires_at')) as { count: unknown; expires_at: unknown } | undefined;
-      return row ? { total: Number(row.count), expiresAt: Number(row.expires_at) } : undefined;
+      const [row] = await selectRows(db, PEEK_SQL, [storedKey(key), clock.now().getTime()]);
+      return row ? { total: Number(row[0]), expiresAt: Number(row[1]) } : undefined;
     },
     async reset(key) {
-      await db(RATE_LIMIT_COUNTERS_TABLE).where('key', storedKey(key)).delete();
+      await runStatement(db, RESET_SQL, [storedKey(key)]);
     },
     async prune() {
       return db(RATE_LIMIT_COUNTERS_TABLE).where('expires_at', '<=', clock.now().getTime()).delete();

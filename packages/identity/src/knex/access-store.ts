@@ -1,4 +1,4 @@
-import { dialectOf } from '@idt/core/knex';
+import { dialectOf, runStatement } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { AccessStore, MembershipAccess, RevocationSubject, UserAccess } from '../access/store.js';
 
@@ -48,6 +48,13 @@ export function createKnexAccessStore(db: Knex): AccessStore {
 /** Watermark meaning "every token of this subject", for ended sessions. */
 export const REVOKE_ALL = 2_147_483_647;
 
+/** The watermark upsert of {@link writeRevocation}: a later watermark never moves back. */
+const revocationSql = (greatest: string) =>
+  `insert into identity_token_revocations (subject_type, subject_id, not_before, created_at) values (?, ?, ?, ?)
+on conflict (subject_type, subject_id) do update set
+  not_before = ${greatest}(identity_token_revocations.not_before, excluded.not_before), created_at = excluded.created_at`;
+const REVOCATION_SQL = { postgres: revocationSql('greatest'), sqlite: revocationSql('max') };
+
 /**
  * Records a revocation watermark in the caller's transaction: tokens of the
  * subject issued at or before `at` (whole seconds, so tokens minted in the
@@ -62,14 +69,7 @@ export async function writeRevocation(
   options: { all?: boolean } = {},
 ): Promise<number> {
   const notBefore = options.all ? REVOKE_ALL : Math.floor(at.getTime() / 1000) + 1;
-  const row = { subject_type: subject, subject_id: id, not_before: notBefore, created_at: at.toISOString() };
-  const greatest = dialectOf(trx as Knex) === 'postgres' ? 'greatest' : 'max';
-  await trx('identity_token_revocations')
-    .insert(row)
-    .onConflict(['subject_type', 'subject_id'])
-    .merge({
-      not_before: trx.raw(`${greatest}(identity_token_revocations.not_before, excluded.not_before)`),
-      created_at: row.created_at,
-    });
+  const sql = dialectOf(trx as Knex) === 'postgres' ? REVOCATION_SQL.postgres : REVOCATION_SQL.sqlite;
+  await runStatement(trx as Knex, sql, [subject, id, notBefore, at.toISOString()]);
   return notBefore;
 }

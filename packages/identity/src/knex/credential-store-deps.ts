@@ -1,5 +1,5 @@
 import type { EventOutbox } from '@idt/core';
-import type { CacheInvalidator } from '@idt/core/knex';
+import { type CacheInvalidator, runStatement } from '@idt/core/knex';
 import type { Knex } from 'knex';
 
 /** What the credential stores write through: the database, the outbox and the cache invalidator. */
@@ -11,6 +11,10 @@ export interface KnexCredentialStoreOptions {
   readonly invalidator: Pick<CacheInvalidator, 'invalidate'>;
 }
 
+/** The statements of {@link lockUser}, fixed (past knex's builder). */
+const LOCK_USER_SQL = 'update identity_users set updated_at = updated_at where id = ?';
+const LOCK_ACTIVE_USER_SQL = `${LOCK_USER_SQL} and status = ?`;
+
 /**
  * Takes the row lock of a user (`UPDATE ... SET updated_at = updated_at`),
  * serializing writes that must see each other's results, e.g. two logins
@@ -20,9 +24,7 @@ export interface KnexCredentialStoreOptions {
  * @returns whether the user exists (and, with `activeOnly`, is active).
  */
 export async function lockUser(trx: Knex.Transaction, userId: string, options: { activeOnly?: boolean } = {}): Promise<boolean> {
-  const query = trx('identity_users')
-    .where({ id: userId })
-    .update({ updated_at: trx.ref('updated_at') });
-  if (options.activeOnly) query.andWhere({ status: 'active' });
-  return (await query) === 1;
+  return options.activeOnly
+    ? (await runStatement(trx, LOCK_ACTIVE_USER_SQL, [userId, 'active'])) === 1
+    : (await runStatement(trx, LOCK_USER_SQL, [userId])) === 1;
 }

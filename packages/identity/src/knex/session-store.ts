@@ -1,4 +1,4 @@
-import { toIso, toIsoOrNull } from '@idt/core/knex';
+import { runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { UserSessionEvictedEvent, UserSessionRevokedEvent } from '../sessions/events.js';
@@ -8,6 +8,10 @@ import { type KnexCredentialStoreOptions, lockUser } from './credential-store-de
 
 const TABLE = 'identity_sessions';
 const COLUMNS = ['id', 'user_id', 'created_at', 'last_activity_at', 'expires_at', 'revoked_at'] as const;
+/** The user's live sessions, oldest first: the ones a new sign-in may evict (fixed, past knex's builder). */
+const ACTIVE_IDS_SQL = `select id from ${TABLE} where user_id = ? and revoked_at is null and expires_at > ? order by created_at asc, id asc`;
+const INSERT_SQL = `insert into ${TABLE} (id, user_id, token_hash, created_at, last_activity_at, expires_at, revoked_at, revoked_reason, ip_address, user_agent, amr)
+values (?, ?, ?, ?, ?, ?, null, null, ?, ?, ?)`;
 
 interface SessionRow {
   id: string;
@@ -55,15 +59,7 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
     create: (session, maxActive) =>
       db.transaction(async (trx) => {
         if (!(await lockUser(trx, session.userId, { activeOnly: true }))) return undefined;
-        const active: string[] = await trx(TABLE)
-          .where({ user_id: session.userId })
-          .whereNull('revoked_at')
-          .andWhere('expires_at', '>', session.createdAt)
-          .orderBy([
-            { column: 'created_at', order: 'asc' },
-            { column: 'id', order: 'asc' },
-          ])
-          .pluck('id');
+        const active = (await selectRows(trx, ACTIVE_IDS_SQL, [session.userId, session.createdAt])).map((row) => String(row[0]));
         const evicted = active.slice(0, Math.max(0, active.length - (maxActive - 1)));
         await endSessions(trx, evicted, 'evicted', session.createdAt);
         if (evicted.length > 0) {
@@ -75,19 +71,17 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
             })),
           );
         }
-        await trx(TABLE).insert({
-          id: session.id,
-          user_id: session.userId,
-          token_hash: session.tokenHash,
-          created_at: session.createdAt,
-          last_activity_at: session.createdAt,
-          expires_at: session.expiresAt,
-          revoked_at: null,
-          revoked_reason: null,
-          ip_address: session.ipAddress,
-          user_agent: session.userAgent,
-          amr: JSON.stringify(session.amr),
-        });
+        await runStatement(trx, INSERT_SQL, [
+          session.id,
+          session.userId,
+          session.tokenHash,
+          session.createdAt,
+          session.createdAt,
+          session.expiresAt,
+          session.ipAddress,
+          session.userAgent,
+          JSON.stringify(session.amr),
+        ]);
         return { evicted };
       }),
     async findByTokenHash(tokenHash) {

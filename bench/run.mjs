@@ -1027,6 +1027,17 @@ async function startArgon2Baseline(deployments) {
         concurrencyNote: `${SIGN_IN_CONCURRENCY} verifications in flight`,
         spec: () => ({ hash, password: ADMIN.password, concurrency: SIGN_IN_CONCURRENCY }),
       },
+      {
+        // How idt's hasher verifies on one core (one computation per core): reported beside the ratio.
+        id: 'signin-baseline-serial',
+        rank: 0,
+        scenario: `argon2id verify alone, one at a time, one core${hash ? ' (the admin’s stored hash)' : ''}`,
+        baseline: true,
+        script: 'bench/baseline-argon2.mjs',
+        core: SERVER_CORE,
+        concurrencyNote: '1 verification in flight',
+        spec: () => ({ hash, password: ADMIN.password, concurrency: 1 }),
+      },
     ],
   };
 }
@@ -1632,6 +1643,12 @@ function evaluate(rows) {
     if (target?.perSecond !== undefined && row.result.requestsPerSecond < target.perSecond) pass = false;
     // The sign-in's ceiling on one core if a server added nothing to stock oidc-provider's flow but the
     // argon2id verification: their costs per sign-in (core-seconds) add up.
+    const serial = row.compare === 'signin-baseline' ? byId.get('signin-baseline-serial')?.result : undefined;
+    if (serial?.requestsPerSecond > 0) {
+      notes.push(
+        `argon2id one at a time, as idt's hasher runs it on one core, did ${count(serial.requestsPerSecond)}/s: ${(row.result.requestsPerSecond / serial.requestsPerSecond).toFixed(2)}× that`,
+      );
+    }
     const stockSignIn = row.compare === 'signin-baseline' ? byId.get('signin-stock')?.result : undefined;
     if (stockSignIn?.requestsPerSecond > 0 && base?.result?.requestsPerSecond > 0) {
       const ceiling = 1 / (1 / base.result.requestsPerSecond + 1 / stockSignIn.requestsPerSecond);
@@ -1891,7 +1908,7 @@ async function main() {
   if (groups.has('flows'))
     await runGroup('flows', [
       {
-        ids: ['signin-baseline'],
+        ids: ['signin-baseline', 'signin-baseline-serial'],
         name: 'argon2id verify alone',
         flags: { baseline: true },
         start: () => startArgon2Baseline(deployments),

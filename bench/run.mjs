@@ -1641,14 +1641,15 @@ function evaluate(rows) {
       notes.push(`p99 ${row.result.latency.p99} ms over the baseline's ${base.result.latency.p99} ms`);
     }
     if (target?.perSecond !== undefined && row.result.requestsPerSecond < target.perSecond) pass = false;
-    // The sign-in's ceiling on one core if a server added nothing to stock oidc-provider's flow but the
-    // argon2id verification: their costs per sign-in (core-seconds) add up.
+    // The sign-in over argon2id one at a time: how idt's hasher verifies on one core.
     const serial = row.compare === 'signin-baseline' ? byId.get('signin-baseline-serial')?.result : undefined;
     if (serial?.requestsPerSecond > 0) {
       notes.push(
         `argon2id one at a time, as idt's hasher runs it on one core, did ${count(serial.requestsPerSecond)}/s: ${(row.result.requestsPerSecond / serial.requestsPerSecond).toFixed(2)}× that`,
       );
     }
+    // The sign-in's ceiling on one core if a server added nothing to stock oidc-provider's flow but the
+    // argon2id verification: their costs per sign-in (core-seconds) add up.
     const stockSignIn = row.compare === 'signin-baseline' ? byId.get('signin-stock')?.result : undefined;
     if (stockSignIn?.requestsPerSecond > 0 && base?.result?.requestsPerSecond > 0) {
       const ceiling = 1 / (1 / base.result.requestsPerSecond + 1 / stockSignIn.requestsPerSecond);

@@ -91,6 +91,27 @@ describe.each(testDialects())('selectRows and runStatement on %s', (dialect) => 
     expect(answers.map((rows) => rows.length)).toEqual(Array.from({ length: 20 }, (_, i) => (i % 2 ? 2 : 1)));
   });
 
+  it('outside a transaction, neither reads nor writes inside one that holds a connection', async () => {
+    let outsideRead: Promise<unknown[][]> | undefined;
+    let outsideWrite: Promise<number> | undefined;
+    await expect(
+      db.transaction(async (trx) => {
+        await trx('select_rows_things').insert({ id: 'f', kind: 'v', name: 'Fay', score: 4 });
+        outsideRead = selectRows(db, FIND, ['v', 0]);
+        outsideWrite = runStatement(db, 'update select_rows_things set name = ? where id = ?', ['Outside', 'a']);
+        const turn = new Promise((resolve) => setImmediate(resolve, 'still waiting'));
+        const first = await Promise.race([outsideRead.then(() => 'answered'), turn]);
+        // SQLite has one connection, held by the transaction: the statement waits for it.
+        if (dialect === 'sqlite') expect(first).toBe('still waiting');
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(await outsideRead).toEqual([]);
+    expect(await outsideWrite).toBe(1);
+    expect(await selectRows(db, 'select name from select_rows_things where id = ?', ['a'])).toEqual([['Outside']]);
+    await runStatement(db, 'update select_rows_things set name = ? where id = ?', ['Ada', 'a']);
+  });
+
   it('runStatement answers how many rows it changed, commits on its own, and rolls back with a transaction', async () => {
     const RENAME = 'update select_rows_things set name = ? where kind = ? and name is not null';
     expect(await runStatement(db, RENAME, ['Renamed', 'nothing'])).toBe(0);

@@ -17,6 +17,11 @@ interface PoolClient {
   acquireConnection(): Promise<object>;
   releaseConnection(connection: object): unknown;
   emit(event: string, payload: unknown): boolean;
+  /** knex's tarn pool; `free` is tarn's list of idle connections (not part of its typed API). */
+  readonly pool?: {
+    numPendingAcquires(): number;
+    readonly free?: ReadonlyArray<{ readonly resource: object }>;
+  } | null;
 }
 
 /** Most statements of {@link selectRows} and {@link runStatement} kept per SQLite connection. */
@@ -98,6 +103,22 @@ export async function runStatement(db: Knex, sql: string, bindings: readonly Sta
   return onSqliteConnection(db, sql, bindings, (statement, values) => statement.run(values).changes);
 }
 
+/**
+ * The pool's idle SQLite connection when nobody holds or waits for it, to run a
+ * statement on without taking it from the pool. better-sqlite3 runs a
+ * statement synchronously, so nothing else can use the connection meanwhile:
+ * taking it through the pool (a pending operation, its timeout timer and
+ * several promises, twice per statement) would only add work. Inside a
+ * transaction, or when the connection is busy, the statement goes through
+ * the pool as any query does.
+ */
+function idleConnection(db: Knex, client: PoolClient): object | undefined {
+  if ((db as { isTransaction?: boolean }).isTransaction) return undefined;
+  const pool = client.pool;
+  if (!pool || pool.numPendingAcquires() > 0) return undefined;
+  return pool.free?.[0]?.resource;
+}
+
 /** Runs `work` with the cached statement of `sql` on a connection of knex's pool, after emitting knex's `query` event. */
 async function onSqliteConnection<T>(
   db: Knex,
@@ -108,6 +129,8 @@ async function onSqliteConnection<T>(
   const client = db.client as unknown as PoolClient;
   const values = bindings.map(sqliteBinding);
   client.emit('query', { method: 'raw', sql, bindings: values, options: {} });
+  const idle = idleConnection(db, client);
+  if (idle) return work(ownStatement(idle, sql), values);
   const connection = await client.acquireConnection();
   try {
     return work(ownStatement(connection, sql), values);

@@ -59,8 +59,9 @@ function sqliteBinding(value: StatementBinding): unknown {
 }
 
 /**
- * Runs a read statement written once and answers its rows as arrays of
- * column values, in the order of the select list.
+ * Runs a read statement written once (or a write with `returning`) and
+ * answers its rows as arrays of column values, in the order of the select
+ * (or `returning`) list.
  *
  * For the hottest reads: it skips knex's query builder and runner. On
  * SQLite it runs a prepared statement in array mode on knex's own

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf, toIso } from '../db/database.js';
 import { OUTBOX_DELIVERIES_TABLE, OUTBOX_EVENTS_TABLE } from '../db/migrations/0001-outbox.js';
-import { runStatement, type StatementBinding } from '../db/statements.js';
+import { runStatement, type StatementBinding, selectRows } from '../db/statements.js';
 import { newId, randomToken } from '../ids.js';
 import { type Logger, silentLogger } from '../logger.js';
 import type { EventCatalog, EventDefinition, EventEnvelope, EventHandlerDefinition, EventOutbox, PendingEvent } from './types.js';
@@ -188,6 +188,20 @@ async function insertRows<Column extends string>(
     return;
   }
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx(table).insert(rows.slice(i, i + INSERT_CHUNK));
+}
+const markStatements: string[] = [];
+
+/** The fixed statement that marks `count` claimed deliveries delivered (bindings: time, instance, then id and attempts of each). */
+function markDeliveredStatement(count: number): string {
+  let sql = markStatements[count];
+  if (!sql) {
+    sql =
+      `update ${OUTBOX_DELIVERIES_TABLE} set status = 'delivered', delivered_at = ?, claimed_by = null, claimed_until = null, ` +
+      `last_error = null where claimed_by = ? and (id, attempts) in (${Array.from({ length: count }, () => '(?, ?)').join(', ')}) ` +
+      'returning id';
+    markStatements[count] = sql;
+  }
+  return sql;
 }
 /** Deliveries marked delivered per statement (two bound values each). */
 const MARK_CHUNK = 200;
@@ -497,6 +511,30 @@ export function createEventBus(options: EventBusOptions): EventBus {
   }
 
   /**
+   * Marks one chunk of claimed deliveries delivered, each only while the
+   * claim is still ours; answers the ids it marked. A few deliveries (what a
+   * batch usually holds) go through a fixed statement per count, past knex's
+   * builder; more through the builder.
+   */
+  async function markChunkDelivered(chunk: ReadonlyArray<ClaimedDelivery>): Promise<string[]> {
+    const deliveredAt = clock.now().toISOString();
+    if (chunk.length <= FIXED_INSERT_ROWS) {
+      const pairs = chunk.flatMap((delivery) => [delivery.id, delivery.attempts]);
+      const rows = await selectRows(db, markDeliveredStatement(chunk.length), [deliveredAt, instanceId, ...pairs]);
+      return rows.map((row) => String(row[0]));
+    }
+    const updated: Array<Record<string, unknown>> = await db(OUTBOX_DELIVERIES_TABLE)
+      .whereIn(
+        ['id', 'attempts'],
+        chunk.map((delivery) => [delivery.id, delivery.attempts]),
+      )
+      .where('claimed_by', instanceId)
+      .update({ status: 'delivered', delivered_at: deliveredAt, claimed_by: null, claimed_until: null, last_error: null })
+      .returning(['id']);
+    return updated.map((row) => String(row.id));
+  }
+
+  /**
    * Records the successful deliveries of a batch in one statement per
    * {@link MARK_CHUNK}: each row only while the claim is still ours (same
    * `claimed_by` and `attempts`; a dispatcher that took a delivery over after
@@ -506,22 +544,9 @@ export function createEventBus(options: EventBusOptions): EventBus {
     for (let i = 0; i < done.length; i += MARK_CHUNK) {
       const chunk = done.slice(i, i + MARK_CHUNK);
       try {
-        const updated: Array<Record<string, unknown>> = await db(OUTBOX_DELIVERIES_TABLE)
-          .whereIn(
-            ['id', 'attempts'],
-            chunk.map((delivery) => [delivery.id, delivery.attempts]),
-          )
-          .where('claimed_by', instanceId)
-          .update({
-            status: 'delivered',
-            delivered_at: clock.now().toISOString(),
-            claimed_by: null,
-            claimed_until: null,
-            last_error: null,
-          })
-          .returning(['id']);
+        const updated = await markChunkDelivered(chunk);
         if (updated.length === chunk.length) continue;
-        const recorded = new Set(updated.map((row) => String(row.id)));
+        const recorded = new Set(updated);
         for (const delivery of chunk) {
           if (recorded.has(delivery.id)) continue;
           logger.warn('event delivery outlived its lease and was claimed again; its outcome was not recorded', {

@@ -1,4 +1,5 @@
 import { isUniqueViolation } from '@idt/core';
+import { selectRows } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import type { MembershipStatus } from '../access/store.js';
 import type { MembershipsStore } from '../memberships/store.js';
@@ -17,6 +18,9 @@ import {
   rolesOf,
 } from './accounts-shared.js';
 
+/** A user's membership status in an organization (read at every sign-in to an organization's client), written once. */
+const MEMBERSHIP_STATUS_SQL = 'select status from identity_memberships where user_id = ? and organization_id = ? limit 1';
+
 /**
  * The knex {@link MembershipsStore}. Every change locks the organization row
  * first, so the last-owner rule and enrollment hold under concurrency.
@@ -28,8 +32,8 @@ export function createKnexMembershipsStore(options: KnexAccountsStoreOptions): M
   const { db, outbox, invalidator } = options;
 
   const statusOf = async (userId: string, organizationId: string) => {
-    const row = await db('identity_memberships').where({ user_id: userId, organization_id: organizationId }).first('status');
-    return row ? (row.status as MembershipStatus) : undefined;
+    const [row] = await selectRows(db, MEMBERSHIP_STATUS_SQL, [userId, organizationId]);
+    return row ? (row[0] as MembershipStatus) : undefined;
   };
 
   return {

@@ -1,5 +1,5 @@
 import { type Clock, createTtlCache, type TtlCache } from '@idt/core';
-import { evictFrom } from '@idt/core/knex';
+import { evictFrom, selectRows } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
 import type { SignInStore } from '../sign-in/service.js';
@@ -41,14 +41,15 @@ export function createKnexSignInStore(db: Knex, options: KnexSignInStoreOptions 
   };
 }
 
+/** The password check's user read (every sign-in), written once (see `selectRows`). */
+const FIND_PASSWORD_USER_SQL =
+  "select id, password_hash from identity_users where email = ? and status = 'active' and password_hash is not null limit 1";
+
 function createUncachedSignInStore(db: Knex): SignInStore {
   return {
     async findPasswordUser(email) {
-      const row = await db('identity_users')
-        .where({ email, status: 'active' })
-        .whereNotNull('password_hash')
-        .first('id', 'password_hash');
-      return row ? { id: row.id, passwordHash: row.password_hash } : undefined;
+      const [row] = await selectRows(db, FIND_PASSWORD_USER_SQL, [email]);
+      return row ? { id: String(row[0]), passwordHash: String(row[1]) } : undefined;
     },
     async findActiveUser(userId) {
       const row = await db('identity_users')

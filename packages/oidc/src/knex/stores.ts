@@ -1,5 +1,5 @@
 import { createTtlCache } from '@idt/core';
-import { ALL_KEYS, type CacheInvalidator, toIso, toIsoOrNull } from '@idt/core/knex';
+import { ALL_KEYS, type CacheInvalidator, runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { ConsentStore, GrantContextStore } from '../interactions/stores.js';
 import {
@@ -11,12 +11,19 @@ import {
 } from '../policy/client-lockout.js';
 import type { GrantContext } from '../provider/create-provider.js';
 
+/** The consent read of every authorization, written once (see `selectRows`). */
+const FIND_CONSENT_SQL = 'select scopes from oidc_consents where user_id = ? and client_id = ? limit 1';
+/** The grant context written with every grant; a grant's context never changes, so a second write keeps the first. */
+const INSERT_GRANT_CONTEXT_SQL =
+  'insert into oidc_grant_contexts (grant_id, organization_id, refresh_token_lifetime, created_at, expires_at) ' +
+  'values (?, ?, ?, ?, ?) on conflict (grant_id) do nothing';
+
 /** The knex {@link ConsentStore}. */
 export function createKnexConsentStore(db: Knex): ConsentStore {
   return {
     async find(userId, clientId) {
-      const row = await db('oidc_consents').where({ user_id: userId, client_id: clientId }).first('scopes');
-      return row ? (JSON.parse(row.scopes) as string[]) : undefined;
+      const [row] = await selectRows(db, FIND_CONSENT_SQL, [userId, clientId]);
+      return row ? (JSON.parse(String(row[0])) as string[]) : undefined;
     },
     async remember(userId, clientId, scopes, at) {
       await db.transaction(async (trx) => {
@@ -65,16 +72,13 @@ export function createKnexGrantContextStore(db: Knex): GrantContextStore & { cac
       return value ?? undefined;
     },
     async set(grantId, context, expiresAt) {
-      await db('oidc_grant_contexts')
-        .insert({
-          grant_id: grantId,
-          organization_id: context.organizationId,
-          refresh_token_lifetime: context.refreshTokenLifetime,
-          created_at: new Date().toISOString(),
-          expires_at: expiresAt.toISOString(),
-        })
-        .onConflict('grant_id')
-        .ignore();
+      await runStatement(db, INSERT_GRANT_CONTEXT_SQL, [
+        grantId,
+        context.organizationId,
+        context.refreshTokenLifetime,
+        new Date().toISOString(),
+        expiresAt.toISOString(),
+      ]);
       cache.set(grantId, context);
     },
     cached(grantId) {

@@ -8,7 +8,7 @@ import {
   type Principal,
   toPage,
 } from '@idt/core';
-import { toIso, toIsoOrNull } from '@idt/core/knex';
+import { runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import type { Knex } from 'knex';
 import type { RealtimeNotification } from './hub/types.js';
@@ -20,6 +20,13 @@ import {
   type NotificationRecord,
   type NotificationType,
 } from './schemas.js';
+
+/** Whether an event handler already created its notification for the user (the handlers' idempotency), written once. */
+const SOURCE_KEY_USED_SQL = `select id from ${NOTIFICATIONS_TABLE} where user_id = ? and source_key = ? limit 1`;
+/** A new notification (each sign-in that ends an older session writes one), written once. */
+const INSERT_NOTIFICATION_SQL =
+  `insert into ${NOTIFICATIONS_TABLE} (id, user_id, organization_id, type, title, message, action_url, created_at, source_key) ` +
+  'values (?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
 /** Told about every notification once its transaction committed (the realtime hub). */
 export interface NotificationPublisher {
@@ -182,10 +189,20 @@ export function createNotificationsService(options: NotificationsServiceOptions)
       source_key: input.sourceKey ?? null,
     };
     if (input.sourceKey) {
-      const existing = await trx(NOTIFICATIONS_TABLE).where({ user_id: input.userId, source_key: input.sourceKey }).first('id');
+      const [existing] = await selectRows(trx, SOURCE_KEY_USED_SQL, [input.userId, input.sourceKey]);
       if (existing) return undefined;
     }
-    await trx(NOTIFICATIONS_TABLE).insert(row);
+    await runStatement(trx, INSERT_NOTIFICATION_SQL, [
+      row.id,
+      row.user_id,
+      row.organization_id,
+      row.type,
+      row.title,
+      row.message,
+      row.action_url,
+      row.created_at,
+      row.source_key,
+    ]);
     return toRecord({ ...row, read_at: null });
   }
 

@@ -1,5 +1,5 @@
 import type { EventOutbox, PendingEvent } from '@idt/core';
-import type { CacheInvalidator } from '@idt/core/knex';
+import { type CacheInvalidator, runStatement, selectRows } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import { REVOKE_ALL, writeRevocation } from '@idt/identity/knex';
 import type { Knex } from 'knex';
@@ -53,6 +53,16 @@ export interface ProviderStateStore {
   pruneGrantContexts(now: Date): Promise<number>;
 }
 
+/** The provider sessions of an identity session, of a user, or of both, written once (see `selectRows`). */
+const FIND_SESSIONS_SQL = {
+  ofSession: "select id, payload, session_id, account_id from oidc_payloads where model = 'Session' and session_id = ?",
+  ofUser: "select id, payload, session_id, account_id from oidc_payloads where model = 'Session' and account_id = ?",
+  ofSessionAndUser:
+    "select id, payload, session_id, account_id from oidc_payloads where model = 'Session' and session_id = ? and account_id = ?",
+} as const;
+const DELETE_SESSION_SQL = "delete from oidc_payloads where model = 'Session' and id = ?";
+const DELETE_GRANT_ROWS_SQL = 'delete from oidc_payloads where grant_id = ?';
+
 async function refuse(trx: Knex.Transaction, invalidator: CacheInvalidator, grantId: string, at: Date) {
   await writeRevocation(trx, 'grant', grantId, at, { all: true });
   await invalidator.invalidate(CacheNamespaces.revocations, `grant:${grantId}`, trx);
@@ -62,16 +72,19 @@ async function refuse(trx: Knex.Transaction, invalidator: CacheInvalidator, gran
 export function createKnexProviderStateStore(db: Knex, invalidator: CacheInvalidator, outbox: EventOutbox): ProviderStateStore {
   return {
     async findSessions(filter) {
-      if (!filter.sessionId && !filter.userId) return [];
-      const query = db('oidc_payloads').where({ model: 'Session' });
-      if (filter.sessionId) query.andWhere({ session_id: filter.sessionId });
-      if (filter.userId) query.andWhere({ account_id: filter.userId });
-      const rows = (await query.select('id', 'payload', 'session_id', 'account_id')) as Array<{
-        id: string;
-        payload: string;
-        session_id: string | null;
-        account_id: string | null;
-      }>;
+      const bindings = [filter.sessionId, filter.userId].filter((value): value is string => Boolean(value));
+      if (!bindings.length) return [];
+      const sql = filter.sessionId
+        ? filter.userId
+          ? FIND_SESSIONS_SQL.ofSessionAndUser
+          : FIND_SESSIONS_SQL.ofSession
+        : FIND_SESSIONS_SQL.ofUser;
+      const rows = (await selectRows(db, sql, bindings)).map(([id, payload, sessionId, accountId]) => ({
+        id: String(id),
+        payload: String(payload),
+        session_id: sessionId === null ? null : String(sessionId),
+        account_id: accountId === null ? null : String(accountId),
+      }));
       return rows.map((row) => {
         const payload = JSON.parse(row.payload) as {
           accountId?: string;
@@ -95,7 +108,9 @@ export function createKnexProviderStateStore(db: Knex, invalidator: CacheInvalid
     async end(state, at) {
       const grantIds = [...new Set(state.grantIds)];
       await db.transaction(async (trx) => {
-        if (state.sessions.length) {
+        // One session and one grant (what a sign-in that evicts an older session ends) by fixed statements.
+        if (state.sessions.length === 1) await runStatement(trx, DELETE_SESSION_SQL, [state.sessions[0]?.id ?? '']);
+        else if (state.sessions.length) {
           await trx('oidc_payloads')
             .where({ model: 'Session' })
             .whereIn(
@@ -104,7 +119,8 @@ export function createKnexProviderStateStore(db: Knex, invalidator: CacheInvalid
             )
             .delete();
         }
-        if (grantIds.length) await trx('oidc_payloads').whereIn('grant_id', grantIds).delete();
+        if (grantIds.length === 1) await runStatement(trx, DELETE_GRANT_ROWS_SQL, grantIds);
+        else if (grantIds.length) await trx('oidc_payloads').whereIn('grant_id', grantIds).delete();
         for (const grantId of grantIds) await refuse(trx, invalidator, grantId, at);
         if (state.events.length) await outbox.write(trx, state.events);
       });

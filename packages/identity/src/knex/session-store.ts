@@ -10,6 +10,8 @@ const TABLE = 'identity_sessions';
 const COLUMNS = ['id', 'user_id', 'created_at', 'last_activity_at', 'expires_at', 'revoked_at'] as const;
 /** The user's live sessions, oldest first: the ones a new sign-in may evict (fixed, past knex's builder). */
 const ACTIVE_IDS_SQL = `select id from ${TABLE} where user_id = ? and revoked_at is null and expires_at > ? order by created_at asc, id asc`;
+/** Ends one live session (the one a sign-in evicts, or a sign-out). */
+const END_ONE_SQL = `update ${TABLE} set revoked_at = ?, revoked_reason = ? where id = ? and revoked_at is null`;
 const INSERT_SQL = `insert into ${TABLE} (id, user_id, token_hash, created_at, last_activity_at, expires_at, revoked_at, revoked_reason, ip_address, user_agent, amr)
 values (?, ?, ?, ?, ?, ?, null, null, ?, ?, ?)`;
 
@@ -47,7 +49,8 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
 
   async function endSessions(trx: Knex.Transaction, ids: readonly string[], reason: SessionEndReason, now: string) {
     if (ids.length === 0) return;
-    await trx(TABLE).whereIn('id', ids).whereNull('revoked_at').update({ revoked_at: now, revoked_reason: reason });
+    if (ids.length === 1) await runStatement(trx, END_ONE_SQL, [now, reason, ids[0] ?? '']);
+    else await trx(TABLE).whereIn('id', ids).whereNull('revoked_at').update({ revoked_at: now, revoked_reason: reason });
     for (const id of ids) {
       await writeRevocation(trx, 'session', id, new Date(now), { all: true });
       await invalidator.invalidate(CacheNamespaces.revocations, `session:${id}`, trx);

@@ -116,6 +116,7 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
   const { clock, logger, verifier, counter, channel } = options;
   const tokens = createConnectionTokens({ secret: options.secret, clock, ttlMs: limits.connectionTokenTtlMs });
   // The WebSocket server, loaded with the first upgrade: a deployment nobody connects to never loads `ws` (~1.3 MiB of heap).
+  // A load that failed is forgotten, so the next upgrade tries again.
   let wss: Promise<WebSocketServer> | undefined;
   const webSocketServer = () =>
     (wss ??= import('ws').then(
@@ -127,6 +128,10 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
           perMessageDeflate: false,
           clientTracking: false,
         }),
+      (error: unknown) => {
+        wss = undefined;
+        throw error;
+      },
     ));
   const connections = new Map<string, Connection>();
   const groups = new Map<string, Set<Connection>>();
@@ -634,7 +639,8 @@ export function createRealtimeHub(options: RealtimeHubOptions): RealtimeHub {
       closed = true;
       unsubscribe();
       for (const connection of [...connections.values()]) closeConnection(connection, 'The server is shutting down.', true, 1001);
-      const server = await wss;
+      // A server still loading is awaited; one that never loaded has nothing to close.
+      const server = await wss?.catch(() => undefined);
       if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

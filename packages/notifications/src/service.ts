@@ -1,14 +1,5 @@
-import {
-  type Clock,
-  isUniqueViolation,
-  type Logger,
-  newId,
-  type Page,
-  type PageRequest,
-  type Principal,
-  toPage,
-} from '@idt/core';
-import { runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
+import { type Clock, type Logger, newId, type Page, type PageRequest, type Principal, toPage } from '@idt/core';
+import { runStatement, toIso, toIsoOrNull } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import type { Knex } from 'knex';
 import type { RealtimeNotification } from './hub/types.js';
@@ -21,12 +12,13 @@ import {
   type NotificationType,
 } from './schemas.js';
 
-/** Whether an event handler already created its notification for the user (the handlers' idempotency), written once. */
-const SOURCE_KEY_USED_SQL = `select id from ${NOTIFICATIONS_TABLE} where user_id = ? and source_key = ? limit 1`;
-/** A new notification (each sign-in that ends an older session writes one), written once. */
+/**
+ * A new notification (each sign-in that ends an older session writes one), written once. A source
+ * key the user already has (an event delivered twice) inserts nothing: `source_key` is unique per user.
+ */
 const INSERT_NOTIFICATION_SQL =
   `insert into ${NOTIFICATIONS_TABLE} (id, user_id, organization_id, type, title, message, action_url, created_at, source_key) ` +
-  'values (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  'values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing';
 
 /** Told about every notification once its transaction committed (the realtime hub). */
 export interface NotificationPublisher {
@@ -175,7 +167,8 @@ export function createNotificationsService(options: NotificationsServiceOptions)
     return rows.some((row) => !row.enabled || row.enabled === 0);
   }
 
-  async function insert(trx: Knex.Transaction, input: NewNotification): Promise<NotificationRecord | undefined> {
+  /** Inserts a notification; answers nothing when its source key was used already. */
+  async function insert(trx: Knex | Knex.Transaction, input: NewNotification): Promise<NotificationRecord | undefined> {
     const createdAt = clock.now().toISOString();
     const row = {
       id: newId(),
@@ -188,11 +181,7 @@ export function createNotificationsService(options: NotificationsServiceOptions)
       created_at: createdAt,
       source_key: input.sourceKey ?? null,
     };
-    if (input.sourceKey) {
-      const [existing] = await selectRows(trx, SOURCE_KEY_USED_SQL, [input.userId, input.sourceKey]);
-      if (existing) return undefined;
-    }
-    await runStatement(trx, INSERT_NOTIFICATION_SQL, [
+    const inserted = await runStatement(trx, INSERT_NOTIFICATION_SQL, [
       row.id,
       row.user_id,
       row.organization_id,
@@ -203,17 +192,25 @@ export function createNotificationsService(options: NotificationsServiceOptions)
       row.created_at,
       row.source_key,
     ]);
-    return toRecord({ ...row, read_at: null });
+    return inserted ? toRecord({ ...row, read_at: null }) : undefined;
   }
 
   /** Creates and publishes, skipping opted-out members and source keys already used. */
   async function createNotifications(notifications: readonly NewNotification[]): Promise<NotificationRecord[]> {
     const created: NotificationRecord[] = [];
-    try {
+    const mayOptOut = (notification: NewNotification) =>
+      notification.type !== 'SecurityAlert' && notification.organizationId !== null;
+    const [only] = notifications;
+    if (only && notifications.length === 1 && !mayOptOut(only)) {
+      // One notification nobody opts out of (a security alert, a personal one): a single statement.
+      const record = await insert(db, only);
+      if (record) created.push(record);
+    } else {
+      // Two deliveries of one event racing create each notification once: the second insert of a source key is skipped.
       await db.transaction(async (trx) => {
         for (const notification of notifications) {
           if (
-            notification.type !== 'SecurityAlert' &&
+            mayOptOut(notification) &&
             notification.organizationId !== null &&
             (await optedOut(trx, notification.userId, notification.organizationId, 'inApp', notification.type))
           ) {
@@ -223,10 +220,6 @@ export function createNotificationsService(options: NotificationsServiceOptions)
           if (record) created.push(record);
         }
       });
-    } catch (error) {
-      // Two deliveries of one event racing: the other one created them.
-      if (!isUniqueViolation(error)) throw error;
-      return [];
     }
     await publish(created);
     return created;

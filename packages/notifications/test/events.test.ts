@@ -138,6 +138,43 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
     expect((await titles(acme.tokens.owner)).some((item) => item.type === 'SecurityAlert')).toBe(false);
   });
 
+  it('creates a notification once when two deliveries of its event race, and both succeed', async () => {
+    const alert = handlerNamed('notifications.email-changed-alert');
+    const alerted = {
+      id: `email-changed-race-${dialect}`,
+      type: 'UserEmailChangedEvent',
+      occurredAt: new Date().toISOString(),
+      attempt: 1,
+      payload: { userId: acme.owner.id, oldEmail: 'old-owner@example.com', newEmail: 'new-owner@example.com' },
+    };
+    // One notification (a single statement) and three (a transaction), each delivered twice at once.
+    const inquiry = handlerNamed('notifications.inquiry-submitted');
+    const submitted = {
+      id: `inquiry-race-${dialect}`,
+      type: 'InquirySubmittedEvent',
+      occurredAt: new Date().toISOString(),
+      attempt: 1,
+      payload: {
+        inquiryId: 'inq-race',
+        organizationId: acme.organization.id,
+        submitterId: acme.user.id,
+        name: 'Racer',
+        email: 'racer@example.com',
+        projectType: 'Race',
+        submittedAt: new Date().toISOString(),
+      },
+    };
+    await Promise.all([
+      alert.handle(alerted),
+      alert.handle({ ...alerted, attempt: 2 }),
+      inquiry.handle(submitted),
+      inquiry.handle({ ...submitted, attempt: 2 }),
+    ]);
+    const alerts = (await titles(acme.tokens.owner)).filter((item) => item.type === 'SecurityAlert');
+    expect(alerts.map((item) => item.title)).toEqual(['Your e-mail address was changed']);
+    expect(await server.database.db('notifications').where({ title: 'New inquiry from Racer' })).toHaveLength(3);
+  });
+
   it('mails the confirmation link to the new address and the notice to the old one, in plain text and HTML', async () => {
     const { user } = acme;
     const newEmail = `moved-${dialect}@example.com`;

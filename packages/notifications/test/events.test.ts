@@ -96,23 +96,28 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
     expect((await titles(acme.tokens.user)).map((item) => item.type)).not.toContain('InquirySubmitted');
   });
 
-  it('creates each notification and sends each mail once when an event is delivered twice', async () => {
-    const handler = handlerNamed('notifications.inquiry-submitted');
-    const envelope = {
-      id: `redelivered-${dialect}`,
+  /** The envelope of an InquirySubmittedEvent delivered for the first time, from acme's user. */
+  function inquirySubmitted(id: string, inquiryId: string, name: string, projectType: string) {
+    return {
+      id,
       type: 'InquirySubmittedEvent',
       occurredAt: new Date().toISOString(),
       attempt: 1,
       payload: {
-        inquiryId: 'inq-1',
+        inquiryId,
         organizationId: acme.organization.id,
         submitterId: acme.user.id,
-        name: 'Twice',
-        email: 'twice@example.com',
-        projectType: 'Retry',
+        name,
+        email: `${name.toLowerCase()}@example.com`,
+        projectType,
         submittedAt: new Date().toISOString(),
       },
     };
+  }
+
+  it('creates each notification and sends each mail once when an event is delivered twice', async () => {
+    const handler = handlerNamed('notifications.inquiry-submitted');
+    const envelope = inquirySubmitted(`redelivered-${dialect}`, 'inq-1', 'Twice', 'Retry');
     const before = mailer.messages.length;
     await handler.handle(envelope);
     await handler.handle({ ...envelope, attempt: 2 });
@@ -149,21 +154,7 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
     };
     // One notification (a single statement) and three (a transaction), each delivered twice at once.
     const inquiry = handlerNamed('notifications.inquiry-submitted');
-    const submitted = {
-      id: `inquiry-race-${dialect}`,
-      type: 'InquirySubmittedEvent',
-      occurredAt: new Date().toISOString(),
-      attempt: 1,
-      payload: {
-        inquiryId: 'inq-race',
-        organizationId: acme.organization.id,
-        submitterId: acme.user.id,
-        name: 'Racer',
-        email: 'racer@example.com',
-        projectType: 'Race',
-        submittedAt: new Date().toISOString(),
-      },
-    };
+    const submitted = inquirySubmitted(`inquiry-race-${dialect}`, 'inq-race', 'Racer', 'Race');
     await Promise.all([
       alert.handle(alerted),
       alert.handle({ ...alerted, attempt: 2 }),

@@ -146,8 +146,8 @@ interface EventRow {
 }
 
 const INSERT_CHUNK = 500;
-/** Up to this many rows, an insert runs as a fixed statement (one per row count), past knex's builder. */
-const FIXED_INSERT_ROWS = 8;
+/** Up to this many rows, an insert or a "delivered" update runs as a fixed statement (one per row count), past knex's builder. */
+const FIXED_STATEMENT_ROWS = 8;
 const EVENT_COLUMNS = ['id', 'type', 'payload', 'occurred_at'] as const;
 const DELIVERY_COLUMNS = [
   'id',
@@ -159,7 +159,17 @@ const DELIVERY_COLUMNS = [
   'claimed_by',
   'claimed_until',
 ] as const;
-const insertStatements = new Map<string, string>();
+const fixedStatements = new Map<string, string>();
+
+/** The SQL of the fixed statement `name`, built by `build` the first time it is asked for. */
+function fixedStatement(name: string, build: () => string): string {
+  let sql = fixedStatements.get(name);
+  if (!sql) {
+    sql = build();
+    fixedStatements.set(name, sql);
+  }
+  return sql;
+}
 
 /**
  * Inserts `rows` into `table`: a few rows (what almost every write publishes) as one fixed
@@ -172,14 +182,11 @@ async function insertRows<Column extends string>(
   rows: ReadonlyArray<Record<Column, StatementBinding>>,
 ): Promise<void> {
   if (rows.length === 0) return;
-  if (rows.length <= FIXED_INSERT_ROWS) {
-    const name = `${table}/${rows.length}`;
-    let sql = insertStatements.get(name);
-    if (!sql) {
+  if (rows.length <= FIXED_STATEMENT_ROWS) {
+    const sql = fixedStatement(`insert ${table}/${rows.length}`, () => {
       const tuple = `(${columns.map(() => '?').join(', ')})`;
-      sql = `insert into ${table} (${columns.join(', ')}) values ${Array.from(rows, () => tuple).join(', ')}`;
-      insertStatements.set(name, sql);
-    }
+      return `insert into ${table} (${columns.join(', ')}) values ${Array.from(rows, () => tuple).join(', ')}`;
+    });
     await runStatement(
       trx,
       sql,
@@ -189,19 +196,15 @@ async function insertRows<Column extends string>(
   }
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx(table).insert(rows.slice(i, i + INSERT_CHUNK));
 }
-const markStatements: string[] = [];
-
 /** The fixed statement that marks `count` claimed deliveries delivered (bindings: time, instance, then id and attempts of each). */
 function markDeliveredStatement(count: number): string {
-  let sql = markStatements[count];
-  if (!sql) {
-    sql =
+  return fixedStatement(
+    `delivered/${count}`,
+    () =>
       `update ${OUTBOX_DELIVERIES_TABLE} set status = 'delivered', delivered_at = ?, claimed_by = null, claimed_until = null, ` +
       `last_error = null where claimed_by = ? and (id, attempts) in (${Array.from({ length: count }, () => '(?, ?)').join(', ')}) ` +
-      'returning id';
-    markStatements[count] = sql;
-  }
-  return sql;
+      'returning id',
+  );
 }
 /** Deliveries marked delivered per statement (two bound values each). */
 const MARK_CHUNK = 200;
@@ -518,7 +521,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
    */
   async function markChunkDelivered(chunk: ReadonlyArray<ClaimedDelivery>): Promise<string[]> {
     const deliveredAt = clock.now().toISOString();
-    if (chunk.length <= FIXED_INSERT_ROWS) {
+    if (chunk.length <= FIXED_STATEMENT_ROWS) {
       const pairs = chunk.flatMap((delivery) => [delivery.id, delivery.attempts]);
       const rows = await selectRows(db, markDeliveredStatement(chunk.length), [deliveredAt, instanceId, ...pairs]);
       return rows.map((row) => String(row[0]));

@@ -79,22 +79,17 @@ export function createKnexProviderStateStore(db: Knex, invalidator: CacheInvalid
           ? FIND_SESSIONS_SQL.ofSessionAndUser
           : FIND_SESSIONS_SQL.ofSession
         : FIND_SESSIONS_SQL.ofUser;
-      const rows = (await selectRows(db, sql, bindings)).map(([id, payload, sessionId, accountId]) => ({
-        id: String(id),
-        payload: String(payload),
-        session_id: sessionId === null ? null : String(sessionId),
-        account_id: accountId === null ? null : String(accountId),
-      }));
-      return rows.map((row) => {
-        const payload = JSON.parse(row.payload) as {
+      return (await selectRows(db, sql, bindings)).map(([id, stored, sessionId, accountId]) => {
+        const payload = JSON.parse(String(stored)) as {
           accountId?: string;
           authorizations?: Record<string, { grantId?: string; sid?: string }>;
         };
         const authorizations = Object.entries(payload.authorizations ?? {});
         return {
-          id: row.id,
-          userId: payload.accountId ?? row.account_id,
-          sessionId: row.session_id ?? authorizations.find(([, entry]) => entry?.sid)?.[1].sid ?? null,
+          id: String(id),
+          userId: payload.accountId ?? (accountId === null ? null : String(accountId)),
+          sessionId:
+            (sessionId === null ? null : String(sessionId)) ?? authorizations.find(([, entry]) => entry?.sid)?.[1].sid ?? null,
           clientIds: authorizations.map(([clientId]) => clientId),
           grantIds: authorizations.map(([, entry]) => entry?.grantId).filter((id): id is string => typeof id === 'string'),
         };

@@ -198,7 +198,8 @@ export function createNotificationsService(options: NotificationsServiceOptions)
   /** Creates and publishes, skipping opted-out members and source keys already used. */
   async function createNotifications(notifications: readonly NewNotification[]): Promise<NotificationRecord[]> {
     const created: NotificationRecord[] = [];
-    const mayOptOut = (notification: NewNotification) =>
+    /** Whether the member may have opted out of it: an organization's notification other than a security alert. */
+    const mayOptOut = (notification: NewNotification): notification is NewNotification & { organizationId: string } =>
       notification.type !== 'SecurityAlert' && notification.organizationId !== null;
     const [only] = notifications;
     if (only && notifications.length === 1 && !mayOptOut(only)) {
@@ -211,7 +212,6 @@ export function createNotificationsService(options: NotificationsServiceOptions)
         for (const notification of notifications) {
           if (
             mayOptOut(notification) &&
-            notification.organizationId !== null &&
             (await optedOut(trx, notification.userId, notification.organizationId, 'inApp', notification.type))
           ) {
             continue;

@@ -111,6 +111,23 @@ describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect
       expect(plan).not.toMatch(/TEMP B-TREE|Sort/);
     }
   });
+
+  it("finds the provider's sessions and interactions through the payload table's partial indexes", async () => {
+    const db = server.database.db;
+    const lookups = [
+      {
+        sql: "select id, payload from oidc_payloads where model = 'Session' and session_id = ?",
+        index: 'oidc_payloads_session_index',
+      },
+      { sql: 'select * from oidc_payloads where model = ? and uid = ? limit 1', index: 'oidc_payloads_uid_index' },
+    ];
+    for (const { sql, index } of lookups) {
+      const bindings = sql.includes('uid') ? ['Interaction', 'some-uid'] : ['some-session'];
+      expect(await explain(db, sql, bindings)).toContain(index);
+    }
+    // Partial: a refresh token, a code or a grant carries a session id but no uid, and neither index holds an entry for it.
+    for (const { index } of lookups) expect(await indexDefinition(db, index)).toMatch(/ where /i);
+  });
 });
 
 /** The query plan as text: SQLite's EXPLAIN QUERY PLAN; Postgres' EXPLAIN with sequential scans priced out. */
@@ -125,6 +142,16 @@ async function explain(db: Knex, sql: string, bindings: readonly Knex.RawBinding
     const result = await trx.raw(`explain ${sql.replace(/\$\d+/g, '?')}`, bindings as Knex.RawBinding[]);
     return (result.rows as Array<{ 'QUERY PLAN': string }>).map((row) => row['QUERY PLAN']).join('\n');
   });
+}
+
+/** The statement that creates an index, as the database reports it. */
+async function indexDefinition(db: Knex, index: string): Promise<string> {
+  if (dialectOf(db) === 'sqlite') {
+    const rows: Array<{ sql: string }> = await db.raw("select sql from sqlite_master where type = 'index' and name = ?", [index]);
+    return rows[0]?.sql ?? '';
+  }
+  const result = await db.raw('select indexdef from pg_indexes where indexname = ?', [index]);
+  return (result.rows as Array<{ indexdef: string }>)[0]?.indexdef ?? '';
 }
 
 /** Tables a plan reads in full. */

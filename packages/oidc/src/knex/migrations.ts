@@ -133,10 +133,40 @@ const clientListIndexes: Migration = {
   },
 };
 
+/**
+ * Two of the payload table's indexes, kept only for the rows that are looked
+ * up through them: `uid` for the rows that have one (sessions and
+ * interactions, read by `findByUid`), `session_id` for the provider's
+ * sessions (read by session id at logout and session eviction). Codes,
+ * grants and refresh tokens carry a session id but are never found by it,
+ * and have no `uid`; without these two entries each of their inserts writes
+ * two index pages fewer, which is a fifth of the pages a refresh grant's
+ * successor token writes.
+ */
+const payloadPartialIndexes: Migration = {
+  name: '0003_payload_partial_indexes',
+  async up(db) {
+    await db.schema.alterTable('oidc_payloads', (t) => {
+      t.dropIndex(['uid']);
+      t.dropIndex(['session_id']);
+    });
+    await db.raw('create index oidc_payloads_uid_index on oidc_payloads (uid) where uid is not null');
+    await db.raw("create index oidc_payloads_session_index on oidc_payloads (session_id) where model = 'Session'");
+  },
+  async down(db) {
+    await db.raw('drop index oidc_payloads_session_index');
+    await db.raw('drop index oidc_payloads_uid_index');
+    await db.schema.alterTable('oidc_payloads', (t) => {
+      t.index(['uid']);
+      t.index(['session_id']);
+    });
+  },
+};
+
 /** The migrations of `@idt/oidc`, recorded in `idt_oidc_migrations`. */
 export const oidcMigrations: MigrationSet = {
   owner: '@idt/oidc',
   tableName: 'idt_oidc_migrations',
   dependsOn: ['@idt/core', '@idt/identity'],
-  migrations: [provider, clientListIndexes],
+  migrations: [provider, clientListIndexes, payloadPartialIndexes],
 };

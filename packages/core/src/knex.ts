@@ -30,7 +30,14 @@ export {
   runMigrations,
 } from './db/migrations.js';
 export type { StatementBinding } from './db/statements.js';
-export { runStatement, selectRows } from './db/statements.js';
+export {
+  type ListStatement,
+  listStatement,
+  runListStatement,
+  runStatement,
+  selectListRows,
+  selectRows,
+} from './db/statements.js';
 export type { EventBus, EventBusOptions } from './events/bus.js';
 export { createEventBus, EventPayloadError } from './events/bus.js';
 export type { PublicJwk, SigningAlgorithm, SigningKey, SigningKeyStore, SigningKeyStoreOptions } from './keys/store.js';

@@ -2,7 +2,16 @@ import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testin
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../src/index.js';
-import { isUniqueViolation, rawRows, runStatement, selectRows } from '../src/knex.js';
+import {
+  isUniqueViolation,
+  type ListStatement,
+  listStatement,
+  rawRows,
+  runListStatement,
+  runStatement,
+  selectListRows,
+  selectRows,
+} from '../src/knex.js';
 
 describe.each(testDialects())('selectRows and runStatement on %s', (dialect) => {
   let database: TestDatabase;
@@ -138,5 +147,104 @@ describe.each(testDialects())('selectRows and runStatement on %s', (dialect) => 
     ]).catch((caught: unknown) => caught);
     expect(isUniqueViolation(error)).toBe(true);
     expect(await selectRows(db, 'select kind from select_rows_things where id = ?', ['a'])).toEqual([['x']]);
+  });
+});
+
+describe.each(testDialects())('list statements on %s', (dialect) => {
+  let database: TestDatabase;
+  let db: Knex;
+  /** The item counts each statement was written for. */
+  const built: Record<string, number[]> = { insert: [], mark: [], find: [] };
+  const spy = (name: string, statement: ListStatement): ListStatement => ({
+    ...statement,
+    sql(count) {
+      built[name]?.push(count);
+      return statement.sql(count);
+    },
+  });
+  const INSERT = spy(
+    'insert',
+    listStatement((rows) => `insert into list_things (id, kind, score) values ${rows}`, { kind: 'values', item: '(?, ?, ?)' }),
+  );
+  const MARK = spy(
+    'mark',
+    listStatement((pairs) => `update list_things set kind = ? where (id, score) in (${pairs}) returning id`, {
+      kind: 'in',
+      item: '(?, ?)',
+    }),
+  );
+  const FIND = spy(
+    'find',
+    listStatement((ids) => `select id from list_things where id in (${ids}) order by id`, { kind: 'in' }),
+  );
+  const things = (count: number, kind: string) =>
+    Array.from({ length: count }, (_, i) => [`${kind}-${String(i).padStart(4, '0')}`, kind, i]).flat();
+  const countOf = async (kind: string) =>
+    Number((await selectRows(db, 'select count(*) from list_things where kind = ?', [kind]))[0]?.[0]);
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    db = database.db;
+    await db.schema.createTable('list_things', (t) => {
+      t.string('id').primary();
+      t.string('kind').notNullable();
+      t.integer('score').notNullable();
+    });
+  });
+  afterAll(async () => {
+    await database.destroy();
+  });
+
+  it('inserts every row once, in statements of power-of-two row counts', async () => {
+    built.insert = [];
+    expect(await runListStatement(db, INSERT, [], things(13, 'a'))).toBe(13);
+    expect(built.insert).toEqual([8, 4, 1]);
+    built.insert = [];
+    expect(await runListStatement(db, INSERT, [], things(300, 'b'))).toBe(300);
+    expect(built.insert).toEqual([256, 32, 8, 4]);
+    expect(await countOf('a')).toBe(13);
+    expect(await countOf('b')).toBe(300);
+  });
+
+  it('matches an in list exactly, padded to a power of two with its last item, and a long one in chunks', async () => {
+    built.find = [];
+    const ids = ['a-0002', 'a-0000', 'a-0011', 'nothing'];
+    expect(await selectListRows(db, FIND, [], ids.slice(0, 3))).toEqual([['a-0000'], ['a-0002'], ['a-0011']]);
+    expect(built.find).toEqual([4]);
+    const all = (things(300, 'b').filter((_, i) => i % 3 === 0) as string[]).reverse();
+    built.find = [];
+    const rows = await selectListRows(db, FIND, [], all);
+    expect(built.find).toEqual([256, 64]);
+    expect(rows.map((row) => row[0]).sort()).toEqual([...all].sort());
+    expect(await selectListRows(db, FIND, [], [])).toEqual([]);
+  });
+
+  it('binds the head before every chunk, and counts each row changed once', async () => {
+    built.mark = [];
+    // Pairs of (id, score): three that match, one whose score does not.
+    const pairs = ['a-0001', 1, 'a-0005', 5, 'a-0006', 99, 'a-0007', 7];
+    const marked = await selectListRows(db, MARK, ['marked'], pairs);
+    expect(marked.map((row) => row[0]).sort()).toEqual(['a-0001', 'a-0005', 'a-0007']);
+    expect(built.mark).toEqual([4]);
+    const many = things(300, 'b').flatMap((value, i) => (i % 3 === 1 ? [] : [value]));
+    expect((await selectListRows(db, MARK, ['bulk'], many)).length).toBe(300);
+    const DELETE = listStatement((ids) => `delete from list_things where kind = ? and id in (${ids})`, { kind: 'in' });
+    expect(await runListStatement(db, DELETE, ['marked'], ['a-0001', 'a-0005', 'a-0006', 'a-0007', 'a-0007'])).toBe(3);
+    expect(await countOf('bulk')).toBe(300);
+  });
+
+  it('refuses items that do not fill the last tuple, before running anything', async () => {
+    await expect(runListStatement(db, INSERT, [], ['x-1', 'x', 1, 'x-2', 'x'])).rejects.toThrow(TypeError);
+    expect(await countOf('x')).toBe(0);
+  });
+
+  it('rolls every chunk back with the transaction it ran in', async () => {
+    await expect(
+      db.transaction(async (trx) => {
+        await runListStatement(trx, INSERT, [], things(20, 'r'));
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(await countOf('r')).toBe(0);
   });
 });

@@ -139,3 +139,126 @@ async function onSqliteConnection<T>(
     void client.releaseConnection(connection);
   }
 }
+
+/** Most items one list statement binds; a longer list runs as several statements. A power of two. */
+const MAX_LIST_ITEMS = 256;
+
+/**
+ * A statement whose SQL holds a list of items, written out once per item
+ * count so that it can run through {@link selectRows}/{@link runStatement}
+ * (prepared once per count on SQLite) rather than through knex's builder.
+ * Made by {@link listStatement}; run by {@link runListStatement} or
+ * {@link selectListRows}.
+ */
+export interface ListStatement {
+  /** `in`: a membership list (`where id in (?, ?)`); `values`: the rows of a multi-row insert. */
+  readonly kind: 'in' | 'values';
+  /** Values bound per item: the `?` of one item. */
+  readonly arity: number;
+  /** The SQL for `count` items (built the first time each count is asked for). */
+  sql(count: number): string;
+}
+
+/**
+ * Writes a statement with a list of items: `build` receives the list (`?, ?`
+ * or `(?, ?), (?, ?)`) and answers the whole SQL. Only a few counts are ever
+ * built: an `in` list repeats its last item up to the next power of two
+ * (which changes nothing it matches), and the rows of a `values` list are
+ * split into statements of power-of-two counts. Both engines take the SQL,
+ * as for {@link selectRows}.
+ *
+ * @param options.item - one item's placeholders: `?` (the default) or a tuple such as `(?, ?)`
+ * @example
+ * const END = listStatement((ids) => `update identity_sessions set revoked_at = ? where id in (${ids})`, { kind: 'in' });
+ * const changed = await runListStatement(trx, END, [now], sessionIds);
+ */
+export function listStatement(
+  build: (list: string) => string,
+  options: { readonly kind: 'in' | 'values'; readonly item?: string },
+): ListStatement {
+  const item = options.item ?? '?';
+  const arity = item.split('?').length - 1;
+  if (arity < 1) throw new TypeError(`a list item needs at least one placeholder: ${item}`);
+  const built = new Map<number, string>();
+  return {
+    kind: options.kind,
+    arity,
+    sql(count) {
+      let sql = built.get(count);
+      if (sql === undefined) {
+        sql = build(Array.from({ length: count }, () => item).join(', '));
+        built.set(count, sql);
+      }
+      return sql;
+    },
+  };
+}
+
+/** The largest power of two that is at most `n` (n ≥ 1). */
+function powerOfTwoAtMost(n: number): number {
+  return 2 ** Math.floor(Math.log2(n));
+}
+
+/**
+ * The statements that run `statement` over `items` (flat, `arity` values per
+ * item) with `head` bound before the list: its SQL and bindings, one pair
+ * per statement.
+ */
+function* listChunks(
+  statement: ListStatement,
+  head: readonly StatementBinding[],
+  items: readonly StatementBinding[],
+): Generator<[string, StatementBinding[]]> {
+  const { arity } = statement;
+  if (items.length % arity !== 0) {
+    throw new TypeError(`a list of ${items.length} values does not divide into items of ${arity}`);
+  }
+  for (let start = 0, left = items.length / arity; left > 0; ) {
+    const taken = statement.kind === 'in' ? Math.min(left, MAX_LIST_ITEMS) : powerOfTwoAtMost(Math.min(left, MAX_LIST_ITEMS));
+    const size = statement.kind === 'in' ? 2 ** Math.ceil(Math.log2(taken)) : taken;
+    const bindings = [...head, ...items.slice(start * arity, (start + taken) * arity)];
+    const last = items.slice((start + taken - 1) * arity, (start + taken) * arity);
+    for (let padding = taken; padding < size; padding++) bindings.push(...last);
+    yield [statement.sql(size), bindings];
+    start += taken;
+    left -= taken;
+  }
+}
+
+/**
+ * Runs a {@link ListStatement} that writes without `returning` over `items`
+ * (flat: `arity` values per item, in order), with `head` bound before the
+ * list; answers how many rows changed. A long list runs as several
+ * statements, one after the other: inside a transaction to make them one
+ * write. No items: nothing runs.
+ *
+ * @example
+ * await runListStatement(trx, DELETE_GRANT_ROWS, [], grantIds);
+ */
+export async function runListStatement(
+  db: Knex,
+  statement: ListStatement,
+  head: readonly StatementBinding[],
+  items: readonly StatementBinding[],
+): Promise<number> {
+  let changed = 0;
+  for (const [sql, bindings] of listChunks(statement, head, items)) changed += await runStatement(db, sql, bindings);
+  return changed;
+}
+
+/**
+ * Runs a {@link ListStatement} that reads (or writes with `returning`) over
+ * `items`, as {@link runListStatement} does, and answers the rows of all its
+ * statements as {@link selectRows} does. An `in` list's repeated last item
+ * matches no row twice.
+ */
+export async function selectListRows(
+  db: Knex,
+  statement: ListStatement,
+  head: readonly StatementBinding[],
+  items: readonly StatementBinding[],
+): Promise<unknown[][]> {
+  const rows: unknown[][] = [];
+  for (const [sql, bindings] of listChunks(statement, head, items)) rows.push(...(await selectRows(db, sql, bindings)));
+  return rows;
+}

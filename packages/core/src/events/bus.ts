@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf, toIso } from '../db/database.js';
 import { OUTBOX_DELIVERIES_TABLE, OUTBOX_EVENTS_TABLE } from '../db/migrations/0001-outbox.js';
-import { runStatement, type StatementBinding, selectRows } from '../db/statements.js';
+import { type ListStatement, listStatement, runListStatement, type StatementBinding, selectListRows } from '../db/statements.js';
 import { newId, randomToken } from '../ids.js';
 import { type Logger, silentLogger } from '../logger.js';
 import type { EventCatalog, EventDefinition, EventEnvelope, EventHandlerDefinition, EventOutbox, PendingEvent } from './types.js';
@@ -145,9 +145,6 @@ interface EventRow {
   occurred_at: unknown;
 }
 
-const INSERT_CHUNK = 500;
-/** Up to this many rows, an insert or a "delivered" update runs as a fixed statement (one per row count), past knex's builder. */
-const FIXED_STATEMENT_ROWS = 8;
 const EVENT_COLUMNS = ['id', 'type', 'payload', 'occurred_at'] as const;
 const DELIVERY_COLUMNS = [
   'id',
@@ -159,55 +156,42 @@ const DELIVERY_COLUMNS = [
   'claimed_by',
   'claimed_until',
 ] as const;
-const fixedStatements = new Map<string, string>();
 
-/** The SQL of the fixed statement `name`, built by `build` the first time it is asked for. */
-function fixedStatement(name: string, build: () => string): string {
-  let sql = fixedStatements.get(name);
-  if (!sql) {
-    sql = build();
-    fixedStatements.set(name, sql);
-  }
-  return sql;
+/** The multi-row insert of `columns` into `table`, written once per row count (see `listStatement`). */
+function insertStatement(table: string, columns: readonly string[]): ListStatement {
+  return listStatement((rows) => `insert into ${table} (${columns.join(', ')}) values ${rows}`, {
+    kind: 'values',
+    item: `(${columns.map(() => '?').join(', ')})`,
+  });
 }
+const INSERT_EVENTS = insertStatement(OUTBOX_EVENTS_TABLE, EVENT_COLUMNS);
+const INSERT_DELIVERIES = insertStatement(OUTBOX_DELIVERIES_TABLE, DELIVERY_COLUMNS);
 
-/**
- * Inserts `rows` into `table`: a few rows (what almost every write publishes) as one fixed
- * statement per row count, more through knex's builder in chunks of {@link INSERT_CHUNK}.
- */
+/** Marks claimed deliveries delivered while the claim is still ours (bindings: time, instance, then id and attempts of each). */
+const MARK_DELIVERED = listStatement(
+  (pairs) =>
+    `update ${OUTBOX_DELIVERIES_TABLE} set status = 'delivered', delivered_at = ?, claimed_by = null, claimed_until = null, ` +
+    `last_error = null where claimed_by = ? and (id, attempts) in (${pairs}) returning id`,
+  { kind: 'in', item: '(?, ?)' },
+);
+
+/** Inserts `rows` (`columns` of each, in order) with `statement`, written for them by {@link insertStatement}. */
 async function insertRows<Column extends string>(
   trx: Knex.Transaction,
-  table: string,
+  statement: ListStatement,
   columns: readonly Column[],
   rows: ReadonlyArray<Record<Column, StatementBinding>>,
 ): Promise<void> {
-  if (rows.length === 0) return;
-  if (rows.length <= FIXED_STATEMENT_ROWS) {
-    const sql = fixedStatement(`insert ${table}/${rows.length}`, () => {
-      const tuple = `(${columns.map(() => '?').join(', ')})`;
-      return `insert into ${table} (${columns.join(', ')}) values ${Array.from(rows, () => tuple).join(', ')}`;
-    });
-    await runStatement(
-      trx,
-      sql,
-      rows.flatMap((row) => columns.map((column) => row[column])),
-    );
-    return;
-  }
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx(table).insert(rows.slice(i, i + INSERT_CHUNK));
-}
-/** The fixed statement that marks `count` claimed deliveries delivered (bindings: time, instance, then id and attempts of each). */
-function markDeliveredStatement(count: number): string {
-  return fixedStatement(
-    `delivered/${count}`,
-    () =>
-      `update ${OUTBOX_DELIVERIES_TABLE} set status = 'delivered', delivered_at = ?, claimed_by = null, claimed_until = null, ` +
-      `last_error = null where claimed_by = ? and (id, attempts) in (${Array.from({ length: count }, () => '(?, ?)').join(', ')}) ` +
-      'returning id',
+  await runListStatement(
+    trx,
+    statement,
+    [],
+    rows.flatMap((row) => columns.map((column) => row[column])),
   );
 }
-/** Deliveries marked delivered per statement (two bound values each). */
-const MARK_CHUNK = 200;
+
+/** Deliveries marked delivered per statement (two bound values each): a power of two, as `in` lists are padded to one. */
+const MARK_CHUNK = 256;
 const MAX_ERROR_LENGTH = 4000;
 const MAX_NAME_LENGTH = 200;
 
@@ -354,8 +338,8 @@ export function createEventBus(options: EventBusOptions): EventBus {
         });
       }
     }
-    await insertRows(trx, OUTBOX_EVENTS_TABLE, EVENT_COLUMNS, eventRows);
-    await insertRows(trx, OUTBOX_DELIVERIES_TABLE, DELIVERY_COLUMNS, deliveryRows);
+    await insertRows(trx, INSERT_EVENTS, EVENT_COLUMNS, eventRows);
+    await insertRows(trx, INSERT_DELIVERIES, DELIVERY_COLUMNS, deliveryRows);
     if (deliveryRows.length === 0) return;
     if (!claimNow) {
       dispatchAfterCommit(trx);
@@ -513,28 +497,11 @@ export function createEventBus(options: EventBusOptions): EventBus {
     return undefined;
   }
 
-  /**
-   * Marks one chunk of claimed deliveries delivered, each only while the
-   * claim is still ours; answers the ids it marked. A few deliveries (what a
-   * batch usually holds) go through a fixed statement per count, past knex's
-   * builder; more through the builder.
-   */
+  /** Marks one chunk of claimed deliveries delivered, each only while the claim is still ours; answers the ids it marked. */
   async function markChunkDelivered(chunk: ReadonlyArray<ClaimedDelivery>): Promise<string[]> {
-    const deliveredAt = clock.now().toISOString();
-    if (chunk.length <= FIXED_STATEMENT_ROWS) {
-      const pairs = chunk.flatMap((delivery) => [delivery.id, delivery.attempts]);
-      const rows = await selectRows(db, markDeliveredStatement(chunk.length), [deliveredAt, instanceId, ...pairs]);
-      return rows.map((row) => String(row[0]));
-    }
-    const updated: Array<Record<string, unknown>> = await db(OUTBOX_DELIVERIES_TABLE)
-      .whereIn(
-        ['id', 'attempts'],
-        chunk.map((delivery) => [delivery.id, delivery.attempts]),
-      )
-      .where('claimed_by', instanceId)
-      .update({ status: 'delivered', delivered_at: deliveredAt, claimed_by: null, claimed_until: null, last_error: null })
-      .returning(['id']);
-    return updated.map((row) => String(row.id));
+    const pairs = chunk.flatMap((delivery) => [delivery.id, delivery.attempts]);
+    const rows = await selectListRows(db, MARK_DELIVERED, [clock.now().toISOString(), instanceId], pairs);
+    return rows.map((row) => String(row[0]));
   }
 
   /**

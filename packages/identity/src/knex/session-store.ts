@@ -1,4 +1,4 @@
-import { runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
+import { listStatement, runListStatement, runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { UserSessionEvictedEvent, UserSessionRevokedEvent } from '../sessions/events.js';
@@ -10,8 +10,11 @@ const TABLE = 'identity_sessions';
 const COLUMNS = ['id', 'user_id', 'created_at', 'last_activity_at', 'expires_at', 'revoked_at'] as const;
 /** The user's live sessions, oldest first: the ones a new sign-in may evict (fixed, past knex's builder). */
 const ACTIVE_IDS_SQL = `select id from ${TABLE} where user_id = ? and revoked_at is null and expires_at > ? order by created_at asc, id asc`;
-/** Ends one live session (the one a sign-in evicts, or a sign-out). */
-const END_ONE_SQL = `update ${TABLE} set revoked_at = ?, revoked_reason = ? where id = ? and revoked_at is null`;
+/** Ends live sessions (the one a sign-in evicts, a sign-out, or all of a user's). */
+const END_SESSIONS = listStatement(
+  (ids) => `update ${TABLE} set revoked_at = ?, revoked_reason = ? where id in (${ids}) and revoked_at is null`,
+  { kind: 'in' },
+);
 const INSERT_SQL = `insert into ${TABLE} (id, user_id, token_hash, created_at, last_activity_at, expires_at, revoked_at, revoked_reason, ip_address, user_agent, amr)
 values (?, ?, ?, ?, ?, ?, null, null, ?, ?, ?)`;
 
@@ -48,9 +51,7 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
   const { db, outbox, invalidator } = options;
 
   async function endSessions(trx: Knex.Transaction, ids: readonly string[], reason: SessionEndReason, now: string) {
-    if (ids.length === 0) return;
-    if (ids.length === 1) await runStatement(trx, END_ONE_SQL, [now, reason, ids[0] ?? '']);
-    else await trx(TABLE).whereIn('id', ids).whereNull('revoked_at').update({ revoked_at: now, revoked_reason: reason });
+    await runListStatement(trx, END_SESSIONS, [now, reason], ids);
     for (const id of ids) {
       await writeRevocation(trx, 'session', id, new Date(now), { all: true });
       await invalidator.invalidate(CacheNamespaces.revocations, `session:${id}`, trx);

@@ -1,5 +1,5 @@
 import type { EventOutbox, PendingEvent } from '@idt/core';
-import { type CacheInvalidator, runStatement, selectRows } from '@idt/core/knex';
+import { type CacheInvalidator, listStatement, runListStatement, selectRows } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import { REVOKE_ALL, writeRevocation } from '@idt/identity/knex';
 import type { Knex } from 'knex';
@@ -60,8 +60,10 @@ const FIND_SESSIONS_SQL = {
   ofSessionAndUser:
     "select id, payload, session_id, account_id from oidc_payloads where model = 'Session' and session_id = ? and account_id = ?",
 } as const;
-const DELETE_SESSION_SQL = "delete from oidc_payloads where model = 'Session' and id = ?";
-const DELETE_GRANT_ROWS_SQL = 'delete from oidc_payloads where grant_id = ?';
+const DELETE_SESSIONS = listStatement((ids) => `delete from oidc_payloads where model = 'Session' and id in (${ids})`, {
+  kind: 'in',
+});
+const DELETE_GRANT_ROWS = listStatement((ids) => `delete from oidc_payloads where grant_id in (${ids})`, { kind: 'in' });
 
 async function refuse(trx: Knex.Transaction, invalidator: CacheInvalidator, grantId: string, at: Date) {
   await writeRevocation(trx, 'grant', grantId, at, { all: true });
@@ -103,19 +105,13 @@ export function createKnexProviderStateStore(db: Knex, invalidator: CacheInvalid
     async end(state, at) {
       const grantIds = [...new Set(state.grantIds)];
       await db.transaction(async (trx) => {
-        // One session and one grant (what a sign-in that evicts an older session ends) by fixed statements.
-        if (state.sessions.length === 1) await runStatement(trx, DELETE_SESSION_SQL, [state.sessions[0]?.id ?? '']);
-        else if (state.sessions.length) {
-          await trx('oidc_payloads')
-            .where({ model: 'Session' })
-            .whereIn(
-              'id',
-              state.sessions.map((session) => session.id),
-            )
-            .delete();
-        }
-        if (grantIds.length === 1) await runStatement(trx, DELETE_GRANT_ROWS_SQL, grantIds);
-        else if (grantIds.length) await trx('oidc_payloads').whereIn('grant_id', grantIds).delete();
+        await runListStatement(
+          trx,
+          DELETE_SESSIONS,
+          [],
+          state.sessions.map((session) => session.id),
+        );
+        await runListStatement(trx, DELETE_GRANT_ROWS, [], grantIds);
         for (const grantId of grantIds) await refuse(trx, invalidator, grantId, at);
         if (state.events.length) await outbox.write(trx, state.events);
       });

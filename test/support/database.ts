@@ -3,8 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, type MigrationSet, runMigrations } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { inject } from 'vitest';
 import { createPostgresDatabase } from './postgres.js';
+
+/**
+ * vitest's `inject` in a test run. Outside one (bench/writes.ts starts the
+ * test server from a plain script) vitest cannot load, and nothing is
+ * provided: SQLite only.
+ */
+const inject: typeof import('vitest').inject = await import('vitest').then(
+  (vitest) => vitest.inject,
+  () => () => undefined as never,
+);
 
 /** The engines a suite runs on. */
 export type TestDialect = 'sqlite' | 'postgres';

@@ -1,0 +1,150 @@
+/**
+ * What a refresh grant and a full sign-in write to SQLite, counted rather
+ * than timed, so that two versions compare exactly on any machine however
+ * busy it is:
+ *
+ * - WAL frames (pages) written per flow: what SQLite's commits write and its
+ *   checkpoints copy back, the main cost of a write on a slow disk;
+ * - transactions and write statements per flow, by statement.
+ *
+ * It starts the reference server on a throwaway SQLite file (the test
+ * toolkit's server, over HTTP on a loopback port), signs the first
+ * administrator in with openid-client, then runs refresh grants on a few
+ * chains and sign-ins of the same administrator. Every sign-in past the
+ * session limit evicts the oldest session, as in the flows group of
+ * bench/run.mjs. Automatic checkpoints are off while it counts.
+ *
+ *   node --import tsx bench/writes.ts [--refreshes 400] [--sign-ins 20] [--top 30] [--json]
+ */
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+// The toolkit's server and OIDC helpers, not its index: the index loads vitest, which runs only under vitest.
+import { bootstrapAdmin, discover, redeemCode, refreshTokenRequest, registerClient, signIn } from '../test/support/oidc.js';
+import { startTestServer } from '../test/support/server.js';
+
+const { values: args } = parseArgs({
+  options: {
+    refreshes: { type: 'string', default: '400' },
+    'sign-ins': { type: 'string', default: '20' },
+    top: { type: 'string', default: '30' },
+    json: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (args.help) {
+  console.log('node --import tsx bench/writes.ts [--refreshes 400] [--sign-ins 20] [--top 30] [--json]');
+  process.exit(0);
+}
+const REFRESHES = Number(args.refreshes);
+const SIGN_INS = Number(args['sign-ins']);
+const TOP = Number(args.top);
+/** Chains of the one administrator: fewer than the five sessions a user keeps, so no chain evicts another. */
+const CHAINS = 4;
+const REDIRECT = 'http://127.0.0.1:9/callback';
+const SCOPE = 'openid offline_access users.read';
+
+/** Statements run, by SQL, while `counting` is on: every statement of better-sqlite3, knex's and idt's own. */
+const statements = new Map<string, number>();
+let counting = false;
+{
+  const probe = new Database(':memory:');
+  const prototype = Object.getPrototypeOf(probe.prepare('select 1')) as Record<string, (...values: unknown[]) => unknown>;
+  probe.close();
+  for (const method of ['run', 'all', 'get', 'iterate']) {
+    const original = prototype[method] as (...values: unknown[]) => unknown;
+    prototype[method] = function (this: { source: string }, ...values: unknown[]) {
+      if (counting) {
+        const sql = this.source.trim().replace(/\s+/g, ' ');
+        statements.set(sql, (statements.get(sql) ?? 0) + 1);
+      }
+      return original.apply(this, values);
+    };
+  }
+}
+
+const server = await startTestServer({ dialect: 'sqlite' });
+try {
+  const admin = await bootstrapAdmin(server);
+  const client = await registerClient(server, await admin.token(), admin.organizationId, {
+    kind: 'application',
+    name: 'Writes bench',
+    redirectUris: [REDIRECT],
+    scopes: SCOPE.split(' '),
+  });
+  const config = await discover(server, client);
+  const db = server.database.db;
+  const pragma = async (sql: string) => (await db.raw(`pragma ${sql}`)) as Array<Record<string, number>>;
+  const signInOnce = async () =>
+    redeemCode(
+      config,
+      await signIn(config, { redirectUri: REDIRECT, scope: SCOPE, email: admin.email, password: admin.password }),
+    );
+  const refresh = async (token: string): Promise<string> => {
+    const response = await refreshTokenRequest(server, client, token);
+    const body = (await response.json()) as { refresh_token?: string };
+    if (response.status !== 200 || !body.refresh_token) {
+      throw new Error(`refresh grant answered ${response.status}: ${JSON.stringify(body)}`);
+    }
+    return body.refresh_token;
+  };
+
+  /** Runs `flow` `count` times with automatic checkpoints off; answers frames and statements per flow. */
+  const measure = async (count: number, flow: () => Promise<void>) => {
+    await pragma('wal_autocheckpoint = 0');
+    await pragma('wal_checkpoint(TRUNCATE)');
+    statements.clear();
+    counting = true;
+    for (let i = 0; i < count; i++) await flow();
+    counting = false;
+    const [{ log = 0 } = {}] = await pragma('wal_checkpoint(PASSIVE)');
+    await pragma('wal_autocheckpoint = 1000');
+    const writes = [...statements]
+      .filter(([sql]) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql))
+      .sort((a, b) => b[1] - a[1])
+      .map(([sql, n]) => ({ perFlow: n / count, sql }));
+    return {
+      walFramesPerFlow: log / count,
+      transactionsPerFlow: (statements.get('BEGIN;') ?? 0) / count,
+      writeStatementsPerFlow: writes.reduce((sum, write) => sum + write.perFlow, 0),
+      readStatementsPerFlow:
+        [...statements].filter(([sql]) => /^(select|with)\b/i.test(sql)).reduce((sum, [, n]) => sum + n, 0) / count,
+      writes: writes.slice(0, TOP),
+    };
+  };
+
+  // Chains first, then a warm-up of every path (caches, prepared statements, the sessions the sign-ins will evict).
+  const chains: string[] = [];
+  for (let i = 0; i < CHAINS; i++) chains.push((await signInOnce()).refresh_token ?? '');
+  for (let round = 0; round < 10; round++) {
+    for (let chain = 0; chain < CHAINS; chain++) chains[chain] = await refresh(chains[chain] as string);
+  }
+  let next = 0;
+  const refreshFlow = async () => {
+    const chain = next++ % CHAINS;
+    chains[chain] = await refresh(chains[chain] as string);
+  };
+  const refreshes = await measure(REFRESHES, refreshFlow);
+  for (let i = 0; i < 6; i++) await signInOnce();
+  const signIns = await measure(SIGN_INS, async () => {
+    await signInOnce();
+  });
+
+  if (args.json) {
+    console.log(JSON.stringify({ refreshes: { count: REFRESHES, ...refreshes }, signIns: { count: SIGN_INS, ...signIns } }));
+  } else {
+    for (const [name, count, result] of [
+      ['refresh grant', REFRESHES, refreshes],
+      ['full sign-in (evicting the oldest session)', SIGN_INS, signIns],
+    ] as const) {
+      console.log(`\n${name}, ${count} measured:`);
+      console.log(`  WAL frames (pages written) per flow: ${result.walFramesPerFlow.toFixed(2)}`);
+      console.log(`  transactions per flow:               ${result.transactionsPerFlow.toFixed(2)}`);
+      console.log(`  write statements per flow:           ${result.writeStatementsPerFlow.toFixed(2)}`);
+      console.log(`  read statements per flow:            ${result.readStatementsPerFlow.toFixed(2)}`);
+      console.log('  write statements, per flow:');
+      for (const write of result.writes) console.log(`    ${write.perFlow.toFixed(2).padStart(6)}  ${write.sql.slice(0, 150)}`);
+    }
+  }
+} finally {
+  await server.close();
+}

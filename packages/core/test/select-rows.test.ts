@@ -208,8 +208,7 @@ describe.each(testDialects())('list statements on %s', (dialect) => {
 
   it('matches an in list exactly, padded to a power of two with its last item, and a long one in chunks', async () => {
     built.find = [];
-    const ids = ['a-0002', 'a-0000', 'a-0011', 'nothing'];
-    expect(await selectListRows(db, FIND, [], ids.slice(0, 3))).toEqual([['a-0000'], ['a-0002'], ['a-0011']]);
+    expect(await selectListRows(db, FIND, [], ['a-0002', 'a-0000', 'a-0011'])).toEqual([['a-0000'], ['a-0002'], ['a-0011']]);
     expect(built.find).toEqual([4]);
     const all = (things(300, 'b').filter((_, i) => i % 3 === 0) as string[]).reverse();
     built.find = [];

@@ -141,7 +141,7 @@ async function onSqliteConnection<T>(
 }
 
 /** Most items one list statement binds; a longer list runs as several statements. A power of two. */
-const MAX_LIST_ITEMS = 256;
+export const MAX_LIST_ITEMS = 256;
 
 /**
  * A statement whose SQL holds a list of items, written out once per item

@@ -4,7 +4,14 @@ import type { z } from 'zod';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf, toIso } from '../db/database.js';
 import { OUTBOX_DELIVERIES_TABLE, OUTBOX_EVENTS_TABLE } from '../db/migrations/0001-outbox.js';
-import { type ListStatement, listStatement, runListStatement, type StatementBinding, selectListRows } from '../db/statements.js';
+import {
+  type ListStatement,
+  listStatement,
+  MAX_LIST_ITEMS,
+  runListStatement,
+  type StatementBinding,
+  selectListRows,
+} from '../db/statements.js';
 import { newId, randomToken } from '../ids.js';
 import { type Logger, silentLogger } from '../logger.js';
 import type { EventCatalog, EventDefinition, EventEnvelope, EventHandlerDefinition, EventOutbox, PendingEvent } from './types.js';
@@ -190,8 +197,8 @@ async function insertRows<Column extends string>(
   );
 }
 
-/** Deliveries marked delivered per statement (two bound values each): a power of two, as `in` lists are padded to one. */
-const MARK_CHUNK = 256;
+/** Deliveries marked delivered per statement (two bound values each): as many as one list statement binds. */
+const MARK_CHUNK = MAX_LIST_ITEMS;
 const MAX_ERROR_LENGTH = 4000;
 const MAX_NAME_LENGTH = 200;
 

@@ -41,6 +41,11 @@ export interface NewNotification {
   readonly sourceKey?: string;
 }
 
+/** Whether the member may have opted out of it: an organization's notification other than a security alert. */
+function mayOptOut(notification: NewNotification): notification is NewNotification & { organizationId: string } {
+  return notification.type !== 'SecurityAlert' && notification.organizationId !== null;
+}
+
 /** One channel's preferences. */
 export interface ChannelPreferences {
   readonly channel: NotificationChannel;
@@ -198,9 +203,6 @@ export function createNotificationsService(options: NotificationsServiceOptions)
   /** Creates and publishes, skipping opted-out members and source keys already used. */
   async function createNotifications(notifications: readonly NewNotification[]): Promise<NotificationRecord[]> {
     const created: NotificationRecord[] = [];
-    /** Whether the member may have opted out of it: an organization's notification other than a security alert. */
-    const mayOptOut = (notification: NewNotification): notification is NewNotification & { organizationId: string } =>
-      notification.type !== 'SecurityAlert' && notification.organizationId !== null;
     const [only] = notifications;
     if (only && notifications.length === 1 && !mayOptOut(only)) {
       // One notification nobody opts out of (a security alert, a personal one): a single statement.

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
@@ -31,6 +32,10 @@ export default defineConfig({
     include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'examples/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['./test/global-setup.ts'],
     pool: 'forks',
+    // One fork per core. Vitest's default outside watch mode is one fewer, which is a single fork on
+    // a two-core machine; most files spend their time waiting on child processes, databases and
+    // sockets, so a second fork takes the suite from about 13 to 9 minutes on two cores.
+    maxWorkers: availableParallelism(),
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: process.env.CI ? ['default'] : ['default'],

@@ -70,7 +70,7 @@ for (const page of ['docs/cli.md', 'docs/seed-file.md']) {
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'idt-docs-'));
       // The working directory is a project with idt installed: `idt` on the PATH, and the real npx finds it.
-      const binary = installIdt(dir);
+      const binary = await installIdt(dir);
       database = await createTestDatabase('sqlite');
       env = {
         ...testEnv(database.url, dir),

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, referenceMigrationSets, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BIN, idt, jsonOf, ROOT, testEnv } from './support.js';
+import { buildIdt } from './build.js';
+import { idt, jsonOf, ROOT, testEnv } from './support.js';
 
 /** One error line, the hints indented below it, and never a stack frame. */
 function expectOneErrorLine(stderr: string, code: string): string[] {
@@ -150,8 +151,9 @@ describe('errors of idt: one line, a stable code, a way out', () => {
     const fresh = await createTestDatabase('sqlite', referenceMigrationSets);
     try {
       // `script` gives the binary a real terminal; Ctrl-C is typed once the first question shows.
-      const env = { ...process.env, ...testEnv(fresh.url, dir), TSX_TSCONFIG_PATH: join(ROOT, 'tsconfig.json') };
-      const child = spawn('script', ['-qfec', `node --import tsx -- ${BIN} setup`, '/dev/null'], { cwd: ROOT, env });
+      const env = { ...process.env, ...testEnv(fresh.url, dir) };
+      const { bin } = await buildIdt();
+      const child = spawn('script', ['-qfec', `node -- ${bin} setup`, '/dev/null'], { cwd: ROOT, env });
       let output = '';
       child.stdin.on('error', () => undefined); // the terminal may close its input first
       const typed = new Promise<void>((resolve) => {

@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { type TestDatabase, type TestServer, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildIdt } from './build.js';
 import {
   BIN,
   binaryShebang,
@@ -60,7 +59,7 @@ describe.each(testDialects())('the idt binary as a process on %s', (dialect) => 
     expect(setup.exitCode).toBe(0);
 
     // Run as an installed `idt` runs: an executable whose first line is the binary's shebang.
-    const binary = installIdt(dir);
+    const binary = await installIdt(dir);
     const registered = await spawnProcess(binary.path, serviceAccountArgs('Reporting', '--env-file', 'sa.env'), {
       env: { ...env, ...binary.env },
       cwd: dir,
@@ -118,10 +117,10 @@ describe.each(testDialects())('the idt binary as a process on %s', (dialect) => 
   });
 
   it('serves the reference server until SIGTERM', async () => {
-    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-    const child: ChildProcess = spawn(process.execPath, ['--import', tsx, '--', BIN, 'serve', '--port', '0'], {
+    const { bin } = await buildIdt();
+    const child: ChildProcess = spawn(process.execPath, ['--', bin, 'serve', '--port', '0'], {
       cwd: ROOT,
-      env: { ...process.env, ...env, TSX_TSCONFIG_PATH: join(ROOT, 'tsconfig.json') },
+      env: { ...process.env, ...env },
     });
     let stdout = '';
     child.stdout?.on('data', (chunk) => {

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -15,13 +14,12 @@ import {
   type TestDialect,
   type TestServer,
 } from '@idt/testing';
+import { buildIdt } from './build.js';
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-/** The CLI's entry point, run from its TypeScript source. */
+/** The CLI's entry point in its TypeScript source (spawned runs use {@link buildIdt}'s build of it). */
 export const BIN = join(ROOT, 'packages/cli/src/bin.ts');
-/** tsx, by absolute URL, so spawned processes may run in any directory. */
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** Settings of every test run: the Testing environment, quiet logs, and a scratch data directory. */
 export function testEnv(database: string, dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -78,10 +76,10 @@ export interface Spawned {
   readonly stderr: string;
 }
 
-/** Environment of spawned runs: sources resolved through the root tsconfig wherever the process runs. */
+/** Environment of spawned runs: this process's, without its idt settings, then `env`. */
 function spawnEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('IDT_')));
-  return { ...base, TSX_TSCONFIG_PATH: join(ROOT, 'tsconfig.json'), ...env };
+  return { ...base, ...env };
 }
 
 /** Runs a spawned process to its end, feeding `stdin`. */
@@ -107,11 +105,13 @@ export function spawnProcess(
 }
 
 /**
- * Spawns `node --import tsx -- packages/cli/src/bin.ts …`: the `--` ends
- * node's options as the binary's shebang does, so `--env-file` reaches idt.
+ * Spawns `node -- <the build of packages/cli/src/bin.ts> …` ({@link buildIdt}):
+ * the `--` ends node's options as the binary's shebang does, so `--env-file`
+ * reaches idt.
  */
-export function spawnIdt(args: string[], options: { env: Record<string, string>; cwd?: string; stdin?: string }) {
-  return spawnProcess(process.execPath, ['--import', TSX, '--', BIN, ...args], options);
+export async function spawnIdt(args: string[], options: { env: Record<string, string>; cwd?: string; stdin?: string }) {
+  const { bin } = await buildIdt();
+  return spawnProcess(process.execPath, ['--', bin, ...args], options);
 }
 
 /** The binary's first line: the shebang `npx` and a global install run it with. */
@@ -121,19 +121,23 @@ export function binaryShebang(): string {
 
 /**
  * Makes `dir` a project with `idt` installed the way npm installs it: a
- * `package.json` and an executable `node_modules/.bin/idt` whose first line
- * is the binary's shebang (it loads the sources through tsx). Running it, or
- * `npx -- idt` in `dir`, exercises the shebang exactly as an install does.
+ * `package.json`, `node_modules/@idt/*` (the packages of {@link buildIdt}'s
+ * build, so a config file imports the instances the binary runs), and an
+ * executable `node_modules/.bin/idt` whose first line is the binary's
+ * shebang. Running it, or `npx -- idt` in `dir`, exercises the shebang
+ * exactly as an install does.
  */
-export function installIdt(dir: string): { bin: string; path: string; env: Record<string, string> } {
+export async function installIdt(dir: string): Promise<{ bin: string; path: string; env: Record<string, string> }> {
+  const build = await buildIdt();
   const bin = join(dir, 'node_modules', '.bin');
   mkdirSync(bin, { recursive: true });
+  symlinkSync(build.scope, join(dir, 'node_modules', '@idt'), 'dir');
   writeFileSync(join(dir, 'package.json'), '{ "name": "idt-example", "private": true }\n');
   const path = join(bin, 'idt');
-  writeFileSync(path, `${binaryShebang()}\nimport(${JSON.stringify(pathToFileURL(BIN).href)});\n`);
+  writeFileSync(path, `${binaryShebang()}\nimport(${JSON.stringify(pathToFileURL(build.bin).href)});\n`);
   chmodSync(path, 0o755);
   // Offline: npx must find the local binary and never ask a registry for a package named idt.
-  return { bin, path, env: { NODE_OPTIONS: `--import=${TSX}`, npm_config_offline: 'true', npm_config_update_notifier: 'false' } };
+  return { bin, path, env: { npm_config_offline: 'true', npm_config_update_notifier: 'false' } };
 }
 
 /** Reads an env file the way Node's `--env-file` does. */

@@ -1,0 +1,99 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
+
+/** The repository root. */
+const ROOT = new URL('../../../', import.meta.url).pathname;
+
+/** A build of the current sources laid out as an installed idt: the binary, and `node_modules/@idt/*`. */
+export interface IdtBuild {
+  /** The folder of the build, under `test/.tmp/`. */
+  readonly dir: string;
+  /** The built binary's entry (`packages/cli/src/bin.ts`, bundled). */
+  readonly bin: string;
+  /** `node_modules/@idt` of the build: every workspace package, with its `exports` subpaths. */
+  readonly scope: string;
+}
+
+/** The entry points of a workspace package: `node_modules/@idt/<name>/<subpath>` → its TypeScript source. */
+function packageEntries(): { entries: Record<string, string>; manifests: Map<string, Record<string, string>> } {
+  const entries: Record<string, string> = {};
+  const manifests = new Map<string, Record<string, string>>();
+  for (const name of readdirSync(join(ROOT, 'packages'))) {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'packages', name, 'package.json'), 'utf8')) as {
+      name: string;
+      exports: Record<string, unknown>;
+    };
+    const exports: Record<string, string> = {};
+    for (const subpath of Object.keys(manifest.exports)) {
+      // `.` is src/index.ts and `./knex` src/knex.ts, as the vitest aliases map them; JSON and package.json are not code.
+      const match = /^\.(?:\/([a-z-]+))?$/.exec(subpath);
+      if (!match) continue;
+      const file = match[1] ?? 'index';
+      entries[`node_modules/${manifest.name}/${file}`] = join(ROOT, 'packages', name, 'src', `${file}.ts`);
+      exports[subpath] = `./${file}.js`;
+    }
+    manifests.set(manifest.name, exports);
+  }
+  return { entries, manifests };
+}
+
+/**
+ * Leaves npm dependencies as imports, resolved at build time from the
+ * importing package's folder (packages/notifications has its own `ws`), so
+ * the build runs anywhere; workspace packages are bundled from source.
+ */
+const externalDependencies: Plugin = {
+  name: 'external-npm-dependencies',
+  setup(pluginBuild) {
+    pluginBuild.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.path.startsWith('@idt/') || args.pluginData === 'resolving') return undefined;
+      if (args.path.startsWith('node:')) return { path: args.path, external: true };
+      const resolved = await pluginBuild.resolve(args.path, {
+        kind: args.kind,
+        resolveDir: args.resolveDir,
+        pluginData: 'resolving',
+      });
+      return { path: resolved.errors.length || !resolved.path ? args.path : resolved.path, external: true };
+    });
+  },
+};
+
+let building: Promise<IdtBuild> | undefined;
+
+/**
+ * Builds the current sources (esbuild, about a second) into a throwaway
+ * folder laid out as an installed idt, once per test file, and removes it
+ * when the process exits. A spawned `idt` then starts as fast as the
+ * published binary: no TypeScript loader in the process, and one instance of
+ * each package shared by the binary and a config file's `@idt/*` imports
+ * (code splitting), as in an install.
+ */
+export function buildIdt(): Promise<IdtBuild> {
+  building ??= (async () => {
+    mkdirSync(join(ROOT, 'test', '.tmp'), { recursive: true });
+    // Under the repository, so what the sources resolve at run time (nodemailer, tsx, the API reference's script) is found.
+    const dir = mkdtempSync(join(ROOT, 'test', '.tmp', 'idt-build-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const { entries, manifests } = packageEntries();
+    await build({
+      entryPoints: { ...entries, bin: join(ROOT, 'packages/cli/src/bin.ts') },
+      outdir: dir,
+      chunkNames: 'chunks/[name]-[hash]',
+      bundle: true,
+      splitting: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      tsconfig: join(ROOT, 'tsconfig.json'),
+      logLevel: 'warning',
+      plugins: [externalDependencies],
+    });
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+    for (const [name, exports] of manifests) {
+      writeFileSync(join(dir, 'node_modules', name, 'package.json'), `${JSON.stringify({ name, type: 'module', exports })}\n`);
+    }
+    return { dir, bin: join(dir, 'bin.js'), scope: join(dir, 'node_modules', '@idt') };
+  })();
+  return building;
+}

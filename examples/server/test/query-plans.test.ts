@@ -112,7 +112,7 @@ describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect
     }
   });
 
-  it("finds the provider's sessions and interactions through the payload table's partial indexes", async () => {
+  it("finds the provider's payloads through the payload table's partial indexes", async () => {
     const db = server.database.db;
     const lookups = [
       {
@@ -125,10 +125,46 @@ describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect
         bindings: ['Interaction', 'some-uid'],
         index: 'oidc_payloads_uid_index',
       },
+      // A grant's codes and tokens: revoked by grant id, and deleted in lists of grants when sessions end.
+      {
+        sql: 'delete from oidc_payloads where grant_id = ?',
+        bindings: ['some-grant'],
+        index: 'oidc_payloads_grant_id_set_index',
+      },
+      {
+        sql: 'delete from oidc_payloads where grant_id in (?, ?, ?, ?)',
+        bindings: ['grant-1', 'grant-2', 'grant-3', 'grant-3'],
+        index: 'oidc_payloads_grant_id_set_index',
+      },
+      // A user's sessions (account page, session eviction) and grants (consent revoked).
+      {
+        sql: "select id, payload, session_id, account_id from oidc_payloads where model = 'Session' and account_id = ?",
+        bindings: ['some-user'],
+        index: 'oidc_payloads_account_id_set_index',
+      },
+      {
+        sql: 'select distinct grant_id from oidc_payloads where account_id = ? and grant_id is not null and client_id = ?',
+        bindings: ['some-user', 'some-client'],
+        index: /oidc_payloads_(account|client)_id_set_index/,
+      },
+      // A client's refresh tokens, grants and codes, deleted when its secret is rotated with revocation.
+      {
+        sql: 'delete from oidc_payloads where model in (?, ?, ?) and client_id = ?',
+        bindings: ['RefreshToken', 'Grant', 'AuthorizationCode', 'some-client'],
+        index: 'oidc_payloads_client_id_set_index',
+      },
     ];
-    for (const { sql, bindings, index } of lookups) expect(await explain(db, sql, bindings)).toContain(index);
-    // Partial: a refresh token, a code or a grant carries a session id but no uid, and neither index holds an entry for it.
-    for (const { index } of lookups) expect(await indexDefinition(db, index)).toMatch(/ where /i);
+    for (const { sql, bindings, index } of lookups) expect(await explain(db, sql, bindings)).toMatch(index);
+    // Partial: a refresh token, a code or a grant carries a session id but no uid; an interaction or a session
+    // lacks a grant id, an account or a client; no index holds an entry for a column that is not set.
+    const indexes = [
+      'oidc_payloads_session_index',
+      'oidc_payloads_uid_index',
+      'oidc_payloads_grant_id_set_index',
+      'oidc_payloads_account_id_set_index',
+      'oidc_payloads_client_id_set_index',
+    ];
+    for (const index of indexes) expect(await indexDefinition(db, index)).toMatch(/ where /i);
   });
 });
 

@@ -163,10 +163,46 @@ const payloadPartialIndexes: Migration = {
   },
 };
 
+/** The payload columns {@link payloadSetColumnIndexes} indexes where set. */
+const PAYLOAD_LOOKUP_COLUMNS = ['grant_id', 'account_id', 'client_id'] as const;
+
+/**
+ * The payload table's remaining lookup columns indexed only where they are
+ * set: `grant_id` (a grant's codes and tokens, revoked together),
+ * `account_id` (a user's sessions and grants) and `client_id` (a client's
+ * tokens and grants, deleted when its secret rotates). Every lookup through
+ * them compares the column with a value, which implies `is not null`, so
+ * both engines use the partial index. Interactions, sessions and replay
+ * records lack some of these columns; without an entry for a null, each of
+ * their writes touches fewer index pages (a sign-in writes and deletes
+ * several).
+ */
+const payloadSetColumnIndexes: Migration = {
+  name: '0004_payload_set_column_indexes',
+  async up(db) {
+    await db.schema.alterTable('oidc_payloads', (t) => {
+      t.dropIndex(['grant_id']);
+      t.dropIndex(['account_id']);
+      t.dropIndex(['client_id']);
+    });
+    for (const column of PAYLOAD_LOOKUP_COLUMNS) {
+      await db.raw(`create index oidc_payloads_${column}_set_index on oidc_payloads (${column}) where ${column} is not null`);
+    }
+  },
+  async down(db) {
+    for (const column of PAYLOAD_LOOKUP_COLUMNS) await db.raw(`drop index oidc_payloads_${column}_set_index`);
+    await db.schema.alterTable('oidc_payloads', (t) => {
+      t.index(['grant_id']);
+      t.index(['account_id']);
+      t.index(['client_id']);
+    });
+  },
+};
+
 /** The migrations of `@idt/oidc`, recorded in `idt_oidc_migrations`. */
 export const oidcMigrations: MigrationSet = {
   owner: '@idt/oidc',
   tableName: 'idt_oidc_migrations',
   dependsOn: ['@idt/core', '@idt/identity'],
-  migrations: [provider, clientListIndexes, payloadPartialIndexes],
+  migrations: [provider, clientListIndexes, payloadPartialIndexes, payloadSetColumnIndexes],
 };

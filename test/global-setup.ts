@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { adminPostgresUrl, dropStaleTestDatabases, probePostgres } from './support/postgres.js';
 
@@ -5,6 +8,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** The admin URL of the test Postgres server, or `''` when Postgres tests are skipped. */
     postgresAdminUrl: string;
+    /** A scratch folder of this run under `test/.tmp/`, removed when the run ends (the CLI tests' builds go there). */
+    scratchDir: string;
   }
 }
 
@@ -30,4 +35,9 @@ export default async function setup(project: TestProject) {
     }
   }
   project.provide('postgresAdminUrl', url);
+  const tmp = fileURLToPath(new URL('.tmp', import.meta.url));
+  mkdirSync(tmp, { recursive: true });
+  const scratch = mkdtempSync(join(tmp, 'run-'));
+  project.provide('scratchDir', scratch);
+  return () => rmSync(scratch, { recursive: true, force: true });
 }

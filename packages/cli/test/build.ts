@@ -1,13 +1,14 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
+import { inject } from 'vitest';
 
 /** The repository root. */
 const ROOT = new URL('../../../', import.meta.url).pathname;
 
 /** A build of the current sources laid out as an installed idt: the binary, and `node_modules/@idt/*`. */
 export interface IdtBuild {
-  /** The folder of the build, under `test/.tmp/`. */
+  /** The folder of the build, in the test run's scratch folder. */
   readonly dir: string;
   /** The built binary's entry (`packages/cli/src/bin.ts`, bundled). */
   readonly bin: string;
@@ -62,19 +63,17 @@ const externalDependencies: Plugin = {
 let building: Promise<IdtBuild> | undefined;
 
 /**
- * Builds the current sources (esbuild, about a second) into a throwaway
- * folder laid out as an installed idt, once per test file, and removes it
- * when the process exits. A spawned `idt` then starts as fast as the
+ * Builds the current sources (esbuild, about a second) into a folder laid
+ * out as an installed idt, once per test file, in the run's scratch folder
+ * (removed when the run ends). A spawned `idt` then starts as fast as the
  * published binary: no TypeScript loader in the process, and one instance of
  * each package shared by the binary and a config file's `@idt/*` imports
  * (code splitting), as in an install.
  */
 export function buildIdt(): Promise<IdtBuild> {
   building ??= (async () => {
-    mkdirSync(join(ROOT, 'test', '.tmp'), { recursive: true });
-    // Under the repository, so what the sources resolve at run time (nodemailer, tsx, the API reference's script) is found.
-    const dir = mkdtempSync(join(ROOT, 'test', '.tmp', 'idt-build-'));
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    // Under the repository (test/.tmp/), so what the sources resolve at run time (nodemailer, tsx, the API reference's script) is found.
+    const dir = mkdtempSync(join(inject('scratchDir'), 'idt-build-'));
     const { entries, manifests } = packageEntries();
     await build({
       entryPoints: { ...entries, bin: join(ROOT, 'packages/cli/src/bin.ts') },

@@ -25,6 +25,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDistStale } from '../scripts/dist-stale.mjs';
+import { externalNpmDependencies } from '../scripts/esbuild-plugins.mjs';
 import { basicAuth, createAgent, refresh, send, signIn } from './flow-client.mjs';
 import { formatProfileSummary, summarizeProfile } from './profile-summary.mjs';
 
@@ -533,8 +534,9 @@ let bundlePath;
 /**
  * Bundles the reference server from the current sources (workspace packages
  * resolved to their `src/` through the tsconfig paths; npm dependencies stay
- * external) into bench/.build/, with a source map for the profile summary.
- * Nothing in the packages' `dist/` is read or written.
+ * external, see scripts/esbuild-plugins.mjs) into bench/.build/, with a
+ * source map for the profile summary. Nothing in the packages' `dist/` is
+ * read or written.
  */
 async function buildBundle() {
   const { build } = await import('esbuild');
@@ -552,26 +554,7 @@ async function buildBundle() {
     sourcemap: 'linked',
     tsconfig: join(ROOT, 'tsconfig.json'),
     logLevel: 'warning',
-    plugins: [
-      {
-        name: 'external-npm-dependencies',
-        setup(pluginBuild) {
-          // Bare imports other than the workspace packages stay imports of node_modules, resolved
-          // from the importing package (not from bench/.build): packages/notifications has its own
-          // ws 8 while the root node_modules holds another package's ws 7.
-          pluginBuild.onResolve({ filter: /^[^./]/ }, async (args) => {
-            if (args.path.startsWith('@idt/') || args.pluginData === 'resolving') return undefined;
-            if (args.path.startsWith('node:')) return { path: args.path, external: true };
-            const resolved = await pluginBuild.resolve(args.path, {
-              kind: args.kind,
-              resolveDir: args.resolveDir,
-              pluginData: 'resolving',
-            });
-            return { path: resolved.errors.length || !resolved.path ? args.path : resolved.path, external: true };
-          });
-        },
-      },
-    ],
+    plugins: [externalNpmDependencies],
   });
   return outfile;
 }

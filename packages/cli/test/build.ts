@@ -1,7 +1,8 @@
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { build, type Plugin } from 'esbuild';
+import { build } from 'esbuild';
 import { inject } from 'vitest';
+import { externalNpmDependencies } from '../../../scripts/esbuild-plugins.mjs';
 
 /** The repository root. */
 const ROOT = new URL('../../../', import.meta.url).pathname;
@@ -39,27 +40,6 @@ function packageEntries(): { entries: Record<string, string>; manifests: Map<str
   return { entries, manifests };
 }
 
-/**
- * Leaves npm dependencies as imports, resolved at build time from the
- * importing package's folder (packages/notifications has its own `ws`), so
- * the build runs anywhere; workspace packages are bundled from source.
- */
-const externalDependencies: Plugin = {
-  name: 'external-npm-dependencies',
-  setup(pluginBuild) {
-    pluginBuild.onResolve({ filter: /^[^./]/ }, async (args) => {
-      if (args.path.startsWith('@idt/') || args.pluginData === 'resolving') return undefined;
-      if (args.path.startsWith('node:')) return { path: args.path, external: true };
-      const resolved = await pluginBuild.resolve(args.path, {
-        kind: args.kind,
-        resolveDir: args.resolveDir,
-        pluginData: 'resolving',
-      });
-      return { path: resolved.errors.length || !resolved.path ? args.path : resolved.path, external: true };
-    });
-  },
-};
-
 let building: Promise<IdtBuild> | undefined;
 
 /**
@@ -86,7 +66,7 @@ export function buildIdt(): Promise<IdtBuild> {
       target: 'node20',
       tsconfig: join(ROOT, 'tsconfig.json'),
       logLevel: 'warning',
-      plugins: [externalDependencies],
+      plugins: [externalNpmDependencies],
     });
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
     for (const [name, exports] of manifests) {

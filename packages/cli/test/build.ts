@@ -1,11 +1,12 @@
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { inject } from 'vitest';
 import { externalNpmDependencies } from '../../../scripts/esbuild-plugins.mjs';
 
 /** The repository root. */
-const ROOT = new URL('../../../', import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** A build of the current sources laid out as an installed idt: the binary, and `node_modules/@idt/*`. */
 export interface IdtBuild {

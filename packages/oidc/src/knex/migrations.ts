@@ -181,9 +181,7 @@ const payloadSetColumnIndexes: Migration = {
   name: '0004_payload_set_column_indexes',
   async up(db) {
     await db.schema.alterTable('oidc_payloads', (t) => {
-      t.dropIndex(['grant_id']);
-      t.dropIndex(['account_id']);
-      t.dropIndex(['client_id']);
+      for (const column of PAYLOAD_LOOKUP_COLUMNS) t.dropIndex([column]);
     });
     for (const column of PAYLOAD_LOOKUP_COLUMNS) {
       await db.raw(`create index oidc_payloads_${column}_set_index on oidc_payloads (${column}) where ${column} is not null`);
@@ -192,9 +190,7 @@ const payloadSetColumnIndexes: Migration = {
   async down(db) {
     for (const column of PAYLOAD_LOOKUP_COLUMNS) await db.raw(`drop index oidc_payloads_${column}_set_index`);
     await db.schema.alterTable('oidc_payloads', (t) => {
-      t.index(['grant_id']);
-      t.index(['account_id']);
-      t.index(['client_id']);
+      for (const column of PAYLOAD_LOOKUP_COLUMNS) t.index([column]);
     });
   },
 };

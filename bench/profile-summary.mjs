@@ -25,7 +25,7 @@ function shortUrl(url) {
 }
 
 /** The group a script belongs to: an npm package, an idt package, node internals or V8 (GC, program, idle). */
-function groupOf(url, functionName) {
+export function groupOf(url, functionName) {
   if (!url) return `(${functionName.replace(/[()]/g, '') || 'anonymous'})`;
   const path = shortUrl(url);
   const pkg = /^node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path);
@@ -40,7 +40,7 @@ function groupOf(url, functionName) {
  * Maps call frames of bundled scripts (bench/run.mjs --server bundle) back to
  * their sources through the bundle's linked source map, when there is one.
  */
-function createFrameMapper(profileDir) {
+export function createFrameMapper(profileDir) {
   const maps = new Map();
   const mapOf = (url) => {
     if (maps.has(url)) return maps.get(url);

@@ -147,16 +147,19 @@ describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect
         bindings: ['some-user', 'some-client'],
         index: /oidc_payloads_(account|client)_id_set_index/,
       },
-      // A client's refresh tokens, grants and codes, deleted when its secret is rotated with revocation.
+      // A client's grants with their codes and refresh tokens, deleted when its secret is rotated with revocation,
+      // and when it is suspended or deleted: the grants by client, then every row of each grant.
       {
-        sql: 'delete from oidc_payloads where model in (?, ?, ?) and client_id = ?',
-        bindings: ['RefreshToken', 'Grant', 'AuthorizationCode', 'some-client'],
-        index: 'oidc_payloads_client_id_set_index',
+        sql: 'delete from oidc_payloads where grant_id in (select grant_id from oidc_payloads where model = ? and client_id = ?)',
+        bindings: ['Grant', 'some-client'],
+        index:
+          /oidc_payloads_client_id_set_index(.|\n)*oidc_payloads_grant_id_set_index|oidc_payloads_grant_id_set_index(.|\n)*oidc_payloads_client_id_set_index/,
       },
     ];
     for (const { sql, bindings, index } of lookups) expect(await explain(db, sql, bindings)).toMatch(index);
     // Partial: a refresh token, a code or a grant carries a session id but no uid; an interaction or a session
-    // lacks a grant id, an account or a client; no index holds an entry for a column that is not set.
+    // lacks a grant id, and only sessions and grants fill the account and client columns; no index holds an
+    // entry for a column that is not set.
     const indexes = [
       'oidc_payloads_session_index',
       'oidc_payloads_uid_index',

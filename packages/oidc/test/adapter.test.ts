@@ -59,7 +59,8 @@ describe.each(testDialects())('the oidc-provider adapter on %s', (dialect) => {
     const tokens = new Adapter('RefreshToken');
     await tokens.upsert('refresh-value', { jti: 'refresh-value', grantId: 'grant-2', clientId: 'app', accountId: 'user-2' }, 600);
     const stored = await rowOf('RefreshToken', sha256Hex('refresh-value'));
-    expect(stored).toMatchObject({ grant_id: 'grant-2', client_id: 'app', account_id: 'user-2' });
+    // Found through its grant: the account and client columns (and their indexes) are for sessions and grants.
+    expect(stored).toMatchObject({ grant_id: 'grant-2', client_id: null, account_id: null });
     expect(stored.payload).not.toContain('refresh-value');
     expect(await rowOf('RefreshToken', 'refresh-value')).toBeUndefined();
     expect(await tokens.find('refresh-value')).toEqual({
@@ -95,8 +96,9 @@ describe.each(testDialects())('the oidc-provider adapter on %s', (dialect) => {
     await tokens.upsert('refresh-4a', { jti: 'refresh-4a', grantId: 'grant-4' }, 600);
     await tokens.upsert('refresh-4b', { jti: 'refresh-4b', grantId: 'grant-4' }, 600);
     await accessTokens.upsert('access-5', { jti: 'access-5', grantId: 'grant-5' }, 600);
-    // A grant's own row carries its id as its grant id, so revoking the grant removes it too.
-    expect(await rowOf('Grant', 'grant-4')).toMatchObject({ grant_id: 'grant-4' });
+    // A grant's own row carries its id as its grant id, so revoking the grant removes it too; and its user and
+    // client, by which a user's or a client's grants are found.
+    expect(await rowOf('Grant', 'grant-4')).toMatchObject({ grant_id: 'grant-4', account_id: 'user-4', client_id: 'app' });
 
     await tokens.destroy('refresh-4a');
     expect(await tokens.find('refresh-4a')).toBeUndefined();

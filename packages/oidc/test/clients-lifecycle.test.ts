@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createManualClock } from '@idt/core';
+import { createManualClock, sha256Hex } from '@idt/core';
 import {
   Browser,
   oidcClient,
@@ -236,9 +236,20 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
       const tokens = await redeemCode(config, result);
       expect(tokens.refresh_token).toBeTruthy();
       await expectJson(await call('GET', '/v1/identity/users/me', { token: tokens.access_token }));
+      // The refresh token's row (under its hash) and its grant's, found through the grant by the client.
+      const stored = () =>
+        server.database
+          .db('oidc_payloads')
+          .where({ model: 'RefreshToken', id: sha256Hex(tokens.refresh_token ?? '') })
+          .first('grant_id');
+      const grantId = (await stored())?.grant_id;
+      expect(grantId).toEqual(expect.any(String));
 
       const suspendedAt = revokingNow();
       await expectJson(await call('POST', path(application.clientId, '/suspend'), { token: tenant.tokens.admin }));
+      // Deleted, not only refused: the grant and every row of it.
+      expect(await stored()).toBeUndefined();
+      expect(await server.database.db('oidc_payloads').where({ grant_id: grantId }).select('model')).toEqual([]);
       await expectProblem(
         await call('GET', '/v1/identity/users/me', { token: tokens.access_token }),
         401,

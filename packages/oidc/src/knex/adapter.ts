@@ -65,6 +65,17 @@ export const CLIENT_CACHE_MAX = 20_000;
 const HASHED_MODELS = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
 
 /**
+ * The models whose rows are looked up by account (a user's sessions and
+ * grants) and by client (a client's grants). Only their rows fill the
+ * `account_id` and `client_id` columns, so those partial indexes hold no
+ * entry for a code or a refresh token: their owner is in the payload, and
+ * they are found through their grant (`grant_id`), without which the
+ * provider refuses them anyway.
+ */
+const ACCOUNT_MODELS = new Set(['Session', 'Grant']);
+const CLIENT_MODELS = new Set(['Grant']);
+
+/**
  * The statements of the provider's hot paths, written once and run by
  * `selectRows`/`runStatement`, past knex's builder and runner (which cost
  * 10–20 µs a call on a slow core): a refresh grant runs four of these, a
@@ -119,10 +130,14 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
   class KnexAdapter implements OidcAdapter {
     readonly model: string;
     readonly hashed: boolean;
+    readonly byAccount: boolean;
+    readonly byClient: boolean;
 
     constructor(model: string) {
       this.model = model;
       this.hashed = HASHED_MODELS.has(model);
+      this.byAccount = ACCOUNT_MODELS.has(model);
+      this.byClient = CLIENT_MODELS.has(model);
     }
 
     key(id: string): string {
@@ -142,8 +157,8 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
         payload.grantId ?? (this.model === 'Grant' ? id : null),
         payload.uid ?? null,
         payload.userCode ?? null,
-        payload.accountId ?? null,
-        payload.clientId ?? null,
+        this.byAccount ? (payload.accountId ?? null) : null,
+        this.byClient ? (payload.clientId ?? null) : null,
         sessionIdOf(payload),
         expiresIn ? new Date(clock.now().getTime() + expiresIn * 1000).toISOString() : null,
       ]);

@@ -108,10 +108,14 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
     await trx('identity_token_revocations').where(key).update({ not_before: notBefore });
     await invalidator.invalidate(CacheNamespaces.revocations, `client:${clientId}`, trx);
   };
+  /**
+   * Deletes the client's grants and every row of each (codes, refresh
+   * tokens): only grant rows carry the client's id (see the adapter), and
+   * a code or refresh token has its grant's id.
+   */
   const deleteRefreshTokens = (trx: Knex.Transaction, clientId: string) =>
     trx('oidc_payloads')
-      .whereIn('model', ['RefreshToken', 'Grant', 'AuthorizationCode'])
-      .andWhere('client_id', clientId)
+      .whereIn('grant_id', trx('oidc_payloads').where({ model: 'Grant', client_id: clientId }).select('grant_id'))
       .delete();
 
   async function find(clientId: string, trx: Knex | Knex.Transaction = db) {

@@ -1,20 +1,24 @@
 /**
- * What a refresh grant and a full sign-in write to SQLite, counted rather
- * than timed, so that two versions compare exactly on any machine however
- * busy it is:
+ * What a refresh grant and a full sign-in write to the database, counted
+ * rather than timed, so that two versions compare exactly on any machine
+ * however busy it is:
  *
- * - WAL frames (pages) written per flow: what SQLite's commits write and its
- *   checkpoints copy back, the main cost of a write on a slow disk;
+ * - SQLite: WAL frames (pages) written per flow, what its commits write and
+ *   its checkpoints copy back, the main cost of a write on a slow disk;
+ * - PostgreSQL (`--dialect postgres`): WAL bytes per flow, after a
+ *   checkpoint, so each page's first change after it writes its full image
+ *   in every run alike (the cluster's WAL: run it on an otherwise idle
+ *   server);
  * - transactions and write statements per flow, by statement.
  *
- * It starts the reference server on a throwaway SQLite file (the test
+ * It starts the reference server on a throwaway database (the test
  * toolkit's server, over HTTP on a loopback port), signs the first
  * administrator in with openid-client, then runs refresh grants on a few
  * chains and sign-ins of the same administrator. Every sign-in past the
  * session limit evicts the oldest session, as in the flows group of
- * bench/run.mjs. Automatic checkpoints are off while it counts.
+ * bench/run.mjs. On SQLite, automatic checkpoints are off while it counts.
  *
- *   node --import tsx bench/writes.ts [--refreshes 400] [--sign-ins 20] [--top 30] [--json]
+ *   node --import tsx bench/writes.ts [--dialect sqlite|postgres] [--refreshes 400] [--sign-ins 20] [--top 30] [--json]
  */
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
@@ -27,14 +31,22 @@ const { values: args } = parseArgs({
     refreshes: { type: 'string', default: '400' },
     'sign-ins': { type: 'string', default: '20' },
     top: { type: 'string', default: '30' },
+    dialect: { type: 'string', default: 'sqlite' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
+const USAGE =
+  'node --import tsx bench/writes.ts [--dialect sqlite|postgres] [--refreshes 400] [--sign-ins 20] [--top 30] [--json]';
 if (args.help) {
-  console.log('node --import tsx bench/writes.ts [--refreshes 400] [--sign-ins 20] [--top 30] [--json]');
+  console.log(USAGE);
   process.exit(0);
 }
+if (args.dialect !== 'sqlite' && args.dialect !== 'postgres') {
+  console.error(`--dialect must be sqlite or postgres\n${USAGE}`);
+  process.exit(2);
+}
+const DIALECT = args.dialect;
 const REFRESHES = Number(args.refreshes);
 const SIGN_INS = Number(args['sign-ins']);
 const TOP = Number(args.top);
@@ -43,7 +55,11 @@ const CHAINS = 4;
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const SCOPE = 'openid offline_access users.read';
 
-/** Statements run, by SQL, while `counting` is on: every statement of better-sqlite3, knex's and idt's own. */
+/**
+ * Statements run, by SQL, while `counting` is on. SQLite: every statement of
+ * better-sqlite3, knex's and idt's own. PostgreSQL: every statement knex
+ * reports (its `query` event, which idt's own statements emit too).
+ */
 const statements = new Map<string, number>();
 let counting = false;
 {
@@ -62,7 +78,14 @@ let counting = false;
   }
 }
 
-const server = await startTestServer({ dialect: 'sqlite' });
+const server = await startTestServer({ dialect: DIALECT });
+if (DIALECT === 'postgres') {
+  server.database.db.on('query', (query: { sql: string }) => {
+    if (!counting) return;
+    const sql = query.sql.trim().replace(/\s+/g, ' ');
+    statements.set(sql, (statements.get(sql) ?? 0) + 1);
+  });
+}
 try {
   const admin = await bootstrapAdmin(server);
   const client = await registerClient(server, await admin.token(), admin.organizationId, {
@@ -88,22 +111,40 @@ try {
     return body.refresh_token;
   };
 
-  /** Runs `flow` `count` times with automatic checkpoints off; answers frames and statements per flow. */
+  /** PostgreSQL's current WAL position. */
+  const walPosition = async () => ((await db.raw('select pg_current_wal_lsn() as lsn')).rows[0] as { lsn: string }).lsn;
+  /**
+   * Runs `flow` `count` times; answers what it wrote per flow (SQLite: WAL frames, with automatic checkpoints
+   * off; PostgreSQL: WAL bytes from a checkpoint on) and its statements.
+   */
   const measure = async (count: number, flow: () => Promise<void>) => {
-    await pragma('wal_autocheckpoint = 0');
-    await pragma('wal_checkpoint(TRUNCATE)');
+    let since = '';
+    if (DIALECT === 'sqlite') {
+      await pragma('wal_autocheckpoint = 0');
+      await pragma('wal_checkpoint(TRUNCATE)');
+    } else {
+      await db.raw('checkpoint');
+      since = await walPosition();
+    }
     statements.clear();
     counting = true;
     for (let i = 0; i < count; i++) await flow();
     counting = false;
-    const [{ log = 0 } = {}] = await pragma('wal_checkpoint(PASSIVE)');
-    await pragma('wal_autocheckpoint = 1000');
+    let written: number;
+    if (DIALECT === 'sqlite') {
+      const [{ log = 0 } = {}] = await pragma('wal_checkpoint(PASSIVE)');
+      await pragma('wal_autocheckpoint = 1000');
+      written = log;
+    } else {
+      const diff = await db.raw('select pg_wal_lsn_diff(pg_current_wal_lsn(), ?) as bytes', [since]);
+      written = Number((diff.rows[0] as { bytes: string }).bytes);
+    }
     const writes = [...statements]
       .filter(([sql]) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql))
       .sort((a, b) => b[1] - a[1])
       .map(([sql, n]) => ({ perFlow: n / count, sql }));
     return {
-      walFramesPerFlow: log / count,
+      ...(DIALECT === 'sqlite' ? { walFramesPerFlow: written / count } : { walBytesPerFlow: written / count }),
       transactionsPerFlow: (statements.get('BEGIN;') ?? 0) / count,
       writeStatementsPerFlow: writes.reduce((sum, write) => sum + write.perFlow, 0),
       readStatementsPerFlow:
@@ -137,7 +178,11 @@ try {
       ['full sign-in (evicting the oldest session)', SIGN_INS, signIns],
     ] as const) {
       console.log(`\n${name}, ${count} measured:`);
-      console.log(`  WAL frames (pages written) per flow: ${result.walFramesPerFlow.toFixed(2)}`);
+      if ('walFramesPerFlow' in result) {
+        console.log(`  WAL frames (pages written) per flow: ${result.walFramesPerFlow.toFixed(2)}`);
+      } else {
+        console.log(`  WAL bytes per flow:                  ${Math.round(result.walBytesPerFlow)}`);
+      }
       console.log(`  transactions per flow:               ${result.transactionsPerFlow.toFixed(2)}`);
       console.log(`  write statements per flow:           ${result.writeStatementsPerFlow.toFixed(2)}`);
       console.log(`  read statements per flow:            ${result.readStatementsPerFlow.toFixed(2)}`);

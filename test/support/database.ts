@@ -3,16 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, type MigrationSet, runMigrations } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { createPostgresDatabase } from './postgres.js';
+import { adminPostgresUrl, createPostgresDatabase } from './postgres.js';
 
 /**
  * vitest's `inject` in a test run. Outside one (bench/writes.ts starts the
  * test server from a plain script) vitest cannot load, and nothing is
- * provided: SQLite only.
+ * provided: a Postgres database is created on {@link adminPostgresUrl}'s
+ * server when one is asked for.
  */
 const inject: typeof import('vitest').inject = await import('vitest').then(
   (vitest) => vitest.inject,
-  () => () => undefined as never,
+  () => ((key: string) => (key === 'postgresAdminUrl' ? adminPostgresUrl() : undefined)) as never,
 );
 
 /** The engines a suite runs on. */

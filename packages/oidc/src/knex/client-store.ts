@@ -113,7 +113,7 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
    * tokens): only grant rows carry the client's id (see the adapter), and
    * a code or refresh token has its grant's id.
    */
-  const deleteRefreshTokens = (trx: Knex.Transaction, clientId: string) =>
+  const deleteClientGrants = (trx: Knex.Transaction, clientId: string) =>
     trx('oidc_payloads')
       .whereIn('grant_id', trx('oidc_payloads').where({ model: 'Grant', client_id: clientId }).select('grant_id'))
       .delete();
@@ -170,7 +170,7 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
       return db.transaction(async (trx) => {
         const deleted = await trx('oidc_clients').where({ client_id: clientId }).delete();
         if (deleted === 0) return false;
-        await deleteRefreshTokens(trx, clientId);
+        await deleteClientGrants(trx, clientId);
         await revokeTokens(trx, clientId, at, true);
         await evict(trx, clientId);
         return true;
@@ -186,7 +186,7 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
         });
         if (updated === 0) return undefined;
         if (options.revokeActiveTokens) {
-          await deleteRefreshTokens(trx, clientId);
+          await deleteClientGrants(trx, clientId);
           await revokeTokens(trx, clientId, options.at);
         }
         await evict(trx, clientId);
@@ -205,7 +205,7 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
         if (to === 'suspended') {
           // Every token so far ends: access tokens by the watermark, refresh tokens (and their grants) here,
           // so a reinstated client does not bring the suspended sign-ins back.
-          await deleteRefreshTokens(trx, clientId);
+          await deleteClientGrants(trx, clientId);
           await revokeTokens(trx, clientId, at);
         }
         await evict(trx, clientId);

@@ -111,34 +111,36 @@ try {
     return body.refresh_token;
   };
 
-  /** PostgreSQL's current WAL position. */
-  const walPosition = async () => ((await db.raw('select pg_current_wal_lsn() as lsn')).rows[0] as { lsn: string }).lsn;
   /**
-   * Runs `flow` `count` times; answers what it wrote per flow (SQLite: WAL frames, with automatic checkpoints
-   * off; PostgreSQL: WAL bytes from a checkpoint on) and its statements.
+   * Starts counting what the database writes and answers the function that
+   * stops and answers the count: SQLite's WAL frames, with automatic
+   * checkpoints off meanwhile; PostgreSQL's WAL bytes since a checkpoint.
    */
-  const measure = async (count: number, flow: () => Promise<void>) => {
-    let since = '';
+  const startWalCount = async (): Promise<() => Promise<number>> => {
     if (DIALECT === 'sqlite') {
       await pragma('wal_autocheckpoint = 0');
       await pragma('wal_checkpoint(TRUNCATE)');
-    } else {
-      await db.raw('checkpoint');
-      since = await walPosition();
+      return async () => {
+        const [{ log = 0 } = {}] = await pragma('wal_checkpoint(PASSIVE)');
+        await pragma('wal_autocheckpoint = 1000');
+        return log;
+      };
     }
+    await db.raw('checkpoint');
+    const since = ((await db.raw('select pg_current_wal_lsn() as lsn')).rows[0] as { lsn: string }).lsn;
+    return async () => {
+      const diff = await db.raw('select pg_wal_lsn_diff(pg_current_wal_lsn(), ?) as bytes', [since]);
+      return Number((diff.rows[0] as { bytes: string }).bytes);
+    };
+  };
+  /** Runs `flow` `count` times; answers what it wrote per flow ({@link startWalCount}) and its statements. */
+  const measure = async (count: number, flow: () => Promise<void>) => {
+    const stopWalCount = await startWalCount();
     statements.clear();
     counting = true;
     for (let i = 0; i < count; i++) await flow();
     counting = false;
-    let written: number;
-    if (DIALECT === 'sqlite') {
-      const [{ log = 0 } = {}] = await pragma('wal_checkpoint(PASSIVE)');
-      await pragma('wal_autocheckpoint = 1000');
-      written = log;
-    } else {
-      const diff = await db.raw('select pg_wal_lsn_diff(pg_current_wal_lsn(), ?) as bytes', [since]);
-      written = Number((diff.rows[0] as { bytes: string }).bytes);
-    }
+    const written = await stopWalCount();
     const writes = [...statements]
       .filter(([sql]) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql))
       .sort((a, b) => b[1] - a[1])

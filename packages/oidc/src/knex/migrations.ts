@@ -170,12 +170,13 @@ const PAYLOAD_LOOKUP_COLUMNS = ['grant_id', 'account_id', 'client_id'] as const;
  * The payload table's remaining lookup columns indexed only where they are
  * set: `grant_id` (a grant's codes and tokens, revoked together),
  * `account_id` (a user's sessions and grants) and `client_id` (a client's
- * tokens and grants, deleted when its secret rotates). Every lookup through
- * them compares the column with a value, which implies `is not null`, so
- * both engines use the partial index. Interactions, sessions and replay
- * records lack some of these columns; without an entry for a null, each of
- * their writes touches fewer index pages (a sign-in writes and deletes
- * several).
+ * grants, deleted with their codes and tokens when its secret rotates; the
+ * adapter fills these two only for the rows looked up by them). Every
+ * lookup through them compares the column with a value, which implies
+ * `is not null`, so both engines use the partial index. Interactions,
+ * sessions and replay records lack some of these columns; without an entry
+ * for a null, each of their writes touches fewer index pages (a sign-in
+ * writes and deletes several).
  */
 const payloadSetColumnIndexes: Migration = {
   name: '0004_payload_set_column_indexes',

@@ -27,6 +27,7 @@
  * figures to trust.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createFrameMapper, groupOf } from './profile-summary.mjs';
@@ -123,6 +124,7 @@ function mainThreadGroup(sample, mapFrame) {
  * @param {{ per?: number, top?: number }} [options]
  */
 export function summarizePerf(file, { per, top = 20 } = {}) {
+  if (!existsSync(file)) throw new Error(`${file}: no such file (record one with perf record -F 999 -g -p <pid> -o ${file})`);
   const read = (args) =>
     execFileSync('perf', [...args, '-i', file], { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
   const frequency = Number(/sample_freq=(\d+)/.exec(read(['evlist', '-F']))?.[1] ?? 0);

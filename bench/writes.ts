@@ -9,7 +9,10 @@
  *   checkpoint, so each page's first change after it writes its full image
  *   in every run alike (the cluster's WAL: run it on an otherwise idle
  *   server);
- * - transactions and write statements per flow, by statement.
+ * - transactions and write statements per flow, by statement;
+ * - SQLite: the WAL frames per flow by table and index (each frame's page
+ *   number, read from the WAL file before the count's checkpoint, named
+ *   through SQLite's `dbstat` table).
  *
  * It starts the reference server on a throwaway database (the test
  * toolkit's server, over HTTP on a loopback port), signs the first
@@ -20,6 +23,7 @@
  *
  *   node --import tsx bench/writes.ts [--dialect sqlite|postgres] [--refreshes 400] [--sign-ins 20] [--top 30] [--json]
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 // The toolkit's server and OIDC helpers, not its index: the index loads vitest, which runs only under vitest.
@@ -116,22 +120,47 @@ try {
    * stops and answers the count: SQLite's WAL frames, with automatic
    * checkpoints off meanwhile; PostgreSQL's WAL bytes since a checkpoint.
    */
-  const startWalCount = async (): Promise<() => Promise<number>> => {
+  const startWalCount = async (): Promise<() => Promise<{ written: number; byObject?: Map<string, number> }>> => {
     if (DIALECT === 'sqlite') {
       await pragma('wal_autocheckpoint = 0');
       await pragma('wal_checkpoint(TRUNCATE)');
       return async () => {
+        const byObject = await walFramesByObject();
         const [{ log = 0 } = {}] = await pragma('wal_checkpoint(PASSIVE)');
         await pragma('wal_autocheckpoint = 1000');
-        return log;
+        return { written: log, byObject };
       };
     }
     await db.raw('checkpoint');
     const since = ((await db.raw('select pg_current_wal_lsn() as lsn')).rows[0] as { lsn: string }).lsn;
     return async () => {
       const diff = await db.raw('select pg_wal_lsn_diff(pg_current_wal_lsn(), ?) as bytes', [since]);
-      return Number((diff.rows[0] as { bytes: string }).bytes);
+      return { written: Number((diff.rows[0] as { bytes: string }).bytes) };
     };
+  };
+  /**
+   * The frames of the WAL file, counted by the table or index that owns
+   * each frame's page. The WAL was truncated when counting started and no
+   * checkpoint ran since, so its valid frames are the ones written since: a
+   * 32-byte header, then frames of a 24-byte header (page number first,
+   * salts at bytes 8 to 15, equal to the file header's) and a page.
+   */
+  const walFramesByObject = async (): Promise<Map<string, number>> => {
+    const [{ file } = { file: '' }] = (await db.raw('pragma database_list')) as Array<{ file: string }>;
+    const wal = readFileSync(`${file}-wal`);
+    const pageSize = wal.readUInt32BE(8);
+    const owners = new Map<number, string>();
+    for (const row of (await db.raw('select name, pageno from dbstat')) as Array<{ name: string; pageno: number }>) {
+      owners.set(row.pageno, row.name);
+    }
+    const byObject = new Map<string, number>();
+    for (let offset = 32; offset + 24 + pageSize <= wal.length; offset += 24 + pageSize) {
+      if (wal.readUInt32BE(offset + 8) !== wal.readUInt32BE(16) || wal.readUInt32BE(offset + 12) !== wal.readUInt32BE(20)) break;
+      const page = wal.readUInt32BE(offset);
+      const name = owners.get(page) ?? (page === 1 ? 'sqlite_schema (database header)' : 'free pages');
+      byObject.set(name, (byObject.get(name) ?? 0) + 1);
+    }
+    return byObject;
   };
   /** Runs `flow` `count` times; answers what it wrote per flow ({@link startWalCount}) and its statements. */
   const measure = async (count: number, flow: () => Promise<void>) => {
@@ -140,13 +169,18 @@ try {
     counting = true;
     for (let i = 0; i < count; i++) await flow();
     counting = false;
-    const written = await stopWalCount();
+    const { written, byObject } = await stopWalCount();
     const writes = [...statements]
       .filter(([sql]) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql))
       .sort((a, b) => b[1] - a[1])
       .map(([sql, n]) => ({ perFlow: n / count, sql }));
     return {
       ...(DIALECT === 'sqlite' ? { walFramesPerFlow: written / count } : { walBytesPerFlow: written / count }),
+      ...(byObject && {
+        walFramesByObject: [...byObject]
+          .sort((a, b) => b[1] - a[1])
+          .map(([object, frames]) => ({ object, perFlow: frames / count })),
+      }),
       transactionsPerFlow: (statements.get('BEGIN;') ?? 0) / count,
       writeStatementsPerFlow: writes.reduce((sum, write) => sum + write.perFlow, 0),
       readStatementsPerFlow:
@@ -184,6 +218,12 @@ try {
         console.log(`  WAL frames (pages written) per flow: ${result.walFramesPerFlow.toFixed(2)}`);
       } else {
         console.log(`  WAL bytes per flow:                  ${Math.round(result.walBytesPerFlow)}`);
+      }
+      if ('walFramesByObject' in result && result.walFramesByObject) {
+        console.log('  WAL frames per flow, by table or index:');
+        for (const { object, perFlow } of result.walFramesByObject) {
+          console.log(`    ${perFlow.toFixed(2).padStart(6)}  ${object}`);
+        }
       }
       console.log(`  transactions per flow:               ${result.transactionsPerFlow.toFixed(2)}`);
       console.log(`  write statements per flow:           ${result.writeStatementsPerFlow.toFixed(2)}`);

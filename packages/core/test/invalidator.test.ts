@@ -1,9 +1,16 @@
 import { connectTestDatabase, createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { reconnectDelayMs } from '../src/cache/invalidator.js';
+import { INVALIDATION_RETENTION_MS, PRUNE_INTERVAL_MS, reconnectDelayMs } from '../src/cache/invalidator.js';
 import { createManualClock } from '../src/index.js';
-import { ALL_KEYS, coreMigrations, createCacheInvalidator, createDatabase } from '../src/knex.js';
+import {
+  ALL_KEYS,
+  coreMigrations,
+  createCacheInvalidator,
+  createDatabase,
+  type MigrationSet,
+  runMigrations,
+} from '../src/knex.js';
 
 /** Polls until `check` passes (real I/O: a connection ending, a reconnect, a NOTIFY arriving). */
 async function eventually(check: () => void | Promise<void>, timeoutMs = 5000) {
@@ -124,6 +131,126 @@ describe('SQLite freshen', () => {
     } finally {
       database.db.off('query', onQuery);
       await close();
+    }
+  });
+});
+
+describe('SQLite pruning', () => {
+  it('deletes evictions ten minutes after the pruning instance read them, by id, and never the newest row', async () => {
+    const database = await createTestDatabase('sqlite', [coreMigrations]);
+    const other = connectTestDatabase(database);
+    const clock = createManualClock('2026-01-01T00:00:00Z');
+    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000, clock });
+    const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
+    const ids = async () => (await database.db('core_cache_invalidations').orderBy('id').pluck('id')).map(Number);
+    const seen: string[] = [];
+    /**
+     * Another connection commits an eviction, and this instance looks until
+     * it has read it: a look that reads is where a due prune starts.
+     */
+    const commitElsewhereAndRead = async (key: string) => {
+      await theirs.invalidate('clients', key);
+      await eventually(() => {
+        mine.freshen();
+        expect(seen.at(-1)).toBe(key);
+      });
+    };
+    try {
+      await mine.start();
+      await theirs.start();
+      mine.subscribe('clients', (key) => seen.push(key));
+      await theirs.invalidate('clients', 'a');
+      await theirs.invalidate('clients', 'b');
+      await commitElsewhereAndRead('c');
+      // The first prune notes the newest id read (3) and deletes nothing: nothing was read ten minutes ago.
+      expect(await ids()).toEqual([1, 2, 3]);
+      // At most one prune per interval: the next one notes the newest id read by then (5), still deleting nothing.
+      clock.advance(PRUNE_INTERVAL_MS - 1);
+      await commitElsewhereAndRead('d');
+      clock.advance(1);
+      await commitElsewhereAndRead('e');
+      expect(await ids()).toEqual([1, 2, 3, 4, 5]);
+      // Ten minutes after the first: the rows below the id it had read then go; that row and later ones stay.
+      clock.advance(INVALIDATION_RETENTION_MS - PRUNE_INTERVAL_MS);
+      await commitElsewhereAndRead('f');
+      await eventually(async () => {
+        expect(await ids()).toEqual([3, 4, 5, 6]);
+      });
+
+      // Whoever deletes, the newest row stays, so ids never go back and no reader misses the next eviction.
+      await database.db('core_cache_invalidations').delete();
+      expect(await ids()).toEqual([6]);
+      await commitElsewhereAndRead('g');
+      expect(await ids()).toEqual([6, 7]);
+      expect(seen).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+    } finally {
+      await mine.close();
+      await theirs.close();
+      await other.destroy();
+      await database.destroy();
+    }
+  });
+});
+
+describe.each(testDialects())('migration 0005 on %s', (dialect) => {
+  const upTo0004: MigrationSet = { ...coreMigrations, migrations: coreMigrations.migrations.slice(0, 4) };
+  const migration0005 = coreMigrations.migrations.find((migration) => migration.name === '0005_cache_invalidations_rowid');
+
+  it('keeps the rows and the ids handed out, drops the time index, and goes back down', async () => {
+    const database = await createTestDatabase(dialect);
+    const { db } = database;
+    try {
+      await runMigrations(db, [upTo0004]);
+      const row = (key: string) => ({ origin: 'o', namespace: 'clients', key, created_at: new Date().toISOString() });
+      await db('core_cache_invalidations').insert([row('a'), row('b'), row('c'), row('d')]);
+      // The newest two are gone, as an older version's prune or a hand could leave it: 4 was still handed out.
+      await db('core_cache_invalidations').where('id', '>', 2).delete();
+      await runMigrations(db, [coreMigrations]);
+
+      const rows = await db('core_cache_invalidations').orderBy('id').select('id', 'namespace', 'key');
+      if (dialect === 'sqlite') {
+        expect(rows.map((r) => [Number(r.id), r.namespace, r.key])).toEqual([
+          [1, 'clients', 'a'],
+          [2, 'clients', 'b'],
+          [4, '', ''],
+        ]);
+      } else {
+        expect(rows.map((r) => Number(r.id))).toEqual([1, 2]);
+      }
+      await db('core_cache_invalidations').insert(row('e'));
+      expect(
+        Number(
+          await db('core_cache_invalidations')
+            .max('id as id')
+            .first()
+            .then((r) => r?.id),
+        ),
+      ).toBe(5);
+      const indexes =
+        dialect === 'sqlite'
+          ? await db.raw("select name from sqlite_schema where type = 'index' and tbl_name = 'core_cache_invalidations'")
+          : (await db.raw("select indexname as name from pg_indexes where tablename = 'core_cache_invalidations'")).rows;
+      expect((indexes as Array<{ name: string }>).map((index) => index.name)).not.toContain(
+        'core_cache_invalidations_created_at_index',
+      );
+
+      // Down: the table as 0004 made it, rows and index included.
+      await db.transaction((trx) => migration0005?.down?.(trx));
+      await db('core_cache_invalidations').insert(row('f'));
+      expect(
+        Number(
+          await db('core_cache_invalidations')
+            .max('id as id')
+            .first()
+            .then((r) => r?.id),
+        ),
+      ).toBe(6);
+      if (dialect === 'sqlite') {
+        const [schema] = await db.raw("select sql from sqlite_schema where name = 'core_cache_invalidations'");
+        expect(String(schema.sql)).toMatch(/autoincrement/i);
+      }
+    } finally {
+      await database.destroy();
     }
   });
 });

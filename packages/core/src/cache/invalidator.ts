@@ -96,7 +96,10 @@ export interface CacheInvalidatorOptions {
   readonly logger?: Logger;
   /** How often SQLite instances look for other processes' evictions without a request asking, in milliseconds (default 1000). */
   readonly pollIntervalMs?: number;
-  /** What the once-a-second eviction while the listener is down is measured by; the system clock by default. */
+  /**
+   * What the once-a-second eviction while the listener is down and the
+   * pruning of SQLite's eviction rows are measured by; the system clock by default.
+   */
   readonly clock?: Clock;
   /** The wait before each reconnect attempt of the Postgres listener; {@link reconnectDelayMs} by default. */
   readonly reconnectDelayMs?: (attempt: number) => number;
@@ -107,6 +110,14 @@ export interface CacheInvalidatorOptions {
 const TABLE = 'core_cache_invalidations';
 /** The eviction row every SQLite write that changes a cached record adds (fixed, past knex's builder). */
 const INSERT_SQL = `insert into ${TABLE} (origin, namespace, key, created_at) values (?, ?, ?, ?)`;
+/** Deletes the evictions below an id; the table's trigger keeps the newest row whatever the id (migration 0005). */
+const PRUNE_SQL = `delete from ${TABLE} where id < ?`;
+
+/** How long an SQLite eviction row is kept after the instance that prunes had read it, in milliseconds. */
+export const INVALIDATION_RETENTION_MS = 600_000;
+
+/** How often an SQLite instance prunes old eviction rows, at most, in milliseconds. */
+export const PRUNE_INTERVAL_MS = 10_000;
 
 interface PgClient {
   query(sql: string): Promise<unknown>;
@@ -142,6 +153,9 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   let reads: Promise<void> = Promise.resolve();
   let reading = false;
   let lastLook = Number.NEGATIVE_INFINITY;
+  // SQLite: when the next prune is due (clock time), and the newest id read at each prune (oldest first).
+  let nextPruneAt = Number.NEGATIVE_INFINITY;
+  const pruneMarks: Array<{ at: number; id: number }> = [];
   let watcher: SqliteWatcher | undefined;
   /** The watcher's prepared read of new evictions (SQLite with a file). */
   let readSince: { all(lastSeen: number): unknown[] } | undefined;
@@ -276,7 +290,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
           .select('id', 'origin', 'namespace', 'key')) as InvalidationRow[];
         if (!applyRows(rows)) break;
       }
-      if (Math.random() < 0.02) await pruneOld();
+      if (pruneDue()) await pruneOld();
     } catch (error) {
       // Look again next time, whatever data_version says.
       dataVersion = undefined;
@@ -284,12 +298,31 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
     }
   }
 
-  /** Deletes evictions older than ten minutes (every process has read them by then). */
+  /** Whether this instance's next prune is due (at most one every {@link PRUNE_INTERVAL_MS}). */
+  function pruneDue(): boolean {
+    const now = clock.now().getTime();
+    if (now < nextPruneAt) return false;
+    nextPruneAt = now + PRUNE_INTERVAL_MS;
+    return true;
+  }
+
+  /**
+   * Notes the newest id read so far, and deletes the evictions below the
+   * newest id it had read {@link INVALIDATION_RETENTION_MS} ago or earlier:
+   * ids grow with commits, so those rows are older than that, and every
+   * process watching the file has read them. A range of the primary key,
+   * with no index on the time to keep up at every write.
+   */
   async function pruneOld(): Promise<void> {
+    const now = clock.now().getTime();
+    pruneMarks.push({ at: now, id: lastSeen });
+    let below = 0;
+    while (pruneMarks.length > 0 && now - (pruneMarks[0]?.at ?? now) >= INVALIDATION_RETENTION_MS) {
+      below = pruneMarks.shift()?.id ?? below;
+    }
+    if (below <= 0) return;
     try {
-      await db(TABLE)
-        .where('created_at', '<', new Date(Date.now() - 600_000).toISOString())
-        .delete();
+      await runStatement(db, PRUNE_SQL, [below]);
     } catch (error) {
       logger.warn('pruning cache invalidations failed', { error });
     }
@@ -336,7 +369,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       dataVersion = version;
       // Own commits move the version too: the common case, read on the watcher without a pool query.
       if (!reading && readSince && readNewSync()) {
-        if (Math.random() < 0.02) reads = reads.then(pruneOld);
+        if (pruneDue()) reads = reads.then(pruneOld);
         return undefined;
       }
       reading = true;
@@ -357,7 +390,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
         await (trx ?? db).raw('select pg_notify(?, ?)', [CHANNEL, JSON.stringify({ ns: namespace, key })]);
       } else {
         // Other processes on the same SQLite file read this row on their next request.
-        await runStatement(trx ?? db, INSERT_SQL, [origin, namespace, key.slice(0, 400), new Date().toISOString()]);
+        await runStatement(trx ?? db, INSERT_SQL, [origin, namespace, key.slice(0, 400), clock.now().toISOString()]);
       }
       if (trx) {
         const execution = (trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise;

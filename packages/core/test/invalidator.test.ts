@@ -202,6 +202,7 @@ describe.each(testDialects())('migration 0005 on %s', (dialect) => {
     try {
       await runMigrations(db, [upTo0004]);
       const row = (key: string) => ({ origin: 'o', namespace: 'clients', key, created_at: new Date().toISOString() });
+      const maxId = async () => Number((await db('core_cache_invalidations').max('id as id').first())?.id);
       await db('core_cache_invalidations').insert([row('a'), row('b'), row('c'), row('d')]);
       // The newest two are gone, as an older version's prune or a hand could leave it: 4 was still handed out.
       await db('core_cache_invalidations').where('id', '>', 2).delete();
@@ -218,14 +219,7 @@ describe.each(testDialects())('migration 0005 on %s', (dialect) => {
         expect(rows.map((r) => Number(r.id))).toEqual([1, 2]);
       }
       await db('core_cache_invalidations').insert(row('e'));
-      expect(
-        Number(
-          await db('core_cache_invalidations')
-            .max('id as id')
-            .first()
-            .then((r) => r?.id),
-        ),
-      ).toBe(5);
+      expect(await maxId()).toBe(5);
       const indexes =
         dialect === 'sqlite'
           ? await db.raw("select name from sqlite_schema where type = 'index' and tbl_name = 'core_cache_invalidations'")
@@ -237,14 +231,7 @@ describe.each(testDialects())('migration 0005 on %s', (dialect) => {
       // Down: the table as 0004 made it, rows and index included.
       await db.transaction((trx) => migration0005?.down?.(trx));
       await db('core_cache_invalidations').insert(row('f'));
-      expect(
-        Number(
-          await db('core_cache_invalidations')
-            .max('id as id')
-            .first()
-            .then((r) => r?.id),
-        ),
-      ).toBe(6);
+      expect(await maxId()).toBe(6);
       if (dialect === 'sqlite') {
         const [schema] = await db.raw("select sql from sqlite_schema where name = 'core_cache_invalidations'");
         expect(String(schema.sql)).toMatch(/autoincrement/i);

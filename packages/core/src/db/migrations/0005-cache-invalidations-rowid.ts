@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { dialectOf } from '../database.js';
 import type { Migration } from '../migrations.js';
 
@@ -22,6 +23,24 @@ const KEEP_NEWEST_TRIGGER = 'core_cache_invalidations_keep_newest';
  * rows at the top were deleted, a marker row at the highest id ever handed
  * out. The marker's namespace is empty: no cache listens to it.
  */
+/**
+ * Rebuilds the SQLite table with `key` as its id column's definition,
+ * keeping every row; `before` runs between the copy and the swap, on the
+ * new table's name.
+ */
+async function rebuild(db: Knex, key: string, before?: (table: string) => Promise<void>): Promise<void> {
+  const next = `${TABLE}_rebuilt`;
+  await db.raw(
+    `create table ${next} (id ${key}, origin varchar(64) not null, namespace varchar(100) not null, key varchar(400) not null, created_at datetime not null)`,
+  );
+  await db.raw(
+    `insert into ${next} (id, origin, namespace, key, created_at) select id, origin, namespace, key, created_at from ${TABLE}`,
+  );
+  await before?.(next);
+  await db.raw(`drop table ${TABLE}`);
+  await db.raw(`alter table ${next} rename to ${TABLE}`);
+}
+
 export const cacheInvalidationsRowidMigration: Migration = {
   name: '0005_cache_invalidations_rowid',
   async up(db) {
@@ -29,21 +48,14 @@ export const cacheInvalidationsRowidMigration: Migration = {
       await db.schema.alterTable(TABLE, (t) => t.dropIndex(['created_at'], CREATED_AT_INDEX));
       return;
     }
-    const next = `${TABLE}_next`;
-    await db.raw(
-      `create table ${next} (id integer not null primary key, origin varchar(64) not null, namespace varchar(100) not null, key varchar(400) not null, created_at datetime not null)`,
+    await rebuild(db, 'integer not null primary key', (next) =>
+      db.raw(
+        `insert into ${next} (id, origin, namespace, key, created_at)
+         select seq, 'migration', '', '', ? from sqlite_sequence
+         where name = ? and seq > (select coalesce(max(id), 0) from ${TABLE})`,
+        [new Date().toISOString(), TABLE],
+      ),
     );
-    await db.raw(
-      `insert into ${next} (id, origin, namespace, key, created_at) select id, origin, namespace, key, created_at from ${TABLE}`,
-    );
-    await db.raw(
-      `insert into ${next} (id, origin, namespace, key, created_at)
-       select seq, 'migration', '', '', ? from sqlite_sequence
-       where name = ? and seq > (select coalesce(max(id), 0) from ${TABLE})`,
-      [new Date().toISOString(), TABLE],
-    );
-    await db.raw(`drop table ${TABLE}`);
-    await db.raw(`alter table ${next} rename to ${TABLE}`);
     await db.raw(
       `create trigger ${KEEP_NEWEST_TRIGGER} before delete on ${TABLE}
        when old.id = (select max(id) from ${TABLE})
@@ -56,15 +68,7 @@ export const cacheInvalidationsRowidMigration: Migration = {
       return;
     }
     // The table as 0004 created it.
-    const previous = `${TABLE}_previous`;
-    await db.raw(
-      `create table ${previous} (id integer not null primary key autoincrement, origin varchar(64) not null, namespace varchar(100) not null, key varchar(400) not null, created_at datetime not null)`,
-    );
-    await db.raw(
-      `insert into ${previous} (id, origin, namespace, key, created_at) select id, origin, namespace, key, created_at from ${TABLE}`,
-    );
-    await db.raw(`drop table ${TABLE}`);
-    await db.raw(`alter table ${previous} rename to ${TABLE}`);
+    await rebuild(db, 'integer not null primary key autoincrement');
     await db.raw(`create index ${CREATED_AT_INDEX} on ${TABLE} (created_at)`);
   },
 };

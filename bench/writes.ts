@@ -29,6 +29,7 @@ import Database from 'better-sqlite3';
 // The toolkit's server and OIDC helpers, not its index: the index loads vitest, which runs only under vitest.
 import { bootstrapAdmin, discover, redeemCode, refreshTokenRequest, registerClient, signIn } from '../test/support/oidc.js';
 import { startTestServer } from '../test/support/server.js';
+import { framesByObject, walFramePages } from './wal-frames.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -138,29 +139,11 @@ try {
       return { written: Number((diff.rows[0] as { bytes: string }).bytes) };
     };
   };
-  /**
-   * The frames of the WAL file, counted by the table or index that owns
-   * each frame's page. The WAL was truncated when counting started and no
-   * checkpoint ran since, so its valid frames are the ones written since: a
-   * 32-byte header, then frames of a 24-byte header (page number first,
-   * salts at bytes 8 to 15, equal to the file header's) and a page.
-   */
+  /** The frames of the WAL file, counted by the table or index that owns each frame's page (see bench/wal-frames.ts). */
   const walFramesByObject = async (): Promise<Map<string, number>> => {
     const [{ file } = { file: '' }] = (await db.raw('pragma database_list')) as Array<{ file: string }>;
-    const wal = readFileSync(`${file}-wal`);
-    const pageSize = wal.readUInt32BE(8);
-    const owners = new Map<number, string>();
-    for (const row of (await db.raw('select name, pageno from dbstat')) as Array<{ name: string; pageno: number }>) {
-      owners.set(row.pageno, row.name);
-    }
-    const byObject = new Map<string, number>();
-    for (let offset = 32; offset + 24 + pageSize <= wal.length; offset += 24 + pageSize) {
-      if (wal.readUInt32BE(offset + 8) !== wal.readUInt32BE(16) || wal.readUInt32BE(offset + 12) !== wal.readUInt32BE(20)) break;
-      const page = wal.readUInt32BE(offset);
-      const name = owners.get(page) ?? (page === 1 ? 'sqlite_schema (database header)' : 'free pages');
-      byObject.set(name, (byObject.get(name) ?? 0) + 1);
-    }
-    return byObject;
+    const rows = (await db.raw('select name, pageno from dbstat')) as Array<{ name: string; pageno: number }>;
+    return framesByObject(walFramePages(readFileSync(`${file}-wal`)), new Map(rows.map((row) => [row.pageno, row.name])));
   };
   /** Runs `flow` `count` times; answers what it wrote per flow ({@link startWalCount}) and its statements. */
   const measure = async (count: number, flow: () => Promise<void>) => {

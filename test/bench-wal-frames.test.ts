@@ -1,9 +1,18 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { framesByObject, walFramePages } from '../bench/wal-frames.js';
+
+/** The parts of a better-sqlite3 connection these tests use (the driver ships no types of its own). */
+interface SqliteConnection {
+  pragma(sql: string): unknown;
+  exec(sql: string): void;
+  prepare(sql: string): { run(...values: unknown[]): unknown; all(...values: unknown[]): unknown[] };
+  close(): void;
+}
+const Database = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => SqliteConnection;
 
 /** A SQLite file in WAL mode with automatic checkpoints off: a table with one index, and a second table. */
 function openDatabase() {

@@ -23,7 +23,7 @@ export type {
   RateLimitDecision,
 } from './auth/principal.js';
 export type { TtlCache, TtlCacheOptions } from './cache/ttl-cache.js';
-export { createTtlCache } from './cache/ttl-cache.js';
+export { createTtlCache, sweepTtlCaches, TTL_CACHE_SWEEP_INTERVAL_MS } from './cache/ttl-cache.js';
 export type { Clock, ManualClock } from './clock.js';
 export { createManualClock, systemClock } from './clock.js';
 export type {

@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createManualClock, createTtlCache } from '../src/index.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createManualClock, createTtlCache, sweepTtlCaches } from '../src/index.js';
 import { ALL_KEYS, coreMigrations, createCacheInvalidator, createDatabase } from '../src/knex.js';
 
 /** Polls until `check` passes: evictions reach listeners over Postgres NOTIFY or SQLite polling (real I/O). */
@@ -140,6 +140,42 @@ describe('TTL cache', () => {
     cache.set('fresh', 'F');
     clock.advance(60_000);
     expect(cache.get('fresh')).toBeUndefined();
+  });
+
+  it('drops expired entries nobody reads again on a sweep, keeping those still in use', () => {
+    const clock = createManualClock('2030-01-01T00:00:00Z');
+    const cache = createTtlCache<string>({ ttlMs: 1000, idleMs: 100, clock });
+    cache.set('read', 'R');
+    cache.set('unread', 'U');
+    clock.advance(99);
+    expect(cache.get('read')).toBe('R');
+    clock.advance(1);
+    // Other caches of the process may drop expired entries of their own on the same sweep.
+    expect(sweepTtlCaches()).toBeGreaterThanOrEqual(1);
+    expect(cache.size).toBe(1);
+    expect(cache.get('read')).toBe('R');
+    clock.advance(1000);
+    sweepTtlCaches();
+    expect(cache.size).toBe(0);
+  });
+
+  it("sweeps every cache of the process on a timer, by each cache's own clock", async () => {
+    vi.useFakeTimers();
+    try {
+      // A fresh copy of the module: its sweeper timer starts under the fake timers.
+      vi.resetModules();
+      const fresh = await import('../src/cache/ttl-cache.js');
+      const clock = createManualClock('2030-01-01T00:00:00Z');
+      const cache = fresh.createTtlCache<string>({ ttlMs: 1000, clock });
+      cache.set('a', 'A');
+      clock.advance(1000);
+      vi.advanceTimersByTime(fresh.TTL_CACHE_SWEEP_INTERVAL_MS - 1);
+      expect(cache.size).toBe(1);
+      vi.advanceTimersByTime(1);
+      expect(cache.size).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('with jitter spreads greatest ages over the last share of ttlMs', () => {

@@ -44,10 +44,47 @@ export interface TtlCacheOptions {
   readonly clock?: Clock;
 }
 
+/** How often the process drops the expired entries of every TTL cache, in milliseconds. */
+export const TTL_CACHE_SWEEP_INTERVAL_MS = 15_000;
+
+/** The caches the sweeper looks at, held weakly: a cache nobody holds any more is collected, and leaves the set. */
+const sweepable = new Set<WeakRef<{ sweep(): number }>>();
+let sweeper: NodeJS.Timeout | undefined;
+
+/**
+ * Drops the expired entries of every TTL cache of the process (each by its
+ * own clock) and answers how many. A timer that does not keep the process
+ * alive runs it every {@link TTL_CACHE_SWEEP_INTERVAL_MS}: without it, an
+ * entry nobody asks for again would stay in memory until the size bound
+ * pushed it out, so a server that saw a burst of users or clients would keep
+ * them all while idle.
+ */
+export function sweepTtlCaches(): number {
+  let dropped = 0;
+  for (const ref of sweepable) {
+    const cache = ref.deref();
+    if (cache) dropped += cache.sweep();
+    else sweepable.delete(ref);
+  }
+  if (sweepable.size === 0 && sweeper) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+  return dropped;
+}
+
+function registerForSweeps(cache: { sweep(): number }): void {
+  sweepable.add(new WeakRef(cache));
+  if (sweeper) return;
+  sweeper = setInterval(sweepTtlCaches, TTL_CACHE_SWEEP_INTERVAL_MS);
+  sweeper.unref();
+}
+
 /**
  * A TTL cache whose loads are de-duplicated: while one load of a key is in
  * flight, other callers wait for it. A load that started before a `delete`
  * of its key is not stored, so an invalidation is never undone by a stale load.
+ * Expired entries are dropped when read, and by {@link sweepTtlCaches}.
  *
  * @example
  * const users = createTtlCache<User>({ ttlMs: 30_000 });
@@ -120,7 +157,21 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
     return entry.value;
   };
 
-  return {
+  /** Drops the expired entries; answers how many. */
+  const sweep = () => {
+    const now = nowMs();
+    let dropped = 0;
+    for (const [key, entry] of entries) {
+      if (entry.expiresAt <= now || entry.idleUntil <= now) {
+        entries.delete(key);
+        dropped += 1;
+      }
+    }
+    return dropped;
+  };
+
+  const cache: TtlCache<V> & { sweep(): number } = {
+    sweep,
     get,
     set,
     delete(key) {
@@ -184,4 +235,6 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
       return entries.size;
     },
   };
+  registerForSweeps(cache);
+  return cache;
 }

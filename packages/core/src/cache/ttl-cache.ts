@@ -97,6 +97,9 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
   const nowMs = clock ? () => clock.now().getTime() : Date.now;
   const { idleMs, jitter = 0 } = options;
   const entries = new Map<string, { value: V; expiresAt: number; idleUntil: number }>();
+  /** Whether an entry is past its greatest age or its idle time at `now`. */
+  const expired = (entry: { expiresAt: number; idleUntil: number }, now: number) =>
+    entry.expiresAt <= now || entry.idleUntil <= now;
   const inflight = new Map<string, Promise<V>>();
   /**
    * The keys with loads in flight: how many, and how many deletes since the
@@ -149,7 +152,7 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
     const entry = entries.get(key);
     if (!entry) return undefined;
     const now = nowMs();
-    if (entry.expiresAt <= now || entry.idleUntil <= now) {
+    if (expired(entry, now)) {
       entries.delete(key);
       return undefined;
     }
@@ -162,7 +165,7 @@ export function createTtlCache<V>(options: TtlCacheOptions): TtlCache<V> {
     const now = nowMs();
     let dropped = 0;
     for (const [key, entry] of entries) {
-      if (entry.expiresAt <= now || entry.idleUntil <= now) {
+      if (expired(entry, now)) {
         entries.delete(key);
         dropped += 1;
       }

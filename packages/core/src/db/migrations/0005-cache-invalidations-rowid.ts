@@ -8,22 +8,6 @@ const CREATED_AT_INDEX = 'core_cache_invalidations_created_at_index';
 const KEEP_NEWEST_TRIGGER = 'core_cache_invalidations_keep_newest';
 
 /**
- * `core_cache_invalidations` costs less to write on SQLite: each eviction
- * row was also an entry of the `created_at` index and, the key being
- * `AUTOINCREMENT`, an update of `sqlite_sequence`, so every commit that
- * evicted a cache entry wrote two more pages than its row's. Pruning now
- * goes by id (`@idt/core`'s invalidator), so the index is dropped on both
- * engines (Postgres deployments do not use the table).
- *
- * On SQLite the table is rebuilt with a plain integer key: a new row's id
- * is then one more than the largest present. Readers ask for rows after
- * the last id they read, so ids must never go back: a trigger keeps the
- * newest row through every delete (the invalidator's pruning, an older
- * version's, or one by hand), and the rebuild keeps the rows and, when
- * rows at the top were deleted, a marker row at the highest id ever handed
- * out. The marker's namespace is empty: no cache listens to it.
- */
-/**
  * Rebuilds the SQLite table with `key` as its id column's definition,
  * keeping every row; `before` runs between the copy and the swap, on the
  * new table's name.
@@ -41,6 +25,22 @@ async function rebuild(db: Knex, key: string, before?: (table: string) => Promis
   await db.raw(`alter table ${next} rename to ${TABLE}`);
 }
 
+/**
+ * `core_cache_invalidations` costs less to write on SQLite: each eviction
+ * row was also an entry of the `created_at` index and, the key being
+ * `AUTOINCREMENT`, an update of `sqlite_sequence`, so every commit that
+ * evicted a cache entry wrote two more pages than its row's. Pruning now
+ * goes by id (`@idt/core`'s invalidator), so the index is dropped on both
+ * engines (Postgres deployments do not use the table).
+ *
+ * On SQLite the table is rebuilt with a plain integer key: a new row's id
+ * is then one more than the largest present. Readers ask for rows after
+ * the last id they read, so ids must never go back: a trigger keeps the
+ * newest row through every delete (the invalidator's pruning, an older
+ * version's, or one by hand), and the rebuild keeps the rows and, when
+ * rows at the top were deleted, a marker row at the highest id ever handed
+ * out. The marker's namespace is empty: no cache listens to it.
+ */
 export const cacheInvalidationsRowidMigration: Migration = {
   name: '0005_cache_invalidations_rowid',
   async up(db) {

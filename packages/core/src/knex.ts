@@ -33,6 +33,7 @@ export type { StatementBinding } from './db/statements.js';
 export {
   type ListStatement,
   listStatement,
+  PREPARED_STATEMENTS_OPTION,
   runListStatement,
   runStatement,
   selectListRows,

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../src/index.js';
 import {
+  createDatabase,
   isUniqueViolation,
   type ListStatement,
   listStatement,
@@ -245,5 +246,100 @@ describe.each(testDialects())('list statements on %s', (dialect) => {
       }),
     ).rejects.toThrow('roll back');
     expect(await countOf('r')).toBe(0);
+  });
+});
+
+describe.runIf(testDialects().includes('postgres'))('prepared statements on postgres', () => {
+  let database: TestDatabase;
+  /** One connection, so that every statement meets the prepared forms of the ones before it. */
+  let db: Knex;
+  const READ = 'select id, score from prepared_things where id = ?';
+  /** The statements prepared on the pool's one connection, by their text. */
+  const prepared = async (on: Knex = db) =>
+    rawRows<{ statement: string }>(await on.raw('select statement from pg_prepared_statements')).map((row) => row.statement);
+
+  beforeAll(async () => {
+    database = await createTestDatabase('postgres');
+    db = createDatabase(database.url, { pool: { min: 1, max: 1 } });
+    await db.schema.createTable('prepared_things', (t) => {
+      t.string('id').primary();
+      t.integer('score').notNullable();
+    });
+    await db('prepared_things').insert([
+      { id: 'a', score: 1 },
+      { id: 'b', score: 2 },
+    ]);
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await database.destroy();
+  });
+
+  it('prepares each text once per connection and runs it again by name', async () => {
+    expect(await selectRows(db, READ, ['a'])).toEqual([['a', 1]]);
+    expect(await selectRows(db, READ, ['b'])).toEqual([['b', 2]]);
+    expect(await runStatement(db, 'update prepared_things set score = score where id = ?', ['a'])).toBe(1);
+    const texts = await prepared();
+    expect(texts.filter((text) => text === 'select id, score from prepared_things where id = $1')).toHaveLength(1);
+    expect(texts).toContain('update prepared_things set score = score where id = $1');
+  });
+
+  it('prepares on the connection of the transaction it is given', async () => {
+    const other = createDatabase(database.url, { pool: { min: 0, max: 2 } });
+    try {
+      await other.transaction(async (trx) => {
+        expect(await selectRows(trx, 'select score from prepared_things where id = ? and score > ?', ['b', 0])).toEqual([[2]]);
+        expect(await prepared(trx)).toEqual(['select score from prepared_things where id = $1 and score > $2']);
+      });
+    } finally {
+      await other.destroy();
+    }
+  });
+
+  it('runs a statement again, by a new name, after the connection lost its prepared statements', async () => {
+    await selectRows(db, READ, ['a']);
+    await db.raw('deallocate all');
+    expect(await prepared()).toEqual([]);
+    expect(await selectRows(db, READ, ['a'])).toEqual([['a', 1]]);
+    expect(await prepared()).toEqual(['select id, score from prepared_things where id = $1']);
+  });
+
+  it('runs a statement again when a column it answers changed type since it was prepared', async () => {
+    const READ_SCORE = 'select score from prepared_things where id = ?';
+    expect(await selectRows(db, READ_SCORE, ['b'])).toEqual([[2]]);
+    await db.raw('alter table prepared_things alter column score type text');
+    try {
+      expect(await selectRows(db, READ_SCORE, ['b'])).toEqual([['2']]);
+      expect(await selectRows(db, READ_SCORE, ['b'])).toEqual([['2']]);
+    } finally {
+      await db.raw('alter table prepared_things alter column score type integer using score::integer');
+    }
+  });
+
+  it('inside a transaction, a stale statement fails the transaction, and the next run outside it succeeds', async () => {
+    const READ_ID = 'select id from prepared_things where score = ?';
+    expect(await selectRows(db, READ_ID, [1])).toEqual([['a']]);
+    await db.raw('deallocate all');
+    await expect(db.transaction(async (trx) => selectRows(trx, READ_ID, [1]))).rejects.toMatchObject({ code: '26000' });
+    expect(await selectRows(db, READ_ID, [1])).toEqual([['a']]);
+  });
+
+  it('refuses to run on a transaction that already ended', async () => {
+    let ended: Knex.Transaction | undefined;
+    await db.transaction(async (trx) => {
+      ended = trx;
+    });
+    await expect(selectRows(ended as Knex.Transaction, READ, ['a'])).rejects.toThrow(/Transaction query already complete/);
+  });
+
+  it('prepares nothing with ?prepared_statements=false, and still answers', async () => {
+    const unprepared = createDatabase(`${database.url}?prepared_statements=false`, { pool: { min: 1, max: 1 } });
+    try {
+      expect(await selectRows(unprepared, READ, ['a'])).toEqual([['a', 1]]);
+      expect(await runStatement(unprepared, 'update prepared_things set score = score where id = ?', ['b'])).toBe(1);
+      expect(await prepared(unprepared)).toEqual([]);
+    } finally {
+      await unprepared.destroy();
+    }
   });
 });

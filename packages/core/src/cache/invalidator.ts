@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf } from '../db/database.js';
-import { runStatement } from '../db/statements.js';
+import { runStatement, selectRows } from '../db/statements.js';
 import { type Logger, silentLogger } from '../logger.js';
 
 /** Wildcard key: every entry of the namespace (sent after a reconnect, when messages may have been missed). */
@@ -63,6 +63,8 @@ export interface CacheInvalidator {
 }
 
 const CHANNEL = 'idt_cache_invalidation';
+/** Postgres: one eviction, sent to every listener when the statement's transaction commits. */
+const NOTIFY_SQL = 'select pg_notify(?, ?)';
 
 /** While the listener is down, caches are emptied at most this often, in milliseconds. */
 export const DISTRUST_INTERVAL_MS = 1000;
@@ -387,7 +389,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
     async invalidate(namespace, key, trx) {
       if (isPostgres) {
         // Delivered to every listening instance, this one included, when the transaction commits.
-        await (trx ?? db).raw('select pg_notify(?, ?)', [CHANNEL, JSON.stringify({ ns: namespace, key })]);
+        await selectRows(trx ?? db, NOTIFY_SQL, [CHANNEL, JSON.stringify({ ns: namespace, key })]);
       } else {
         // Other processes on the same SQLite file read this row on their next request.
         await runStatement(trx ?? db, INSERT_SQL, [origin, namespace, key.slice(0, 400), clock.now().toISOString()]);

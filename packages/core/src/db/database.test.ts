@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createDatabase, toIso } from './database.js';
+import { createDatabase, databaseConfig, toIso } from './database.js';
 
 describe('SQLite connections', () => {
   const dirs: string[] = [];
@@ -48,6 +48,37 @@ describe('SQLite connections', () => {
     } finally {
       await db.destroy();
     }
+  });
+});
+
+describe('Postgres configuration', () => {
+  const of = (url: string, options = {}) =>
+    databaseConfig(url, options) as { connection: { connectionString: string }; preparedStatements?: boolean };
+
+  it("prepares statements unless the URL or the options say not to, and hands node-postgres the URL without idt's parameter", () => {
+    expect(of('postgres://idt@db:5432/idt')).toMatchObject({
+      connection: { connectionString: 'postgres://idt@db:5432/idt' },
+      preparedStatements: true,
+    });
+    expect(of('postgres://idt@db/idt?prepared_statements=false')).toMatchObject({
+      connection: { connectionString: 'postgres://idt@db/idt' },
+      preparedStatements: false,
+    });
+    expect(of('postgresql://idt@db/idt?sslmode=require&prepared_statements=off&application_name=api')).toMatchObject({
+      connection: { connectionString: 'postgresql://idt@db/idt?sslmode=require&application_name=api' },
+      preparedStatements: false,
+    });
+    expect(of('postgres://idt@db/idt?prepared_statements=true')).toMatchObject({ preparedStatements: true });
+    expect(of('postgres://idt@db/idt?sslmode=disable', { preparedStatements: false })).toMatchObject({
+      connection: { connectionString: 'postgres://idt@db/idt?sslmode=disable' },
+      preparedStatements: false,
+    });
+  });
+
+  it('refuses a value of prepared_statements it does not know, rather than guess', () => {
+    expect(() => databaseConfig('postgres://idt@db/idt?prepared_statements=no')).toThrow(
+      'prepared_statements=no on the database URL: use true or false',
+    );
   });
 });
 

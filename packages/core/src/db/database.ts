@@ -11,6 +11,38 @@ export interface DatabaseOptions {
   pool?: { min?: number; max?: number };
   /** Milliseconds SQLite waits on a locked database before failing. */
   busyTimeoutMs?: number;
+  /**
+   * PostgreSQL: run idt's fixed statements as named prepared statements,
+   * parsed and planned once per connection (default `true`). Turn it off
+   * behind a pooler that does not keep prepared statements across
+   * transactions (PgBouncer in transaction mode before 1.21, or without
+   * `max_prepared_statements`); `?prepared_statements=false` on the URL does
+   * the same.
+   */
+  preparedStatements?: boolean;
+}
+
+/** The URL parameter that turns {@link DatabaseOptions.preparedStatements} off: `postgres://…/idt?prepared_statements=false`. */
+const PREPARED_STATEMENTS_PARAMETER = 'prepared_statements';
+
+/**
+ * The connection string without idt's own parameter, and whether that
+ * parameter turned prepared statements off. Any other value than `false`,
+ * `off`, `0`, `true`, `on` or `1` is refused: a typo would otherwise leave
+ * them on behind a pooler that breaks them.
+ */
+function preparedStatementsParameter(url: string): { connectionString: string; off: boolean } {
+  const query = url.indexOf('?');
+  if (query < 0) return { connectionString: url, off: false };
+  const parameters = new URLSearchParams(url.slice(query + 1));
+  const value = parameters.get(PREPARED_STATEMENTS_PARAMETER);
+  if (value === null) return { connectionString: url, off: false };
+  if (!/^(false|off|0|true|on|1)$/i.test(value)) {
+    throw new TypeError(`${PREPARED_STATEMENTS_PARAMETER}=${value} on the database URL: use true or false`);
+  }
+  parameters.delete(PREPARED_STATEMENTS_PARAMETER);
+  const rest = parameters.toString();
+  return { connectionString: url.slice(0, query) + (rest ? `?${rest}` : ''), off: /^(false|off|0)$/i.test(value) };
 }
 
 /**
@@ -18,7 +50,9 @@ export interface DatabaseOptions {
  *
  * - `sqlite:<file>`: better-sqlite3, WAL journal, foreign keys on; the
  *   parent directory is created. `sqlite::memory:` is an in-memory database.
- * - `postgres://…` or `postgresql://…`: node-postgres.
+ * - `postgres://…` or `postgresql://…`: node-postgres; idt's fixed
+ *   statements are prepared once per connection unless
+ *   `?prepared_statements=false` (or {@link DatabaseOptions.preparedStatements}).
  */
 export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex.Config {
   if (url.startsWith('sqlite:')) {
@@ -53,11 +87,14 @@ export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex
     // gives up after 5 s (a black-holed server), a request waiting for a pooled connection after 10 s.
     // Broken connections are dropped by knex (it marks them on their `error` event), so the pool
     // refills by itself once the server is back; keep-alive notices silent peers.
+    const { connectionString, off } = preparedStatementsParameter(url);
     return {
       client: 'pg',
-      connection: { connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true },
+      connection: { connectionString, connectionTimeoutMillis: 5000, keepAlive: true },
       acquireConnectionTimeout: 10_000,
       pool: { min: options.pool?.min ?? 0, max: options.pool?.max ?? 10 },
+      // Read by idt's fixed statements (`PREPARED_STATEMENTS_OPTION` of ./statements.ts); knex keeps unknown keys.
+      ...{ preparedStatements: !off && options.preparedStatements !== false },
     };
   }
   throw new TypeError(`Unsupported database URL "${redactDatabaseUrl(url)}": use sqlite:<file> or postgres://…`);

@@ -9,7 +9,7 @@
  *   checkpoint, so each page's first change after it writes its full image
  *   in every run alike (the cluster's WAL: run it on an otherwise idle
  *   server);
- * - transactions and write statements per flow, by statement;
+ * - transactions, and write and read statements per flow, by statement;
  * - SQLite: the WAL frames per flow by table and index (each frame's page
  *   number, read from the WAL file before the count's checkpoint, named
  *   through SQLite's `dbstat` table).
@@ -157,6 +157,11 @@ try {
       .filter(([sql]) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql))
       .sort((a, b) => b[1] - a[1])
       .map(([sql, n]) => ({ perFlow: n / count, sql }));
+    // Reads, and on Postgres the cache evictions' `select pg_notify(…)`.
+    const reads = [...statements]
+      .filter(([sql]) => /^(select|with)\b/i.test(sql))
+      .sort((a, b) => b[1] - a[1])
+      .map(([sql, n]) => ({ perFlow: n / count, sql }));
     return {
       ...(DIALECT === 'sqlite' ? { walFramesPerFlow: written / count } : { walBytesPerFlow: written / count }),
       ...(byObject && {
@@ -166,9 +171,9 @@ try {
       }),
       transactionsPerFlow: (statements.get('BEGIN;') ?? 0) / count,
       writeStatementsPerFlow: writes.reduce((sum, write) => sum + write.perFlow, 0),
-      readStatementsPerFlow:
-        [...statements].filter(([sql]) => /^(select|with)\b/i.test(sql)).reduce((sum, [, n]) => sum + n, 0) / count,
+      readStatementsPerFlow: reads.reduce((sum, read) => sum + read.perFlow, 0),
       writes: writes.slice(0, TOP),
+      reads: reads.slice(0, TOP),
     };
   };
 
@@ -213,6 +218,8 @@ try {
       console.log(`  read statements per flow:            ${result.readStatementsPerFlow.toFixed(2)}`);
       console.log('  write statements, per flow:');
       for (const write of result.writes) console.log(`    ${write.perFlow.toFixed(2).padStart(6)}  ${write.sql.slice(0, 150)}`);
+      console.log('  read statements, per flow:');
+      for (const read of result.reads) console.log(`    ${read.perFlow.toFixed(2).padStart(6)}  ${read.sql.slice(0, 150)}`);
     }
   }
 } finally {

@@ -115,3 +115,115 @@ describe.each(testDialects())('the oidc-provider adapter on %s', (dialect) => {
     expect(await database.db('oidc_payloads').where({ model: 'Client' }).first()).toBeUndefined();
   });
 });
+
+/**
+ * Within a request, the provider reads a code or a refresh token and then
+ * its grant: the adapter reads both in one statement and hands the grant to
+ * that next read, once.
+ */
+describe.each(testDialects())('a token and its grant read together within a request, on %s', (dialect) => {
+  let database: TestDatabase;
+  const clock = createManualClock('2026-03-01T10:00:00Z');
+  let Adapter: new (name: string) => OidcAdapter;
+  /** The request being served, as oidc-provider's `Provider.ctx` gives it. */
+  let request: object | undefined;
+  /** The payload statements run since the last `take()`. */
+  const statements: string[] = [];
+  const take = () => statements.splice(0).map((sql) => (/ left join /.test(sql) ? 'token and grant' : 'one row'));
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect, [coreMigrations, identityMigrations, oidcMigrations]);
+    Adapter = createKnexAdapterClass({
+      db: database.db,
+      clock,
+      invalidator: createCacheInvalidator({ db: database.db }),
+      findClient: async () => undefined,
+      clientMetadata: () => ({}),
+      currentRequest: () => request,
+    });
+    database.db.on('query', (query: { sql: string }) => {
+      if (/^select .* from oidc_payloads/.test(query.sql)) statements.push(query.sql);
+    });
+  });
+  afterAll(async () => {
+    await database?.destroy();
+  });
+
+  it('reads a refresh token and its grant in one statement, and the grant once from it', async () => {
+    const grants = new Adapter('Grant');
+    const tokens = new Adapter('RefreshToken');
+    await grants.upsert('grant-a', { accountId: 'user-a', clientId: 'app' }, 600);
+    await tokens.upsert('refresh-a', { jti: 'refresh-a', grantId: 'grant-a' }, 600);
+    take();
+
+    request = {};
+    expect(await tokens.find('refresh-a')).toMatchObject({ grantId: 'grant-a' });
+    expect(await grants.find('grant-a')).toEqual({ accountId: 'user-a', clientId: 'app' });
+    expect(take()).toEqual(['token and grant']);
+    // Handed out once: a second read of the grant reads the database.
+    expect(await grants.find('grant-a')).toEqual({ accountId: 'user-a', clientId: 'app' });
+    expect(take()).toEqual(['one row']);
+
+    // Another request does not see what this one read.
+    expect(await tokens.find('refresh-a')).toBeDefined();
+    request = {};
+    expect(await grants.find('grant-a')).toBeDefined();
+    expect(take()).toEqual(['token and grant', 'one row']);
+  });
+
+  it('does the same for an authorization code; outside a request, each read is its own statement', async () => {
+    const grants = new Adapter('Grant');
+    const codes = new Adapter('AuthorizationCode');
+    await grants.upsert('grant-b', { accountId: 'user-b' }, 600);
+    await codes.upsert('code-b', { jti: 'code-b', grantId: 'grant-b' }, 60);
+    take();
+
+    request = {};
+    expect(await codes.find('code-b')).toMatchObject({ grantId: 'grant-b' });
+    expect(await grants.find('grant-b')).toEqual({ accountId: 'user-b' });
+    expect(take()).toEqual(['token and grant']);
+
+    request = undefined;
+    expect(await codes.find('code-b')).toMatchObject({ grantId: 'grant-b' });
+    expect(await grants.find('grant-b')).toEqual({ accountId: 'user-b' });
+    expect(take()).toEqual(['one row', 'one row']);
+  });
+
+  it('reads the grant again when the request wrote it, or revoked it, after reading the token', async () => {
+    const grants = new Adapter('Grant');
+    const tokens = new Adapter('RefreshToken');
+    await grants.upsert('grant-c', { accountId: 'user-c', scope: 'openid' }, 600);
+    await tokens.upsert('refresh-c', { jti: 'refresh-c', grantId: 'grant-c' }, 600);
+
+    request = {};
+    await tokens.find('refresh-c');
+    await grants.upsert('grant-c', { accountId: 'user-c', scope: 'openid offline_access' }, 600);
+    expect(await grants.find('grant-c')).toEqual({ accountId: 'user-c', scope: 'openid offline_access' });
+
+    request = {};
+    await tokens.find('refresh-c');
+    await tokens.revokeByGrantId('grant-c');
+    expect(await grants.find('grant-c')).toBeUndefined();
+    request = undefined;
+  });
+
+  it('answers no grant for a token whose grant is gone or expired, as a read of the grant would', async () => {
+    const grants = new Adapter('Grant');
+    const tokens = new Adapter('RefreshToken');
+    await tokens.upsert('refresh-d', { jti: 'refresh-d', grantId: 'grant-missing' }, 600);
+    await grants.upsert('grant-e', { accountId: 'user-e' }, 60);
+    await tokens.upsert('refresh-e', { jti: 'refresh-e', grantId: 'grant-e' }, 600);
+    take();
+
+    request = {};
+    expect(await tokens.find('refresh-d')).toMatchObject({ grantId: 'grant-missing' });
+    expect(await grants.find('grant-missing')).toBeUndefined();
+    expect(await tokens.find('refresh-e')).toBeDefined();
+    clock.advance(60_000);
+    // Expired between the two reads: the grant's expiry is judged when the provider reads it.
+    expect(await grants.find('grant-e')).toBeUndefined();
+    expect(take()).toEqual(['token and grant', 'token and grant']);
+    expect(await tokens.find('no-such-token')).toBeUndefined();
+    request = undefined;
+  });
+});

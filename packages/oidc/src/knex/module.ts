@@ -372,6 +372,8 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     clientMetadata,
     invalidator: options.invalidator,
     clock,
+    // oidc-provider's AsyncLocalStorage: the request it is serving, if any.
+    currentRequest: () => (oidc.Provider as unknown as { readonly ctx?: object }).ctx,
   });
   const providerState = createKnexProviderStateStore(db, options.invalidator, options.outbox);
   const familyRevocation = createFamilyRevocation({ refuseAccessTokens: providerState.refuseAccessTokens, clock });

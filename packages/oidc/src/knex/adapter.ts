@@ -80,9 +80,9 @@ const HASHED_MODELS = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode'
  * provider refuses them anyway.
  */
 const ACCOUNT_MODELS = new Set(['Session', 'Grant']);
+const CLIENT_MODELS = new Set(['Grant']);
 /** Models whose row names a grant that the provider reads next, in the same request (the code and refresh grants). */
 const GRANT_HOLDERS = new Set(['AuthorizationCode', 'RefreshToken']);
-const CLIENT_MODELS = new Set(['Grant']);
 
 /**
  * The statements of the provider's hot paths, written once and run by
@@ -137,7 +137,10 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
    * Grant rows read with a code or refresh token, per request, by grant id
    * (`null`: the token named a grant that is gone). Each is handed out once,
    * to the next `find` of that grant in the same request, and dropped when
-   * the request writes the grant. A request's entries go with the request.
+   * the request writes or revokes the grant through the adapter. A request's
+   * entries go with the request. Between the two reads the provider only
+   * checks the token (client, expiry, PKCE, replay, which revokes through
+   * the adapter); nothing else of idt's deletes a grant's rows in between.
    */
   const prefetchedGrants = new WeakMap<object, Map<string, PayloadRow | null>>();
   const forgetPrefetchedGrant = (grantId: string) => {

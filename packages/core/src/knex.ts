@@ -15,6 +15,7 @@ export {
   createDatabase,
   databaseConfig,
   dialectOf,
+  PREPARED_STATEMENTS_OPTION,
   rawRows,
   redactDatabaseUrl,
   toIso,
@@ -33,7 +34,6 @@ export type { StatementBinding } from './db/statements.js';
 export {
   type ListStatement,
   listStatement,
-  PREPARED_STATEMENTS_OPTION,
   runListStatement,
   runStatement,
   selectListRows,

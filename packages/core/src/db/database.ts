@@ -22,6 +22,18 @@ export interface DatabaseOptions {
   preparedStatements?: boolean;
 }
 
+/**
+ * The key of a knex configuration that turns named prepared statements off
+ * on PostgreSQL: `{ client: 'pg', connection, preparedStatements: false }`,
+ * or `?prepared_statements=false` on a database URL given to idt (see
+ * {@link databaseConfig}). Needed behind a pooler that hands each transaction a
+ * different server connection and does not track prepared statements
+ * (PgBouncer in transaction mode before 1.21, or without
+ * `max_prepared_statements`). With them off, every statement is parsed and
+ * planned again, as `knex.raw` does.
+ */
+export const PREPARED_STATEMENTS_OPTION = 'preparedStatements';
+
 /** The URL parameter that turns {@link DatabaseOptions.preparedStatements} off: `postgres://…/idt?prepared_statements=false`. */
 const PREPARED_STATEMENTS_PARAMETER = 'prepared_statements';
 
@@ -88,14 +100,15 @@ export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex
     // Broken connections are dropped by knex (it marks them on their `error` event), so the pool
     // refills by itself once the server is back; keep-alive notices silent peers.
     const { connectionString, off } = preparedStatementsParameter(url);
-    return {
+    // knex keeps a key it does not know in its client's `config`, where idt's fixed statements read it.
+    const config: Knex.Config & { [PREPARED_STATEMENTS_OPTION]: boolean } = {
       client: 'pg',
       connection: { connectionString, connectionTimeoutMillis: 5000, keepAlive: true },
       acquireConnectionTimeout: 10_000,
       pool: { min: options.pool?.min ?? 0, max: options.pool?.max ?? 10 },
-      // Read by idt's fixed statements (`PREPARED_STATEMENTS_OPTION` of ./statements.ts); knex keeps unknown keys.
-      ...{ preparedStatements: !off && options.preparedStatements !== false },
+      [PREPARED_STATEMENTS_OPTION]: !off && options.preparedStatements !== false,
     };
+    return config;
   }
   throw new TypeError(`Unsupported database URL "${redactDatabaseUrl(url)}": use sqlite:<file> or postgres://…`);
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { dialectOf } from './database.js';
+import { dialectOf, PREPARED_STATEMENTS_OPTION } from './database.js';
 
 /** A value bound to a `?` of a statement. */
 export type StatementBinding = string | number | bigint | boolean | Date | null;
@@ -138,18 +138,6 @@ async function onSqliteConnection<T>(
   }
 }
 
-/**
- * The key of a knex configuration that turns named prepared statements off
- * on PostgreSQL: `{ client: 'pg', connection, preparedStatements: false }`,
- * or `?prepared_statements=false` on a database URL given to idt (see
- * `databaseConfig`). Needed behind a pooler that hands each transaction a
- * different server connection and does not track prepared statements
- * (PgBouncer in transaction mode before 1.21, or without
- * `max_prepared_statements`). With them off, every statement is parsed and
- * planned again, as `knex.raw` does.
- */
-export const PREPARED_STATEMENTS_OPTION = 'preparedStatements';
-
 /** The parts of a node-postgres connection {@link onPostgresConnection} uses, and what knex marks on it. */
 interface PgConnection {
   query(config: { name?: string; text: string; values: unknown[]; rowMode?: 'array' }): Promise<PgResult>;
@@ -163,10 +151,10 @@ interface PgResult {
   readonly rowCount: number | null;
 }
 
-/** A statement's text for PostgreSQL and the name it is prepared under on every connection. */
+/** A statement's text for PostgreSQL and the name it is prepared under on every connection (none past the bound). */
 interface PgStatement {
   readonly text: string;
-  name: string;
+  name: string | undefined;
 }
 
 /**
@@ -184,9 +172,9 @@ function pgStatement(client: { positionBindings(sql: string): string }, sql: str
   let statement = pgStatements.get(sql);
   if (!statement) {
     // knex's own numbering of the `?` (a `\?` stays a literal question mark).
-    statement = { text: client.positionBindings(sql), name: `idt_${++pgStatementSerial}` };
-    if (pgStatements.size < MAX_PG_STATEMENTS) pgStatements.set(sql, statement);
-    else statement.name = '';
+    const named = pgStatements.size < MAX_PG_STATEMENTS;
+    statement = { text: client.positionBindings(sql), name: named ? `idt_${++pgStatementSerial}` : undefined };
+    if (named) pgStatements.set(sql, statement);
   }
   return statement;
 }
@@ -226,7 +214,7 @@ async function onPostgresConnection(
     throw new Error(`Transaction query already complete: ${sql}`);
   }
   const statement = pgStatement(client, sql);
-  const named = statement.name !== '' && client.config[PREPARED_STATEMENTS_OPTION] !== false;
+  const named = statement.name !== undefined && client.config[PREPARED_STATEMENTS_OPTION] !== false;
   const values = bindings as unknown[];
   const connection = (await client.acquireConnection()) as PgConnection;
   try {

@@ -153,15 +153,15 @@ try {
     for (let i = 0; i < count; i++) await flow();
     counting = false;
     const { written, byObject } = await stopWalCount();
-    const writes = [...statements]
-      .filter(([sql]) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql))
-      .sort((a, b) => b[1] - a[1])
-      .map(([sql, n]) => ({ perFlow: n / count, sql }));
+    /** The statements whose SQL `keep` accepts, most frequent first, per flow. */
+    const perFlow = (keep: (sql: string) => boolean) =>
+      [...statements]
+        .filter(([sql]) => keep(sql))
+        .sort((a, b) => b[1] - a[1])
+        .map(([sql, n]) => ({ perFlow: n / count, sql }));
+    const writes = perFlow((sql) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql));
     // Reads, and on Postgres the cache evictions' `select pg_notify(…)`.
-    const reads = [...statements]
-      .filter(([sql]) => /^(select|with)\b/i.test(sql))
-      .sort((a, b) => b[1] - a[1])
-      .map(([sql, n]) => ({ perFlow: n / count, sql }));
+    const reads = perFlow((sql) => /^(select|with)\b/i.test(sql));
     return {
       ...(DIALECT === 'sqlite' ? { walFramesPerFlow: written / count } : { walBytesPerFlow: written / count }),
       ...(byObject && {

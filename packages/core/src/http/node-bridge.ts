@@ -90,6 +90,30 @@ async function readLimited(stream: ReadableStream<Uint8Array> | null, limit: num
   return Buffer.concat(chunks);
 }
 
+const CAPTURE = Symbol('capture');
+
+/**
+ * The response a {@link CapturedResponse} hands to the handler. Its
+ * `headersSent` is its capture's, through a getter on this prototype rather
+ * than one defined on each response: V8 keeps an accessor defined on an
+ * object in its old generation, and with it the getter's closure and the
+ * whole request, until a full collection.
+ */
+class CapturedServerResponse extends ServerResponse {
+  readonly [CAPTURE]: CapturedResponse;
+
+  constructor(req: IncomingMessage, capture: CapturedResponse) {
+    super(req);
+    this[CAPTURE] = capture;
+  }
+}
+Object.defineProperty(CapturedServerResponse.prototype, 'headersSent', {
+  get(this: CapturedServerResponse) {
+    return this[CAPTURE].started;
+  },
+  configurable: true,
+});
+
 /**
  * A `ServerResponse` with no socket whose status, headers and body are
  * collected: `writeHead`, `setHeader`, `write`, `end` and `pipe` into it work
@@ -105,12 +129,11 @@ class CapturedResponse {
   #error: unknown;
 
   constructor(req: IncomingMessage) {
-    const res = new ServerResponse(req);
+    const res: ServerResponse = new CapturedServerResponse(req, this);
     this.res = res;
     this.#done = new Promise<void>((resolve) => {
       this.#finish = resolve;
     });
-    Object.defineProperty(res, 'headersSent', { get: () => this.started, configurable: true });
     const self = this;
     res.writeHead = function writeHead(status: number, ...rest: unknown[]) {
       res.statusCode = status;

@@ -9,6 +9,7 @@ import type { ClientLockout } from '../policy/client-lockout.js';
 import { applyPageSecurityHeaders } from '../policy/security-headers.js';
 import { basicClientId } from './basic-auth.js';
 import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';
+import { installContextRelease } from './release-context.js';
 
 /** What a logout ended, for the rest of idt. */
 export interface EndedSession {
@@ -43,6 +44,8 @@ const CLIENT_AUTH_ROUTES = new Set(['token', 'revocation', 'introspection', 'pus
 export function installProviderMiddleware(provider: Provider, options: ProviderMiddlewareOptions): void {
   const { lockout, logger } = options;
   const authorizationPath = OIDC_ROUTES.authorization;
+  // First, so that it lets a request's objects go after every other middleware is done with them.
+  installContextRelease(provider);
 
   // A database outage is temporary: 503 with Retry-After rather than oidc-provider's 500 server_error.
   provider.on('server_error', (ctx: { state: Record<string, unknown> }, error: unknown) => {

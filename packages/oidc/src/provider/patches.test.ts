@@ -52,6 +52,19 @@ describe('oidc-provider under the patches', () => {
     expectInOrder(source('models/refresh_token.js'), ["'consumed',", 'get isValid() {', 'return !this.consumed']);
   });
 
+  it('request context: a getter closure per request for ctx.oidc, whose request data release-context.ts drops', () => {
+    // Why the release exists: when this getter is no longer defined per request, it has nothing left to do.
+    expectInOrder(source('helpers/initialize_app.js'), [
+      'const ensureOIDC = async (ctx, next) => {',
+      "Object.defineProperty(ctx, 'oidc', {",
+      'get: () => {',
+      'oidcCtx ||= new this.OIDCContext(ctx);',
+    ]);
+    expectInOrder(source('helpers/oidc_context.js'), ['this.entities = {};', 'this.claims = {};', 'this.resourceServers = {};']);
+    expectInOrder(source('shared/assemble_params.js'), ['ctx.oidc.params = new Params(']);
+    expectInOrder(source('shared/selective_body.js'), ['ctx.oidc.body =']);
+  });
+
   it('has the methods the patches replace, and the request context on Provider.ctx', async () => {
     const oidc = await loadOidcProvider();
     const provider = new oidc.Provider('https://patches.example');

@@ -109,6 +109,11 @@ const PAYLOAD_SQL = {
 
 type PayloadRow = { payload: string; expires_at: unknown; consumed_at: unknown };
 
+/** The payload, expiry and consumption columns of a selected row, from column `at` on (the order `PAYLOAD_SQL` selects them in). */
+function payloadRow(row: readonly unknown[], at = 0): PayloadRow {
+  return { payload: String(row[at]), expires_at: row[at + 1], consumed_at: row[at + 2] };
+}
+
 /**
  * Creates the oidc-provider adapter class on knex.
  *
@@ -207,28 +212,24 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
         }
       }
       const [row] = await selectRows(db, PAYLOAD_SQL.find, [this.model, this.key(id)]);
-      return row ? this.toPayload(id, { payload: String(row[0]), expires_at: row[1], consumed_at: row[2] }) : undefined;
+      return row ? this.toPayload(id, payloadRow(row)) : undefined;
     }
 
     /** A code or refresh token, with its grant's row kept for the request's next read of that grant. */
     async findWithGrant(id: string, request: object): Promise<AdapterPayload | undefined> {
       const [row] = await selectRows(db, PAYLOAD_SQL.findWithGrant, [this.model, this.key(id)]);
       if (!row) return undefined;
-      const [payload, expiresAt, consumedAt, grantId, grantPayload, grantExpiresAt, grantConsumedAt] = row;
+      // The token's three columns, its grant id, then the grant's three columns (none when the grant is gone).
+      const grantId = row[3];
       if (typeof grantId === 'string') {
         let grants = prefetchedGrants.get(request);
         if (!grants) {
           grants = new Map();
           prefetchedGrants.set(request, grants);
         }
-        grants.set(
-          grantId,
-          grantPayload === null || grantPayload === undefined
-            ? null
-            : { payload: String(grantPayload), expires_at: grantExpiresAt, consumed_at: grantConsumedAt },
-        );
+        grants.set(grantId, row[4] === null || row[4] === undefined ? null : payloadRow(row, 4));
       }
-      return this.toPayload(id, { payload: String(payload), expires_at: expiresAt, consumed_at: consumedAt });
+      return this.toPayload(id, payloadRow(row));
     }
 
     async findClient(id: string): Promise<AdapterPayload | undefined> {

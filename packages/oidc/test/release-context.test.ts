@@ -11,9 +11,9 @@ type Captured = Record<string, unknown> & { oidc?: Record<string, unknown> };
 
 let server: Server;
 let base: string;
-/** Every koa context the provider's app made, with what a middleware after the release saw once the routes were done. */
 /** The errors koa reported. */
 const errors: Error[] = [];
+/** Every koa context the provider's app made, with what a middleware after the release saw once the routes were done. */
 const seen: Array<{ ctx: Captured; afterRoutes: { request: boolean; params: boolean } }> = [];
 
 /** Resolves once the request's links are gone; fails the test after a second. */

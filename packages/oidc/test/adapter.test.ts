@@ -1,9 +1,12 @@
 import { createManualClock, sha256Hex } from '@idt/core';
-import { coreMigrations, createCacheInvalidator } from '@idt/core/knex';
+import { type CacheInvalidator, coreMigrations, createCacheInvalidator } from '@idt/core/knex';
+import { CacheNamespaces } from '@idt/identity';
 import { identityMigrations } from '@idt/identity/knex';
 import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKnexAdapterClass, type OidcAdapter, oidcMigrations } from '../src/knex.js';
+import type { ClientStore } from '../src/clients/store.js';
+import { clientMetadata } from '../src/index.js';
+import { createKnexAdapterClass, createKnexClientStore, type OidcAdapter, oidcMigrations } from '../src/knex.js';
 
 /**
  * The storage adapter oidc-provider runs on, met the way the provider meets
@@ -113,6 +116,114 @@ describe.each(testDialects())('the oidc-provider adapter on %s', (dialect) => {
   it('refuses to store clients, which are managed through the clients API', async () => {
     await expect(new Adapter('Client').upsert('app', { client_id: 'app' })).rejects.toThrow(/clients API/);
     expect(await database.db('oidc_payloads').where({ model: 'Client' }).first()).toBeUndefined();
+  });
+});
+
+/**
+ * oidc-provider looks a client up through the adapter's `Client` model. The
+ * adapter reads the clients table through the client store and keeps what it
+ * read until the client changes; with `providerKeepsClients` (idt's provider
+ * keeps the instances it builds) it keeps only the ids that do not exist.
+ * Rows are changed behind the store's back here, to see what was kept.
+ */
+describe.each(testDialects())('client lookups through the adapter, on %s', (dialect) => {
+  let database: TestDatabase;
+  let invalidator: CacheInvalidator;
+  let store: ClientStore;
+  const at = '2026-03-01T10:00:00.000Z';
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect, [coreMigrations, identityMigrations, oidcMigrations]);
+    invalidator = createCacheInvalidator({ db: database.db });
+    store = createKnexClientStore(database.db, invalidator);
+  });
+  afterAll(async () => {
+    await database?.destroy();
+  });
+
+  const adapterFor = (providerKeepsClients: boolean) =>
+    new (createKnexAdapterClass({
+      db: database.db,
+      invalidator,
+      findClient: (id) => store.find(id),
+      clientMetadata,
+      providerKeepsClients,
+    }))('Client');
+  const register = (clientId: string) =>
+    store.insert({
+      clientId,
+      organizationId: null,
+      name: 'Before',
+      kind: 'service-account',
+      status: 'active',
+      firstParty: false,
+      redirectUris: [],
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
+      backchannelLogoutSessionRequired: false,
+      frontchannelLogoutUri: null,
+      scopes: ['users.read'],
+      refreshTokenLifetime: null,
+      createdByUserId: null,
+      createdAt: at,
+      updatedAt: at,
+      lastUsedAt: null,
+      lastRotatedAt: null,
+      lastRotatedByUserId: null,
+      secretHash: `sha256:${sha256Hex('secret')}`,
+      branding: null,
+    });
+  const renameBehindTheStore = (clientId: string, name: string) =>
+    database.db('oidc_clients').where({ client_id: clientId }).update({ name });
+
+  it('keeps a client it read until the client changes', async () => {
+    const clients = adapterFor(false);
+    await register('sa-kept');
+    expect(await clients.find('sa-kept')).toMatchObject({ client_id: 'sa-kept', client_name: 'Before' });
+
+    await renameBehindTheStore('sa-kept', 'After');
+    expect(await clients.find('sa-kept')).toMatchObject({ client_name: 'Before' });
+    await invalidator.invalidate(CacheNamespaces.clients, 'sa-kept');
+    expect(await clients.find('sa-kept')).toMatchObject({ client_name: 'After' });
+  });
+
+  it('with providerKeepsClients, reads a client again each time and hands out what only the provider reads', async () => {
+    const clients = adapterFor(true);
+    await register('sa-read');
+    const metadata = await clients.find('sa-read');
+    expect(metadata).toMatchObject({ client_id: 'sa-read', client_name: 'Before', idt_api_scopes: 'users.read' });
+    expect(Object.keys(metadata ?? {}).filter((key) => key.startsWith('idt_'))).toEqual([
+      'idt_api_scopes',
+      'idt_organization_id',
+    ]);
+
+    await renameBehindTheStore('sa-read', 'After');
+    expect(await clients.find('sa-read')).toMatchObject({ client_name: 'After' });
+  });
+
+  it('with providerKeepsClients, still remembers an id that does not exist, until a client of that id is registered', async () => {
+    const clients = adapterFor(true);
+    expect(await clients.find('sa-later')).toBeUndefined();
+
+    // The row appears without the store's eviction: the id stays unknown.
+    await database.db('oidc_clients').insert({
+      client_id: 'sa-later',
+      kind: 'service-account',
+      name: 'Quiet',
+      status: 'active',
+      first_party: false,
+      redirect_uris: '[]',
+      post_logout_redirect_uris: '[]',
+      backchannel_logout_session_required: false,
+      scopes: '[]',
+      secret_hash: `sha256:${sha256Hex('secret')}`,
+      created_at: at,
+      updated_at: at,
+    });
+    expect(await clients.find('sa-later')).toBeUndefined();
+
+    await invalidator.invalidate(CacheNamespaces.clients, 'sa-later');
+    expect(await clients.find('sa-later')).toMatchObject({ client_id: 'sa-later', client_name: 'Quiet' });
   });
 });
 

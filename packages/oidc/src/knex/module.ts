@@ -366,10 +366,11 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   };
   const Adapter = createKnexAdapterClass({
     db,
-    // The adapter keeps what it derives (metadata, instances) and the rate partition the organization:
-    // records of 10,000 clients calling tokens need not stay in memory beside them.
+    // The provider keeps the instances (patches.ts) and the rate partition the organization: records of
+    // 10,000 clients calling tokens need not stay in memory beside them, nor their metadata.
     findClient: (id) => clientStore.find(id),
     clientMetadata,
+    providerKeepsClients: true,
     invalidator: options.invalidator,
     clock,
     // oidc-provider's AsyncLocalStorage: the request it is serving, if any.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientStore } from '../src/clients/store.js';
 import { clientMetadata } from '../src/index.js';
 import { createKnexAdapterClass, createKnexClientStore, type OidcAdapter, oidcMigrations } from '../src/knex.js';
+import { storedClientRecord } from './support/clients.js';
 
 /**
  * The storage adapter oidc-provider runs on, met the way the provider meets
@@ -150,29 +151,7 @@ describe.each(testDialects())('client lookups through the adapter, on %s', (dial
       providerKeepsClients,
     }))('Client');
   const register = (clientId: string) =>
-    store.insert({
-      clientId,
-      organizationId: null,
-      name: 'Before',
-      kind: 'service-account',
-      status: 'active',
-      firstParty: false,
-      redirectUris: [],
-      postLogoutRedirectUris: [],
-      backchannelLogoutUri: null,
-      backchannelLogoutSessionRequired: false,
-      frontchannelLogoutUri: null,
-      scopes: ['users.read'],
-      refreshTokenLifetime: null,
-      createdByUserId: null,
-      createdAt: at,
-      updatedAt: at,
-      lastUsedAt: null,
-      lastRotatedAt: null,
-      lastRotatedByUserId: null,
-      secretHash: `sha256:${sha256Hex('secret')}`,
-      branding: null,
-    });
+    store.insert(storedClientRecord({ clientId, name: 'Before', secretHash: `sha256:${sha256Hex('secret')}` }));
   const renameBehindTheStore = (clientId: string, name: string) =>
     database.db('oidc_clients').where({ client_id: clientId }).update({ name });
 

@@ -1,39 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { createManualClock } from '@idt/core';
-import type { SigningKey } from '@idt/core/knex';
 import { describe, expect, it } from 'vitest';
-import type { StoredClient } from '../clients/store.js';
+import { storedClientRecord, testSigningKey } from '../../test/support/clients.js';
 import { clientMetadata, createOidcProvider } from './create-provider.js';
 import { loadOidcProvider } from './load.js';
-
-const at = '2026-03-01T10:00:00.000Z';
-
-function storedClient(overrides: Partial<StoredClient>): StoredClient {
-  return {
-    clientId: 'sa-instances',
-    organizationId: '01a21df5-be2a-74d9-bed3-5d67a82cd208',
-    name: 'Instances',
-    kind: 'service-account',
-    status: 'active',
-    firstParty: false,
-    redirectUris: [],
-    postLogoutRedirectUris: [],
-    backchannelLogoutUri: null,
-    backchannelLogoutSessionRequired: false,
-    frontchannelLogoutUri: null,
-    scopes: ['users.read'],
-    refreshTokenLifetime: null,
-    createdByUserId: null,
-    createdAt: at,
-    updatedAt: at,
-    lastUsedAt: null,
-    lastRotatedAt: null,
-    lastRotatedByUserId: null,
-    secretHash: 'sha256:00',
-    branding: null,
-    ...overrides,
-  };
-}
 
 /** Every hook throws: building client instances calls none of them. */
 const hooks = new Proxy(
@@ -56,23 +25,7 @@ describe('client instances of idt provider', () => {
   it('carry the organization and API scopes, and fewer than 20 own properties, for every kind of client', async () => {
     const oidc = await loadOidcProvider();
     // ES256 signs access tokens, RS256 the id tokens every client asks for.
-    const keys = (['ES256', 'RS256'] as const).map((alg): SigningKey => {
-      const { privateKey, publicKey } =
-        alg === 'ES256'
-          ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
-          : generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const jwk = { kid: `instances-${alg}`, alg, use: 'sig' };
-      return {
-        kid: jwk.kid,
-        alg,
-        status: 'active',
-        publicJwk: { ...publicKey.export({ format: 'jwk' }), ...jwk } as never,
-        privateJwk: { ...privateKey.export({ format: 'jwk' }), ...jwk } as never,
-        createdAt: at,
-        retiredAt: null,
-        expiresAt: null,
-      };
-    });
+    const keys = [testSigningKey('ES256'), testSigningKey('RS256')];
     const provider = createOidcProvider({
       oidc,
       issuer: 'https://id.example',
@@ -88,13 +41,14 @@ describe('client instances of idt provider', () => {
       refreshReuseLeewaySeconds: 30,
       successorOf: (value) => `next-${value}`,
       familyRevocation: { end: async () => undefined },
-      clock: createManualClock(at),
+      clock: createManualClock('2026-03-01T10:00:00Z'),
     });
     const Client = provider.Client as unknown as new (metadata: Record<string, unknown>) => Record<string, unknown>;
 
     const clients = [
-      storedClient({}),
-      storedClient({
+      storedClientRecord({ organizationId: '01a21df5-be2a-74d9-bed3-5d67a82cd208' }),
+      storedClientRecord({
+        organizationId: '01a21df5-be2a-74d9-bed3-5d67a82cd208',
         clientId: 'app-instances',
         kind: 'application',
         firstParty: true,

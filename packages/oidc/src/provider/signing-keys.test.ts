@@ -1,24 +1,8 @@
-import { generateKeyPairSync, verify } from 'node:crypto';
-import type { SigningKey } from '@idt/core/knex';
+import { verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { testSigningKey as signingKey } from '../../test/support/clients.js';
 import { loadOidcProvider } from './load.js';
 import { providerSigningKeys } from './signing-keys.js';
-
-function signingKey(alg: 'ES256' | 'RS256'): SigningKey {
-  const { privateKey, publicKey } =
-    alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const kid = `test-${alg}`;
-  return {
-    kid,
-    alg,
-    status: 'active',
-    publicJwk: { ...publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' } as never,
-    privateJwk: { ...privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' } as never,
-    createdAt: new Date(0).toISOString(),
-    retiredAt: null,
-    expiresAt: null,
-  };
-}
 
 type ExternalKey = {
   kid: string;

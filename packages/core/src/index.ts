@@ -26,6 +26,7 @@ export type { TtlCache, TtlCacheOptions } from './cache/ttl-cache.js';
 export { createTtlCache, sweepTtlCaches, TTL_CACHE_SWEEP_INTERVAL_MS } from './cache/ttl-cache.js';
 export type { Clock, ManualClock } from './clock.js';
 export { createManualClock, systemClock } from './clock.js';
+export { compareCodeUnits } from './compare.js';
 export type {
   ConfigOrigin,
   Environment,

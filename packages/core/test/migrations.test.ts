@@ -89,6 +89,22 @@ describe.each(testDialects())('migration runner on %s', (dialect) => {
     ]);
   });
 
+  it("applies a set's migrations in the code-unit order of their names, as knex does, whatever the locale", async () => {
+    database = await createTestDatabase(dialect);
+    const order: string[] = [];
+    // In a locale's order 'a_' comes before 'B_'; by code units 'B' (0x42) comes before 'a' (0x61).
+    const names = ['b_last', 'a_second', 'B_first'];
+    const mixed: MigrationSet = {
+      owner: '@test/mixed',
+      tableName: 'test_mixed_migrations',
+      migrations: names.map((name) => ({ name, up: async () => void order.push(name) })),
+    };
+    expect(await runMigrations(database.db, [mixed])).toEqual([
+      { owner: '@test/mixed', applied: ['B_first', 'a_second', 'b_last'], pending: [] },
+    ]);
+    expect(order).toEqual(['B_first', 'a_second', 'b_last']);
+  });
+
   it('rolls a failing migration back and leaves it pending', async () => {
     database = await createTestDatabase(dialect);
     const failing: MigrationSet = {

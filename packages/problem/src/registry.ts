@@ -78,9 +78,9 @@ export class ProblemRegistry {
     return this.#codes.has(code);
   }
 
-  /** Every registered code, sorted by code. */
+  /** Every registered code, sorted by code (its UTF-16 code units: the same order whatever the locale). */
   list(): ProblemCodeDefinition[] {
-    return [...this.#codes.values()].sort((a, b) => a.code.localeCompare(b.code));
+    return [...this.#codes.values()].sort((a, b) => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0));
   }
 }
 

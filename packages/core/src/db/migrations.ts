@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { compareCodeUnits } from '../compare.js';
 
 /** One schema change, written as code. */
 export interface Migration {
@@ -76,7 +77,7 @@ function sourceOf(set: MigrationSet): Knex.MigratorConfig {
   return {
     tableName: set.tableName,
     migrationSource: {
-      getMigrations: async () => [...set.migrations].sort((a, b) => a.name.localeCompare(b.name)),
+      getMigrations: async () => [...set.migrations].sort((a, b) => compareCodeUnits(a.name, b.name)),
       getMigrationName: (migration: Migration) => migration.name,
       getMigration: async (migration: Migration) => ({
         up: (db: Knex) => migration.up(db),

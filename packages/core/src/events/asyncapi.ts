@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { compareCodeUnits } from '../compare.js';
 import { escapeHtml, html, json, text } from '../http/responses.js';
 import { defineRoute, type Route } from '../http/route.js';
 import type { EventCatalog, EventDefinition } from './types.js';
@@ -70,7 +71,7 @@ function payloadSchema(event: EventDefinition): JsonSchema {
 }
 
 function sortedEvents(catalog: EventCatalog): EventDefinition[] {
-  return [...catalog.events].sort((a, b) => a.type.localeCompare(b.type));
+  return [...catalog.events].sort((a, b) => compareCodeUnits(a.type, b.type));
 }
 
 /**
@@ -126,7 +127,7 @@ export function generateAsyncApiDocument(
     };
   }
 
-  const handlers = [...catalog.handlers].sort((a, b) => a.name.localeCompare(b.name));
+  const handlers = [...catalog.handlers].sort((a, b) => compareCodeUnits(a.name, b.name));
   for (const handler of handlers) {
     let ref = refs.get(handler.event);
     if (!ref) {
@@ -190,7 +191,7 @@ function mermaidLabel(value: string): string {
 export function generateEventFlowchart(catalog: EventCatalog): string {
   const lines = ['flowchart LR'];
   const events = sortedEvents(catalog);
-  const handlers = [...catalog.handlers].sort((a, b) => a.name.localeCompare(b.name));
+  const handlers = [...catalog.handlers].sort((a, b) => compareCodeUnits(a.name, b.name));
   if (events.length === 0 && handlers.length === 0) {
     lines.push(`  empty[${mermaidLabel('No events are registered')}]`);
     return `${lines.join('\n')}\n`;
@@ -249,7 +250,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 /** The server-rendered catalog page: every event with its publisher, consumers and payload schema. */
 function renderViewer(catalog: EventCatalog, document: AsyncApiDocument, prefix: string): string {
   const events = sortedEvents(catalog);
-  const handlers = [...catalog.handlers].sort((a, b) => a.name.localeCompare(b.name));
+  const handlers = [...catalog.handlers].sort((a, b) => compareCodeUnits(a.name, b.name));
   const anchors = new Map(events.map((event, index) => [event.type, `event-${index}`]));
   const consumersOf = (type: string) => handlers.filter((handler) => handler.event === type);
   const orphans = handlers.filter((handler) => !anchors.has(handler.event));

@@ -1,3 +1,4 @@
+import { compareCodeUnits } from '@idt/core';
 import type { Knex } from 'knex';
 import { expandRoles } from '../authorization/roles.js';
 
@@ -57,5 +58,5 @@ export async function membersWithPermission(
     .filter((entry) => role === undefined || entry.roles.includes(role))
     .filter((entry) => expandRoles(entry.roles, customRoles.get(entry.organizationId)).has(permission))
     .map(({ userId, organizationId, email }) => ({ userId, organizationId, email }))
-    .sort((x, y) => x.organizationId.localeCompare(y.organizationId) || x.userId.localeCompare(y.userId));
+    .sort((x, y) => compareCodeUnits(x.organizationId, y.organizationId) || compareCodeUnits(x.userId, y.userId));
 }

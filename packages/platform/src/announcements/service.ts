@@ -1,4 +1,4 @@
-import { type Clock, isUuid, newId, systemClock } from '@idt/core';
+import { type Clock, compareCodeUnits, isUuid, newId, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import {
   isPlatformAdministrator,
@@ -84,7 +84,7 @@ function invalidTransition(from: AnnouncementStatus, to: AnnouncementStatus | 'e
 function readerOrder(a: AnnouncementRecord, b: AnnouncementRecord): number {
   if (a.isPinned !== b.isPinned) return a.isPinned ? -1 : 1;
   const at = (record: AnnouncementRecord) => record.publishAt ?? record.createdAt;
-  return at(b).localeCompare(at(a)) || b.id.localeCompare(a.id);
+  return compareCodeUnits(at(b), at(a)) || compareCodeUnits(b.id, a.id);
 }
 
 const EDITABLE: readonly AnnouncementStatus[] = ['Draft', 'Scheduled', 'Published'];

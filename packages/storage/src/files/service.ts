@@ -90,12 +90,18 @@ export interface StorageService {
   remove(actor: StorageActor, id: string): Promise<void>;
 }
 
+/**
+ * A whole number of bytes with a comma between thousands (`10,485,760`), as
+ * `toLocaleString('en-US')` writes it, without loading ICU's number
+ * formatting data (some 6 MiB of resident memory) at startup.
+ */
+export function formatByteCount(bytes: number): string {
+  return String(Math.trunc(bytes)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
 /** The problem of an upload past the limit. */
 export function fileTooLarge(maxBytes: number): ProblemError {
-  return new ProblemError(
-    'Storage.FileTooLarge',
-    `The upload is larger than the limit of ${maxBytes.toLocaleString('en-US')} bytes.`,
-  );
+  return new ProblemError('Storage.FileTooLarge', `The upload is larger than the limit of ${formatByteCount(maxBytes)} bytes.`);
 }
 
 /** Counts the bytes passing through, fails past the limit, and keeps the first bytes for sniffing. */

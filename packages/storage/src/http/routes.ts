@@ -4,7 +4,7 @@ import { UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
 import { contentDisposition } from '../files/sanitize.js';
 import { FileMetadata, FilePage, ListFilesQuery, UploadForm, UploadResponse } from '../files/schemas.js';
-import type { StorageService } from '../files/service.js';
+import { formatByteCount, type StorageService } from '../files/service.js';
 import { readMultipartUpload } from './multipart.js';
 
 const TAGS = ['Storage'];
@@ -32,7 +32,7 @@ export function createStorageRoutes(storage: StorageService): Route[] {
       operationId: 'uploadFile',
       summary: 'Upload a file',
       description: [
-        `A \`multipart/form-data\` body of at most ${storage.maxUploadBytes.toLocaleString('en-US')} bytes, streamed to the blob store: \`file\` (required, not empty), \`bucket\` (created on first upload), \`path\` (optional folder) and \`isPublic\` (default false).`,
+        `A \`multipart/form-data\` body of at most ${formatByteCount(storage.maxUploadBytes)} bytes, streamed to the blob store: \`file\` (required, not empty), \`bucket\` (created on first upload), \`path\` (optional folder) and \`isPublic\` (default false).`,
         'The file name and path are sanitized and the content type is sniffed from the bytes, not taken from the client. A caller without a user (a service account) gets 401. With virus scanning on, an infected file is a 400 keyed `file`.',
       ].join(' '),
       tags: TAGS,

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { defineRoute, type Environment, escapeHtml, html, type Route } from '@idt/core';
+import { compareCodeUnits, defineRoute, type Environment, escapeHtml, html, type Route } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import type { StoredClient } from '../../clients/store.js';
 import { ASSETS_BASE } from '../../interactions/handler.js';
@@ -39,7 +39,7 @@ function loopbackRedirect(client: StoredClient): string | undefined {
 export function findDemoClient(clients: readonly StoredClient[]): { client: StoredClient; redirectUri: string } | undefined {
   const candidates = [...clients]
     .filter((client) => client.kind === 'application' && client.firstParty && client.status === 'active')
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    .sort((a, b) => compareCodeUnits(a.createdAt, b.createdAt));
   for (const client of candidates) {
     const redirectUri = loopbackRedirect(client);
     if (redirectUri) return { client, redirectUri };

@@ -1,3 +1,5 @@
+import { compareCodeUnits } from '@idt/core';
+
 /** The value types a setting may have. */
 export type SettingType = 'string' | 'number' | 'boolean' | 'json';
 
@@ -123,7 +125,7 @@ export function createSettingRegistry(definitions: readonly SettingDefinition[])
     }
     byKey.set(definition.key, Object.freeze({ ...definition }));
   }
-  const sorted = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const sorted = [...byKey.values()].sort((a, b) => compareCodeUnits(a.key, b.key));
   return { get: (key) => byKey.get(key), list: () => sorted };
 }
 

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '@idt/core';
+import { type Clock, compareCodeUnits, systemClock } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import {
@@ -211,7 +211,7 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
         .map((definition) => fromDefinition(definition, values.get(definition.key), 'organization'));
       const custom = [...values.entries()]
         .filter(([key]) => key.startsWith('custom.'))
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .sort(([a], [b]) => compareCodeUnits(a, b))
         .map(([key, value]): ResolvedSetting => ({ key, value, type: 'string', source: 'organization' }));
       return [...defined, ...custom];
     },

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { sha256Hex } from '@idt/core';
+import { compareCodeUnits, sha256Hex } from '@idt/core';
 
 /** The SHA-256 of an empty payload, hex. */
 export const EMPTY_PAYLOAD_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -44,7 +44,7 @@ function amzDate(date: Date): string {
 
 function canonicalQuery(url: URL): string {
   const pairs = [...url.searchParams.entries()].map(([name, value]) => [encodeRfc3986(name), encodeRfc3986(value)] as const);
-  pairs.sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0));
+  pairs.sort(([a, x], [b, y]) => compareCodeUnits(a, b) || compareCodeUnits(x, y));
   return pairs.map(([name, value]) => `${name}=${value}`).join('&');
 }
 

@@ -30,12 +30,13 @@ export {
   PendingMigrationsError,
   runMigrations,
 } from './db/migrations.js';
-export type { StatementBinding } from './db/statements.js';
+export type { BoundStatement, StatementBinding } from './db/statements.js';
 export {
   type ListStatement,
   listStatement,
   runListStatement,
   runStatement,
+  runStatementsTogether,
   selectListRows,
   selectRows,
 } from './db/statements.js';

@@ -10,6 +10,7 @@ import {
   rawRows,
   runListStatement,
   runStatement,
+  runStatementsTogether,
   selectListRows,
   selectRows,
 } from '../src/knex.js';
@@ -148,6 +149,83 @@ describe.each(testDialects())('selectRows and runStatement on %s', (dialect) => 
     ]).catch((caught: unknown) => caught);
     expect(isUniqueViolation(error)).toBe(true);
     expect(await selectRows(db, 'select kind from select_rows_things where id = ?', ['a'])).toEqual([['x']]);
+  });
+
+  describe('runStatementsTogether', () => {
+    const INSERT = 'insert into select_rows_things (id, kind, name, score) values (?, ?, ?, ?)';
+    const RENAME = 'update select_rows_things set name = ? where id = ?';
+    const names = async (...ids: string[]) =>
+      await selectRows(
+        db,
+        `select id, name from select_rows_things where id in (${ids.map(() => '?').join(', ')}) order by id`,
+        ids,
+      );
+
+    it('commits every statement and answers how many rows each changed', async () => {
+      const changed = await runStatementsTogether(db, [
+        [INSERT, ['t1', 'together', 'One', 1]],
+        [RENAME, ['Renamed', 't1']],
+        [RENAME, ['Nobody', 'no such id']],
+      ]);
+      expect(changed).toEqual([1, 1, 0]);
+      expect(await names('t1')).toEqual([['t1', 'Renamed']]);
+    });
+
+    it('writes nothing when one statement fails, raises its error, and keeps serving', async () => {
+      const error = await runStatementsTogether(db, [
+        [RENAME, ['Lost', 'a']],
+        [INSERT, ['t2', 'together', 'Two', 2]],
+        // The primary key of an existing row: refused.
+        [INSERT, ['a', 'dup', 'Dup', 1]],
+      ]).catch((caught: unknown) => caught);
+      expect(isUniqueViolation(error)).toBe(true);
+      expect(await names('a', 't2')).toEqual([['a', 'Ada']]);
+      expect(await runStatementsTogether(db, [[INSERT, ['t2', 'together', 'Two', 2]]])).toEqual([1]);
+      expect(await names('t2')).toEqual([['t2', 'Two']]);
+    });
+
+    it('runs in the transaction it is given, and rolls back with it', async () => {
+      await expect(
+        db.transaction(async (trx) => {
+          expect(await runStatementsTogether(trx, [[INSERT, ['t3', 'together', 'Three', 3]]])).toEqual([1]);
+          expect(await selectRows(trx, 'select id from select_rows_things where id = ?', ['t3'])).toEqual([['t3']]);
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      expect(await names('t3')).toEqual([]);
+    });
+
+    it('emits one query event per statement, with the transaction around them', async () => {
+      const seen: string[] = [];
+      const listener = (query: { sql: string }) => seen.push(query.sql.toLowerCase());
+      db.on('query', listener);
+      try {
+        await runStatementsTogether(db, [
+          [RENAME, ['Four', 't1']],
+          [RENAME, ['Renamed', 't1']],
+        ]);
+      } finally {
+        db.off('query', listener);
+      }
+      const updates = seen.filter((sql) => sql.startsWith('update'));
+      expect(updates).toHaveLength(2);
+      expect(seen[0]).toMatch(/^begin/);
+      expect(seen.at(-1)).toMatch(/^commit/);
+    });
+
+    it('waits for a transaction that holds the connection, then commits on its own', async () => {
+      await runStatement(db, INSERT, ['t5', 'together', 'Five', 5]);
+      let together: Promise<number[]> | undefined;
+      await db.transaction(async (trx) => {
+        // SQLite: the transaction holds the only connection; PostgreSQL: it holds the row.
+        await runStatement(trx, RENAME, ['Held', 't5']);
+        together = runStatementsTogether(db, [[RENAME, ['Fifth', 't5']]]);
+        const turn = new Promise((resolve) => setTimeout(resolve, 20, 'still waiting'));
+        expect(await Promise.race([together.then(() => 'answered'), turn])).toBe('still waiting');
+      });
+      expect(await together).toEqual([1]);
+      expect(await names('t5')).toEqual([['t5', 'Fifth']]);
+    });
   });
 });
 

@@ -102,6 +102,71 @@ export async function runStatement(db: Knex, sql: string, bindings: readonly Sta
   return onSqliteConnection(db, sql, bindings, (statement, values) => statement.run(values).changes);
 }
 
+/** A write statement written once and its bindings, for {@link runStatementsTogether}. */
+export type BoundStatement = readonly [sql: string, bindings: readonly StatementBinding[]];
+
+/**
+ * Runs write statements written once as one transaction: all of them
+ * commit, or none does. Answers how many rows each changed.
+ *
+ * On SQLite they run one after the other on knex's connection between
+ * `begin immediate` and `commit`, synchronously (nothing else can use the
+ * connection meanwhile): one commit, where each statement alone would
+ * commit on its own. A statement that fails rolls the others back.
+ *
+ * On PostgreSQL they run in a knex transaction, a round trip each plus
+ * `BEGIN` and `COMMIT`. Where the round trips matter, write the
+ * statements as one (a data-modifying `with`) and run it with
+ * {@link runStatement}.
+ *
+ * Inside a transaction (`db` is one) they run in it.
+ *
+ * @example
+ * await runStatementsTogether(db, [
+ *   ['update oidc_payloads set consumed_at = ? where model = ? and id = ?', [now, 'RefreshToken', oldId]],
+ *   ['insert into oidc_payloads (model, id, payload) values (?, ?, ?)', ['RefreshToken', newId, payload]],
+ * ]);
+ */
+export async function runStatementsTogether(db: Knex, statements: readonly BoundStatement[]): Promise<number[]> {
+  if ((db as { isTransaction?: boolean }).isTransaction || dialectOf(db) === 'postgres') {
+    const run = async (trx: Knex) => {
+      const changed: number[] = [];
+      for (const [sql, bindings] of statements) changed.push(await runStatement(trx, sql, bindings));
+      return changed;
+    };
+    return (db as { isTransaction?: boolean }).isTransaction ? run(db) : db.transaction(run);
+  }
+  const client = db.client as unknown as PoolClient;
+  const inOneTransaction = (connection: object): number[] => {
+    const control = (sql: string) => {
+      client.emit('query', { method: 'raw', sql, bindings: [], options: {} });
+      ownStatement(connection, sql).run([]);
+    };
+    control('begin immediate');
+    try {
+      const changed = statements.map(([sql, bindings]) => {
+        const values = bindings.map(sqliteBinding);
+        client.emit('query', { method: 'raw', sql, bindings: values, options: {} });
+        return ownStatement(connection, sql).run(values).changes;
+      });
+      control('commit');
+      return changed;
+    } catch (error) {
+      // SQLite may have rolled back already (some errors end the transaction themselves).
+      if ((connection as { inTransaction?: boolean }).inTransaction) control('rollback');
+      throw error;
+    }
+  };
+  const idle = idleConnection(db, client);
+  if (idle) return inOneTransaction(idle);
+  const connection = await client.acquireConnection();
+  try {
+    return inOneTransaction(connection);
+  } finally {
+    void client.releaseConnection(connection);
+  }
+}
+
 /**
  * The pool's idle SQLite connection when nobody holds or waits for it, to run a
  * statement on without taking it from the pool. better-sqlite3 runs a

@@ -6,7 +6,7 @@
 // The error codes of `@idt/oidc`, for hosts that import only this entry.
 import './problems.js';
 
-export type { KnexAdapterOptions, OidcAdapter } from './knex/adapter.js';
+export type { KnexAdapterClass, KnexAdapterOptions, OidcAdapter } from './knex/adapter.js';
 export { createKnexAdapterClass, pruneAdapterPayloads } from './knex/adapter.js';
 export { createKnexClientStore } from './knex/client-store.js';
 export { oidcMigrations } from './knex/migrations.js';

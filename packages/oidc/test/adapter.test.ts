@@ -6,7 +6,13 @@ import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testin
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientStore } from '../src/clients/store.js';
 import { clientMetadata } from '../src/index.js';
-import { createKnexAdapterClass, createKnexClientStore, type OidcAdapter, oidcMigrations } from '../src/knex.js';
+import {
+  createKnexAdapterClass,
+  createKnexClientStore,
+  type KnexAdapterClass,
+  type OidcAdapter,
+  oidcMigrations,
+} from '../src/knex.js';
 import { storedClientRecord } from './support/clients.js';
 
 /**
@@ -314,6 +320,183 @@ describe.each(testDialects())('a token and its grant read together within a requ
     expect(await grants.find('grant-e')).toBeUndefined();
     expect(take()).toEqual(['token and grant', 'token and grant']);
     expect(await tokens.find('no-such-token')).toBeUndefined();
+    request = undefined;
+  });
+});
+
+describe.each(testDialects())("a consumption written with the request's next write, on %s", (dialect) => {
+  let database: TestDatabase;
+  const clock = createManualClock('2026-03-01T10:00:00Z');
+  let Adapter: KnexAdapterClass;
+  /** The request being served, as oidc-provider's `Provider.ctx` gives it. */
+  let request: object | undefined;
+  /** The statements run on `oidc_payloads` (and transaction control) since the last `take()`. */
+  const statements: string[] = [];
+  const take = () =>
+    statements.splice(0).map((sql) => {
+      if (/^with successor as \(insert .*\) update /i.test(sql)) return 'insert and consume';
+      return sql.split(' ')[0]?.toLowerCase() ?? sql;
+    });
+  const consumedAt = async (id: string) =>
+    (
+      await database
+        .db('oidc_payloads')
+        .where({ model: 'RefreshToken', id: sha256Hex(id) })
+        .first()
+    )?.consumed_at ?? null;
+  const stored = async (id: string) =>
+    (await database
+      .db('oidc_payloads')
+      .where({ model: 'RefreshToken', id: sha256Hex(id) })
+      .first()) !== undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect, [coreMigrations, identityMigrations, oidcMigrations]);
+    Adapter = createKnexAdapterClass({
+      db: database.db,
+      clock,
+      invalidator: createCacheInvalidator({ db: database.db }),
+      findClient: async () => undefined,
+      clientMetadata: () => ({}),
+      currentRequest: () => request,
+      deferConsumption: true,
+    });
+    // The adapter's own statements (the test's reads go through knex's builder).
+    database.db.on('query', (query: { sql: string; method?: string }) => {
+      if (query.method === 'raw' && /oidc_payloads|^(begin|commit|rollback)/i.test(query.sql)) statements.push(query.sql);
+    });
+    // A successor whose id starts with `refused` cannot be stored: a write that fails half-way.
+    if (dialect === 'postgres') {
+      await database.db.raw(
+        `create function refuse_payload() returns trigger language plpgsql as $$ begin raise exception 'refused'; end $$`,
+      );
+      await database.db.raw(
+        `create trigger refuse_payload before insert on oidc_payloads for each row when (new.payload like '%"refused":true%') execute function refuse_payload()`,
+      );
+    } else {
+      await database.db.raw(
+        `create trigger refuse_payload before insert on oidc_payloads when new.payload like '%"refused":true%' begin select raise(abort, 'refused'); end`,
+      );
+    }
+  });
+  afterAll(async () => {
+    await database?.destroy();
+  });
+
+  it('writes a rotation, the consumption and its successor, as one statement (Postgres) or one transaction (SQLite)', async () => {
+    const tokens = new Adapter('RefreshToken');
+    await tokens.upsert('old-a', { jti: 'old-a', grantId: 'grant-a' }, 600);
+    take();
+
+    request = {};
+    await tokens.consume('old-a');
+    expect(take()).toEqual([]);
+    expect(await consumedAt('old-a')).toBeNull();
+    await tokens.upsert('new-a', { jti: 'new-a', grantId: 'grant-a' }, 600);
+    expect(take()).toEqual(dialect === 'postgres' ? ['insert and consume'] : ['begin', 'update', 'insert', 'commit']);
+    expect(await consumedAt('old-a')).not.toBeNull();
+    expect(await stored('new-a')).toBe(true);
+    // Written once: settling the request afterwards writes nothing.
+    await Adapter.settle(request);
+    expect(take()).toEqual([]);
+    request = undefined;
+  });
+
+  it("keeps the first redemption's time when a consumed token rotates again (a tolerated replay)", async () => {
+    const tokens = new Adapter('RefreshToken');
+    await tokens.upsert('old-b', { jti: 'old-b', grantId: 'grant-b' }, 600);
+    request = {};
+    await tokens.consume('old-b');
+    await tokens.upsert('new-b', { jti: 'new-b', grantId: 'grant-b' }, 600);
+    const first = await consumedAt('old-b');
+
+    clock.advance(5_000);
+    request = {};
+    expect(await tokens.find('old-b')).toMatchObject({ consumed: expect.any(Number) });
+    await tokens.consume('old-b');
+    await tokens.upsert('new-b', { jti: 'new-b', grantId: 'grant-b', rotations: 1 }, 600);
+    expect(await consumedAt('old-b')).toEqual(first);
+    expect(await tokens.find('new-b')).toMatchObject({ rotations: 1 });
+    request = undefined;
+  });
+
+  it('settle writes a consumption that no write followed, and nothing when there is none', async () => {
+    const codes = new Adapter('AuthorizationCode');
+    await codes.upsert('code-c', { jti: 'code-c', grantId: 'grant-c' }, 60);
+    const codeConsumed = async () =>
+      (
+        await database
+          .db('oidc_payloads')
+          .where({ model: 'AuthorizationCode', id: sha256Hex('code-c') })
+          .first()
+      )?.consumed_at;
+    take();
+
+    const answered = {};
+    request = answered;
+    await codes.consume('code-c');
+    request = undefined;
+    expect(await codeConsumed()).toBeNull();
+    await Adapter.settle(answered);
+    expect(take()).toEqual(['update']);
+    expect(await codeConsumed()).not.toBeNull();
+    await Adapter.settle(answered);
+    await Adapter.settle({});
+    expect(take()).toEqual([]);
+  });
+
+  it("writes the consumption first when the request's next call reads, destroys or revokes", async () => {
+    const tokens = new Adapter('RefreshToken');
+    for (const id of ['old-d', 'old-e', 'old-f']) await tokens.upsert(id, { jti: id, grantId: `grant-${id}` }, 600);
+
+    request = {};
+    await tokens.consume('old-d');
+    expect(await tokens.find('old-d')).toMatchObject({ consumed: expect.any(Number) });
+
+    request = {};
+    await tokens.consume('old-e');
+    await tokens.destroy('old-f');
+    expect(await consumedAt('old-e')).not.toBeNull();
+
+    request = {};
+    await tokens.consume('old-f-none');
+    await tokens.consume('old-e');
+    await tokens.revokeByGrantId('grant-old-e');
+    expect(await stored('old-e')).toBe(false);
+    request = undefined;
+  });
+
+  it('outside a request, consumes at once', async () => {
+    const tokens = new Adapter('RefreshToken');
+    await tokens.upsert('old-g', { jti: 'old-g', grantId: 'grant-g' }, 600);
+    take();
+    request = undefined;
+    await tokens.consume('old-g');
+    expect(take()).toEqual(['update']);
+    expect(await consumedAt('old-g')).not.toBeNull();
+  });
+
+  it('writes neither when the successor cannot be stored: the token can be redeemed again', async () => {
+    const tokens = new Adapter('RefreshToken');
+    await tokens.upsert('old-h', { jti: 'old-h', grantId: 'grant-h' }, 600);
+
+    const failed = {};
+    request = failed;
+    await tokens.consume('old-h');
+    await expect(tokens.upsert('new-h', { jti: 'new-h', grantId: 'grant-h', refused: true }, 600)).rejects.toThrow(/refused/);
+    expect(await consumedAt('old-h')).toBeNull();
+    expect(await stored('new-h')).toBe(false);
+    // The failed write took the consumption with it: the answer is an error, and the token stays usable.
+    take();
+    await Adapter.settle(failed);
+    expect(take()).toEqual([]);
+
+    request = {};
+    expect(await tokens.find('old-h')).not.toHaveProperty('consumed');
+    await tokens.consume('old-h');
+    await tokens.upsert('new-h', { jti: 'new-h', grantId: 'grant-h' }, 600);
+    expect(await consumedAt('old-h')).not.toBeNull();
+    expect(await stored('new-h')).toBe(true);
     request = undefined;
   });
 });

@@ -41,7 +41,8 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     await server?.close();
   });
 
-  async function login(extra: Record<string, unknown> = {}) {
+  /** A new application and a signed-in browser with its code, not redeemed yet. */
+  async function authorize(extra: Record<string, unknown> = {}) {
     const client = await registerClient(server, await admin.token(), admin.organizationId, {
       kind: 'application',
       name: `App ${Math.random().toString(36).slice(2, 8)}`,
@@ -56,6 +57,11 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
       email: admin.email,
       password: admin.password,
     });
+    return { client, config, result };
+  }
+
+  async function login(extra: Record<string, unknown> = {}) {
+    const { client, config, result } = await authorize(extra);
     const tokens = await redeemCode(config, result);
     return { client, config, result, tokens, refreshToken: tokens.refresh_token ?? '' };
   }
@@ -165,6 +171,109 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
     expect((await refreshTokenRequest(server, client, refreshToken)).status).toBe(400);
     expect((await refreshTokenRequest(server, client, successor)).status).toBe(400);
     expect(await bearerStatuses(sample)).toEqual([401, 401]);
+  });
+
+  /** Makes the database refuse one kind of write of a model's rows (a trigger), until the returned function is called. */
+  async function refuse(write: 'insert' | 'update', model: string): Promise<() => Promise<void>> {
+    const db = server.database.db;
+    const name = `refuse_${write}_${model.toLowerCase()}`;
+    if (dialect === 'postgres') {
+      await db.raw(
+        `create or replace function ${name}() returns trigger language plpgsql as $$ begin raise exception 'refused'; end $$`,
+      );
+      await db.raw(
+        `create trigger ${name} before ${write} on oidc_payloads for each row when (new.model = '${model}') execute function ${name}()`,
+      );
+      return async () => {
+        await db.raw(`drop trigger ${name} on oidc_payloads`);
+      };
+    }
+    await db.raw(
+      `create trigger ${name} before ${write} on oidc_payloads when new.model = '${model}' begin select raise(abort, 'refused'); end`,
+    );
+    return async () => {
+      await db.raw(`drop trigger ${name}`);
+    };
+  }
+
+  it('writes a rotation whole or not at all: a successor the database refuses leaves the token usable, however late the retry', async () => {
+    const { client, refreshToken } = await login();
+    const allow = await refuse('insert', 'RefreshToken');
+    let failed: Response;
+    try {
+      failed = await refreshTokenRequest(server, client, refreshToken);
+    } finally {
+      await allow();
+    }
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toMatchObject({ error: 'server_error' });
+    expect((await refreshRow(server, refreshToken)).consumed_at).toBeNull();
+    // Past the leeway, a consumed token would end the family; this one was never consumed.
+    clock.advance(LEEWAY_MS + 1);
+    const retried = await refreshTokenRequest(server, client, refreshToken);
+    expect(retried.status).toBe(200);
+    const { refresh_token: successor } = (await retried.json()) as { refresh_token: string };
+    expect((await refreshRow(server, refreshToken)).consumed_at).not.toBeNull();
+    expect(await refreshRow(server, successor)).toBeTruthy();
+  });
+
+  it('stores the consumption of a code the token endpoint refuses after redeeming it (a resource never granted)', async () => {
+    const { client, result } = await authorize();
+    const code = result.callback.searchParams.get('code') ?? '';
+    const refused = await server.fetch('/connect/token', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`,
+      },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT,
+        code_verifier: result.codeVerifier,
+        resource: 'https://elsewhere.example/',
+      }).toString(),
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: 'invalid_target' });
+    // Nothing written after the consumption: it went out as the answer left, and the code is spent.
+    const row = await server.database
+      .db('oidc_payloads')
+      .where({ model: 'AuthorizationCode', id: sha256Hex(code) })
+      .first();
+    expect(row?.consumed_at).not.toBeNull();
+  });
+
+  it('gives no tokens for a code whose consumption the database refuses, and the code stays redeemable', async () => {
+    const { client, result } = await authorize();
+    const code = result.callback.searchParams.get('code') ?? '';
+    const redeem = () =>
+      server.fetch('/connect/token', {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT,
+          code_verifier: result.codeVerifier,
+        }).toString(),
+      });
+    const allow = await refuse('update', 'AuthorizationCode');
+    let refused: Response;
+    try {
+      refused = await redeem();
+    } finally {
+      await allow();
+    }
+    expect(refused.status).toBe(500);
+    expect(await refused.text()).not.toContain('access_token');
+    const redeemed = await redeem();
+    expect(redeemed.status).toBe(200);
+    expect(await redeemed.json()).toMatchObject({ access_token: expect.any(String), id_token: expect.any(String) });
+    expect((await redeem()).status).toBe(400);
   });
 
   it('ends the family when an authorization code is redeemed twice', async () => {

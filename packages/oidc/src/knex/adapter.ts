@@ -1,5 +1,14 @@
 import { type Clock, createTtlCache, sha256Hex, systemClock } from '@idt/core';
-import { type CacheInvalidator, evictFrom, runStatement, selectRows, toIso } from '@idt/core/knex';
+import {
+  type CacheInvalidator,
+  dialectOf,
+  evictFrom,
+  runStatement,
+  runStatementsTogether,
+  type StatementBinding,
+  selectRows,
+  toIso,
+} from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import type { Knex } from 'knex';
 import type { StoredClient } from '../clients/store.js';
@@ -52,6 +61,28 @@ export interface KnexAdapterOptions {
    * in the same request: one round trip instead of two.
    */
   readonly currentRequest?: () => object | undefined;
+  /**
+   * With {@link currentRequest}: a code or refresh token consumed during a
+   * request is written with the request's next write through the adapter
+   * (the successor refresh token a rotation saves right after), as one
+   * statement on PostgreSQL and one transaction on SQLite, rather than as
+   * a write of its own. Any other call of the adapter writes it first. The
+   * host must call the class's `settle(request)` before the request's
+   * answer leaves, which writes a consumption nothing followed (idt's
+   * provider middleware does).
+   */
+  readonly deferConsumption?: boolean;
+}
+
+/** The adapter class {@link createKnexAdapterClass} makes. */
+export interface KnexAdapterClass {
+  new (name: string): OidcAdapter;
+  /**
+   * Writes the consumptions a request left pending (see
+   * {@link KnexAdapterOptions.deferConsumption}); resolves at once when
+   * there are none. Call it before the request's answer leaves.
+   */
+  settle(request: object): Promise<void>;
 }
 
 /**
@@ -91,12 +122,25 @@ const CLIENT_MODELS = new Set(['Grant']);
 /** Models whose row names a grant that the provider reads next, in the same request (the code and refresh grants). */
 const GRANT_HOLDERS = new Set(['AuthorizationCode', 'RefreshToken']);
 
+/** What `settle` answers for a request with nothing pending. */
+const SETTLED: Promise<void> = Promise.resolve();
+
+/** A code's or refresh token's consumption: only the first sets the time. */
+const CONSUME_SQL = 'update oidc_payloads set consumed_at = ? where model = ? and id = ? and consumed_at is null';
+/** A payload's write; a rewrite of a consumed code or token stays consumed. */
+const UPSERT_SQL =
+  'insert into oidc_payloads (model, id, payload, grant_id, uid, user_code, account_id, client_id, session_id, expires_at, consumed_at) ' +
+  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null) on conflict (model, id) do update set payload = excluded.payload, ' +
+  'grant_id = excluded.grant_id, uid = excluded.uid, user_code = excluded.user_code, account_id = excluded.account_id, ' +
+  'client_id = excluded.client_id, session_id = excluded.session_id, expires_at = excluded.expires_at';
+
 /**
  * The statements of the provider's hot paths, written once and run by
  * `selectRows`/`runStatement`, past knex's builder and runner (which cost
- * 10–20 µs a call on a slow core): a refresh grant runs three of these, a
- * sign-in about twenty. Both engines take the same SQL; knex turns each `?`
- * into `$n` for PostgreSQL.
+ * 10–20 µs a call on a slow core): a refresh grant runs two of these (its
+ * read, then its consumption and successor together), a sign-in about
+ * twenty. Both engines take the same SQL; knex turns each `?` into `$n` for
+ * PostgreSQL.
  */
 const PAYLOAD_SQL = {
   find: 'select payload, expires_at, consumed_at from oidc_payloads where model = ? and id = ? limit 1',
@@ -105,13 +149,18 @@ const PAYLOAD_SQL = {
     'select t.payload, t.expires_at, t.consumed_at, t.grant_id, g.payload, g.expires_at, g.consumed_at ' +
     "from oidc_payloads as t left join oidc_payloads as g on g.model = 'Grant' and g.id = t.grant_id " +
     'where t.model = ? and t.id = ? limit 1',
-  consume: 'update oidc_payloads set consumed_at = ? where model = ? and id = ? and consumed_at is null',
+  consume: CONSUME_SQL,
   destroy: 'delete from oidc_payloads where model = ? and id = ?',
-  upsert:
-    'insert into oidc_payloads (model, id, payload, grant_id, uid, user_code, account_id, client_id, session_id, expires_at, consumed_at) ' +
-    'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null) on conflict (model, id) do update set payload = excluded.payload, ' +
-    'grant_id = excluded.grant_id, uid = excluded.uid, user_code = excluded.user_code, account_id = excluded.account_id, ' +
-    'client_id = excluded.client_id, session_id = excluded.session_id, expires_at = excluded.expires_at',
+  upsert: UPSERT_SQL,
+  /**
+   * PostgreSQL: a write and the consumption before it, in one statement
+   * (the write's bindings first, then the consumption's three), for two
+   * different rows. PostgreSQL runs the main statement first and the
+   * `with` after it, which keeps the order they were called in: the
+   * consumption, whose row then still finds room on its page for the
+   * change (a HOT update, no new index entries), then the insert.
+   */
+  upsertAfterConsume: `with successor as (${UPSERT_SQL}) ${CONSUME_SQL}`,
 } as const;
 
 type PayloadRow = { payload: string; expires_at: unknown; consumed_at: unknown };
@@ -133,7 +182,7 @@ function payloadRow(row: readonly unknown[], at = 0): PayloadRow {
  *   millisecond. What a replay means is decided by the policy layer
  *   (`policy/refresh-rotation.ts`), not here.
  */
-export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: string) => OidcAdapter {
+export function createKnexAdapterClass(options: KnexAdapterOptions): KnexAdapterClass {
   const { db } = options;
   const clock = options.clock ?? systemClock;
   // Evicted on every change of a client (any instance); the time limit only bounds a missed eviction.
@@ -159,6 +208,31 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
     const request = options.currentRequest?.();
     if (request) prefetchedGrants.get(request)?.delete(grantId);
   };
+
+  /**
+   * Consumptions not written yet (`deferConsumption`), per request, in
+   * order: the bindings of {@link CONSUME_SQL}. Taken by the request's next
+   * call of the adapter, or by `settle`.
+   */
+  const pendingConsumptions = new WeakMap<object, StatementBinding[][]>();
+  const deferring = options.deferConsumption === true && options.currentRequest !== undefined;
+  const takePending = (request: object | undefined): StatementBinding[][] | undefined => {
+    const pending = request ? pendingConsumptions.get(request) : undefined;
+    if (pending) pendingConsumptions.delete(request as object);
+    return pending;
+  };
+  const writeConsumptions = async (pending: StatementBinding[][] | undefined): Promise<void> => {
+    if (!pending) return;
+    if (pending.length === 1) await runStatement(db, CONSUME_SQL, pending[0] as StatementBinding[]);
+    else
+      await runStatementsTogether(
+        db,
+        pending.map((bindings) => [CONSUME_SQL, bindings] as const),
+      );
+  };
+  /** Before a call that reads or changes the table: what this request consumed is written first, as it was called. */
+  const writePending = (): Promise<void> | undefined =>
+    deferring ? writeConsumptions(takePending(options.currentRequest?.())) : undefined;
 
   const sessionIdOf = (payload: AdapterPayload): string | null => {
     if (typeof payload.sid === 'string') return payload.sid;
@@ -191,10 +265,11 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
       const stored = { ...payload };
       if (this.hashed) delete stored.jti;
       delete stored.consumed;
+      const key = this.key(id);
       // An upsert that keeps `consumed_at`: a rewrite of a consumed code or token stays consumed.
-      await runStatement(db, PAYLOAD_SQL.upsert, [
+      const bindings: StatementBinding[] = [
         this.model,
-        this.key(id),
+        key,
         JSON.stringify(stored),
         payload.grantId ?? (this.model === 'Grant' ? id : null),
         payload.uid ?? null,
@@ -203,21 +278,38 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
         this.byClient ? (payload.clientId ?? null) : null,
         sessionIdOf(payload),
         expiresIn ? new Date(clock.now().getTime() + expiresIn * 1000).toISOString() : null,
+      ];
+      const pending = deferring ? takePending(options.currentRequest?.()) : undefined;
+      if (!pending) {
+        await runStatement(db, PAYLOAD_SQL.upsert, bindings);
+        return;
+      }
+      // The consumptions and this write commit together, or neither does (the token can then be redeemed again).
+      const [only, ...more] = pending;
+      if (only && !more.length && dialectOf(db) === 'postgres' && !(only[1] === this.model && only[2] === key)) {
+        await runStatement(db, PAYLOAD_SQL.upsertAfterConsume, [...bindings, ...only]);
+        return;
+      }
+      await runStatementsTogether(db, [
+        ...pending.map((consumption) => [CONSUME_SQL, consumption] as const),
+        [PAYLOAD_SQL.upsert, bindings] as const,
       ]);
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (this.model === 'Client') return this.findClient(id);
       const request = options.currentRequest?.();
-      if (request && GRANT_HOLDERS.has(this.model)) return this.findWithGrant(id, request);
       if (request && this.model === 'Grant') {
         const grants = prefetchedGrants.get(request);
         if (grants?.has(id)) {
+          // Read with the code or token, before its consumption: a pending one need not be written for it.
           const prefetched = grants.get(id);
           grants.delete(id);
           return prefetched ? this.toPayload(id, prefetched) : undefined;
         }
       }
+      if (deferring) await writeConsumptions(takePending(request));
+      if (request && GRANT_HOLDERS.has(this.model)) return this.findWithGrant(id, request);
       const [row] = await selectRows(db, PAYLOAD_SQL.find, [this.model, this.key(id)]);
       return row ? this.toPayload(id, payloadRow(row)) : undefined;
     }
@@ -261,28 +353,46 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): new (name: 
     }
 
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      await writePending();
       const row = await db('oidc_payloads').where({ model: this.model, uid }).first();
       return row ? this.toPayload(row.id, row) : undefined;
     }
 
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      await writePending();
       const row = await db('oidc_payloads').where({ model: this.model, user_code: userCode }).first();
       return row ? this.toPayload(row.id, row) : undefined;
     }
 
     async consume(id: string): Promise<void> {
       // Only the first consumption sets the time: the leeway runs from the first redemption.
-      await runStatement(db, PAYLOAD_SQL.consume, [clock.now().toISOString(), this.model, this.key(id)]);
+      const bindings: StatementBinding[] = [clock.now().toISOString(), this.model, this.key(id)];
+      const request = deferring ? options.currentRequest?.() : undefined;
+      if (!request) {
+        await runStatement(db, PAYLOAD_SQL.consume, bindings);
+        return;
+      }
+      const pending = pendingConsumptions.get(request);
+      if (pending) pending.push(bindings);
+      else pendingConsumptions.set(request, [bindings]);
     }
 
     async destroy(id: string): Promise<void> {
       if (this.model === 'Grant') forgetPrefetchedGrant(id);
+      await writePending();
       await runStatement(db, PAYLOAD_SQL.destroy, [this.model, this.key(id)]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
       forgetPrefetchedGrant(grantId);
+      await writePending();
       await db('oidc_payloads').where({ grant_id: grantId }).delete();
+    }
+
+    static settle(request: object): Promise<void> {
+      const pending = takePending(request);
+      // Every answered request of the provider comes here; most have nothing pending.
+      return pending ? writeConsumptions(pending) : SETTLED;
     }
   }
 

@@ -375,6 +375,8 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     clock,
     // oidc-provider's AsyncLocalStorage: the request it is serving, if any.
     currentRequest: () => (oidc.Provider as unknown as { readonly ctx?: object }).ctx,
+    // A rotation's consumption is written with its successor; the provider middleware settles the rest.
+    deferConsumption: true,
   });
   const providerState = createKnexProviderStateStore(db, options.invalidator, options.outbox);
   const familyRevocation = createFamilyRevocation({ refuseAccessTokens: providerState.refuseAccessTokens, clock });
@@ -482,6 +484,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     });
     installProviderMiddleware(provider, {
       lockout,
+      settle: (request) => Adapter.settle(request),
       assets,
       logoutPages,
       logger,

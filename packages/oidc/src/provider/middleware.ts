@@ -24,6 +24,12 @@ export interface EndedSession {
 /** Options of {@link installProviderMiddleware}. */
 export interface ProviderMiddlewareOptions {
   readonly lockout: ClientLockout;
+  /**
+   * Writes what the storage adapter left pending for a request (a consumed
+   * code or refresh token that no other write carried); awaited before the
+   * request's answer leaves.
+   */
+  readonly settle?: (request: object) => Promise<void>;
   /** Ends the identity session and notifies back-channel clients; returns the front-channel targets. */
   readonly onLogout: (ended: EndedSession) => Promise<readonly FrontchannelTarget[]>;
   /** Where the sign-in pages load their assets (prefix included). */
@@ -34,6 +40,34 @@ export interface ProviderMiddlewareOptions {
 }
 
 const CLIENT_AUTH_ROUTES = new Set(['token', 'revocation', 'introspection', 'pushed_authorization_request']);
+
+/**
+ * Runs the rest of the request, then writes what the storage adapter left
+ * pending for it, so that the answer leaves only once they are stored; a
+ * failure to store them fails the request (a database outage answers 503).
+ * When the request failed, they are still written, and a failure to write
+ * them is logged beside the request's own error.
+ */
+async function runSettled(
+  ctx: object,
+  next: () => Promise<unknown>,
+  settle: ((request: object) => Promise<void>) | undefined,
+  logger: Logger,
+): Promise<void> {
+  if (!settle) {
+    await next();
+    return;
+  }
+  try {
+    await next();
+  } catch (error) {
+    await settle(ctx).catch((settleError: unknown) =>
+      logger.error('storing a consumed code or refresh token failed', { error: settleError }),
+    );
+    throw error;
+  }
+  await settle(ctx);
+}
 
 /**
  * Pre- and post-middleware around oidc-provider's routes: the discovery
@@ -53,7 +87,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
   });
   provider.use(async (ctx, next) => {
     try {
-      await next();
+      await runSettled(ctx, next, options.settle, logger);
     } catch (error) {
       if (!isDatabaseUnavailable(error)) throw error;
       ctx.state.serverError = error;

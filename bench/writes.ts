@@ -159,9 +159,11 @@ try {
         .filter(([sql]) => keep(sql))
         .sort((a, b) => b[1] - a[1])
         .map(([sql, n]) => ({ perFlow: n / count, sql }));
-    const writes = perFlow((sql) => !/^(select|pragma|with|begin|commit|rollback|savepoint|release)\b/i.test(sql));
+    // A `with` that inserts, updates or deletes is a write (the adapter's consumption and successor in one statement).
+    const isRead = (sql: string) => /^select\b/i.test(sql) || (/^with\b/i.test(sql) && !/\b(insert|update|delete)\b/i.test(sql));
+    const writes = perFlow((sql) => !isRead(sql) && !/^(pragma|begin|commit|rollback|savepoint|release)\b/i.test(sql));
     // Reads, and on Postgres the cache evictions' `select pg_notify(…)`.
-    const reads = perFlow((sql) => /^(select|with)\b/i.test(sql));
+    const reads = perFlow(isRead);
     return {
       ...(DIALECT === 'sqlite' ? { walFramesPerFlow: written / count } : { walBytesPerFlow: written / count }),
       ...(byObject && {
@@ -169,7 +171,8 @@ try {
           .sort((a, b) => b[1] - a[1])
           .map(([object, frames]) => ({ object, perFlow: frames / count })),
       }),
-      transactionsPerFlow: (statements.get('BEGIN;') ?? 0) / count,
+      // knex's `BEGIN;`, and the `begin immediate` of idt's own statements run together.
+      transactionsPerFlow: perFlow((sql) => /^begin\b/i.test(sql)).reduce((sum, begin) => sum + begin.perFlow, 0),
       writeStatementsPerFlow: writes.reduce((sum, write) => sum + write.perFlow, 0),
       readStatementsPerFlow: reads.reduce((sum, read) => sum + read.perFlow, 0),
       writes: writes.slice(0, TOP),

@@ -14,6 +14,7 @@ export { referenceMigrationSets } from './migrations.js';
 export type { SignInOptions, SignInResult, TestAdmin, TestClient } from './oidc.js';
 export {
   bootstrapAdmin,
+  codeTokenRequest,
   discover,
   oidcClient,
   redeemCode,

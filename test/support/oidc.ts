@@ -160,6 +160,33 @@ export function redeemCode(config: oidcClient.Configuration, result: SignInResul
 }
 
 /** A raw `refresh_token` grant request with the client's credentials in the body (the answer is not checked). */
+/**
+ * Redeems a sign-in's code at the token endpoint by hand (the client's
+ * secret in the body), with `extra` parameters, and answers the raw
+ * response: for the answers openid-client turns into exceptions.
+ */
+export function codeTokenRequest(
+  server: TestServer,
+  client: TestClient,
+  signedIn: { readonly callback: URL; readonly codeVerifier: string },
+  extra: Record<string, string> = {},
+): Promise<Response> {
+  const { callback } = signedIn;
+  return server.fetch('/connect/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: callback.searchParams.get('code') ?? '',
+      redirect_uri: `${callback.origin}${callback.pathname}`,
+      code_verifier: signedIn.codeVerifier,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      ...extra,
+    }).toString(),
+  });
+}
+
 export function refreshTokenRequest(server: TestServer, client: TestClient, refreshToken: string): Promise<Response> {
   return server.fetch('/connect/token', {
     method: 'POST',

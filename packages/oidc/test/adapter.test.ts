@@ -1,4 +1,4 @@
-import { createManualClock, sha256Hex } from '@idt/core';
+import { type Clock, createManualClock, sha256Hex } from '@idt/core';
 import { type CacheInvalidator, coreMigrations, createCacheInvalidator } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import { identityMigrations } from '@idt/identity/knex';
@@ -10,6 +10,7 @@ import {
   createKnexAdapterClass,
   createKnexClientStore,
   type KnexAdapterClass,
+  type KnexAdapterOptions,
   type OidcAdapter,
   oidcMigrations,
 } from '../src/knex.js';
@@ -217,6 +218,24 @@ describe.each(testDialects())('client lookups through the adapter, on %s', (dial
  * its grant: the adapter reads both in one statement and hands the grant to
  * that next read, once.
  */
+/** The adapter on a test database, with no clients, serving the request `currentRequest` answers (oidc-provider's `Provider.ctx`). */
+function requestAdapter(
+  database: TestDatabase,
+  clock: Clock,
+  currentRequest: () => object | undefined,
+  options: Pick<KnexAdapterOptions, 'deferConsumption'> = {},
+): KnexAdapterClass {
+  return createKnexAdapterClass({
+    db: database.db,
+    clock,
+    invalidator: createCacheInvalidator({ db: database.db }),
+    findClient: async () => undefined,
+    clientMetadata: () => ({}),
+    currentRequest,
+    ...options,
+  });
+}
+
 describe.each(testDialects())('a token and its grant read together within a request, on %s', (dialect) => {
   let database: TestDatabase;
   const clock = createManualClock('2026-03-01T10:00:00Z');
@@ -229,14 +248,7 @@ describe.each(testDialects())('a token and its grant read together within a requ
 
   beforeAll(async () => {
     database = await createTestDatabase(dialect, [coreMigrations, identityMigrations, oidcMigrations]);
-    Adapter = createKnexAdapterClass({
-      db: database.db,
-      clock,
-      invalidator: createCacheInvalidator({ db: database.db }),
-      findClient: async () => undefined,
-      clientMetadata: () => ({}),
-      currentRequest: () => request,
-    });
+    Adapter = requestAdapter(database, clock, () => request);
     database.db.on('query', (query: { sql: string }) => {
       if (/^select .* from oidc_payloads/.test(query.sql)) statements.push(query.sql);
     });
@@ -352,15 +364,7 @@ describe.each(testDialects())("a consumption written with the request's next wri
 
   beforeAll(async () => {
     database = await createTestDatabase(dialect, [coreMigrations, identityMigrations, oidcMigrations]);
-    Adapter = createKnexAdapterClass({
-      db: database.db,
-      clock,
-      invalidator: createCacheInvalidator({ db: database.db }),
-      findClient: async () => undefined,
-      clientMetadata: () => ({}),
-      currentRequest: () => request,
-      deferConsumption: true,
-    });
+    Adapter = requestAdapter(database, clock, () => request, { deferConsumption: true });
     // The adapter's own statements (the test's reads go through knex's builder).
     database.db.on('query', (query: { sql: string; method?: string }) => {
       if (query.method === 'raw' && /oidc_payloads|^(begin|commit|rollback)/i.test(query.sql)) statements.push(query.sql);

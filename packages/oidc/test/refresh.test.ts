@@ -1,6 +1,7 @@
 import { createManualClock, type ManualClock, sha256Hex } from '@idt/core';
 import {
   bootstrapAdmin,
+  codeTokenRequest,
   discover,
   oidcClient,
   redeemCode,
@@ -219,24 +220,11 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
 
   it('stores the consumption of a code the token endpoint refuses after redeeming it (a resource never granted)', async () => {
     const { client, result } = await authorize();
-    const code = result.callback.searchParams.get('code') ?? '';
-    const refused = await server.fetch('/connect/token', {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`,
-      },
-      body: new URLSearchParams({
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: REDIRECT,
-        code_verifier: result.codeVerifier,
-        resource: 'https://elsewhere.example/',
-      }).toString(),
-    });
+    const refused = await codeTokenRequest(server, client, result, { resource: 'https://elsewhere.example/' });
     expect(refused.status).toBe(400);
     expect(await refused.json()).toMatchObject({ error: 'invalid_target' });
     // Nothing written after the consumption: it went out as the answer left, and the code is spent.
+    const code = result.callback.searchParams.get('code') ?? '';
     const row = await server.database
       .db('oidc_payloads')
       .where({ model: 'AuthorizationCode', id: sha256Hex(code) })
@@ -246,21 +234,7 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
 
   it('gives no tokens for a code whose consumption the database refuses, and the code stays redeemable', async () => {
     const { client, result } = await authorize();
-    const code = result.callback.searchParams.get('code') ?? '';
-    const redeem = () =>
-      server.fetch('/connect/token', {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`,
-        },
-        body: new URLSearchParams({
-          grant_type: 'authorization_code',
-          code,
-          redirect_uri: REDIRECT,
-          code_verifier: result.codeVerifier,
-        }).toString(),
-      });
+    const redeem = () => codeTokenRequest(server, client, result);
     const allow = await refuse('update', 'AuthorizationCode');
     let refused: Response;
     try {

@@ -128,13 +128,14 @@ export type BoundStatement = readonly [sql: string, bindings: readonly Statement
  * ]);
  */
 export async function runStatementsTogether(db: Knex, statements: readonly BoundStatement[]): Promise<number[]> {
-  if ((db as { isTransaction?: boolean }).isTransaction || dialectOf(db) === 'postgres') {
+  const inTransaction = (db as { isTransaction?: boolean }).isTransaction === true;
+  if (inTransaction || dialectOf(db) === 'postgres') {
     const run = async (trx: Knex) => {
       const changed: number[] = [];
       for (const [sql, bindings] of statements) changed.push(await runStatement(trx, sql, bindings));
       return changed;
     };
-    return (db as { isTransaction?: boolean }).isTransaction ? run(db) : db.transaction(run);
+    return inTransaction ? run(db) : db.transaction(run);
   }
   const client = db.client as unknown as PoolClient;
   const inOneTransaction = (connection: object): number[] => {

@@ -221,8 +221,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): KnexAdapter
     if (pending) pendingConsumptions.delete(request as object);
     return pending;
   };
-  const writeConsumptions = async (pending: StatementBinding[][] | undefined): Promise<void> => {
-    if (!pending) return;
+  const writeConsumptions = async (pending: StatementBinding[][]): Promise<void> => {
     if (pending.length === 1) await runStatement(db, CONSUME_SQL, pending[0] as StatementBinding[]);
     else
       await runStatementsTogether(
@@ -230,9 +229,13 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): KnexAdapter
         pending.map((bindings) => [CONSUME_SQL, bindings] as const),
       );
   };
+  /** Writes what `request` consumed that nothing carried yet; `undefined` (no promise) when there is nothing. */
+  const writePendingOf = (request: object | undefined): Promise<void> | undefined => {
+    const pending = takePending(request);
+    return pending ? writeConsumptions(pending) : undefined;
+  };
   /** Before a call that reads or changes the table: what this request consumed is written first, as it was called. */
-  const writePending = (): Promise<void> | undefined =>
-    deferring ? writeConsumptions(takePending(options.currentRequest?.())) : undefined;
+  const writePending = (): Promise<void> | undefined => (deferring ? writePendingOf(options.currentRequest?.()) : undefined);
 
   const sessionIdOf = (payload: AdapterPayload): string | null => {
     if (typeof payload.sid === 'string') return payload.sid;
@@ -308,7 +311,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): KnexAdapter
           return prefetched ? this.toPayload(id, prefetched) : undefined;
         }
       }
-      if (deferring) await writeConsumptions(takePending(request));
+      if (deferring) await writePendingOf(request);
       if (request && GRANT_HOLDERS.has(this.model)) return this.findWithGrant(id, request);
       const [row] = await selectRows(db, PAYLOAD_SQL.find, [this.model, this.key(id)]);
       return row ? this.toPayload(id, payloadRow(row)) : undefined;
@@ -390,9 +393,8 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): KnexAdapter
     }
 
     static settle(request: object): Promise<void> {
-      const pending = takePending(request);
       // Every answered request of the provider comes here; most have nothing pending.
-      return pending ? writeConsumptions(pending) : SETTLED;
+      return writePendingOf(request) ?? SETTLED;
     }
   }
 

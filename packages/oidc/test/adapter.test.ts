@@ -68,10 +68,14 @@ describe.each(testDialects())('the oidc-provider adapter on %s', (dialect) => {
 
   it('keeps codes and refresh tokens only under their SHA-256, without their value in the payload', async () => {
     const tokens = new Adapter('RefreshToken');
-    await tokens.upsert('refresh-value', { jti: 'refresh-value', grantId: 'grant-2', clientId: 'app', accountId: 'user-2' }, 600);
+    await tokens.upsert(
+      'refresh-value',
+      { jti: 'refresh-value', grantId: 'grant-2', clientId: 'app', accountId: 'user-2', sid: 'sid-2' },
+      600,
+    );
     const stored = await rowOf('RefreshToken', sha256Hex('refresh-value'));
-    // Found through its grant: the account and client columns (and their indexes) are for sessions and grants.
-    expect(stored).toMatchObject({ grant_id: 'grant-2', client_id: null, account_id: null });
+    // Found through its grant: the account, client and session columns (and their indexes) are for sessions and grants.
+    expect(stored).toMatchObject({ grant_id: 'grant-2', client_id: null, account_id: null, session_id: null });
     expect(stored.payload).not.toContain('refresh-value');
     expect(await rowOf('RefreshToken', 'refresh-value')).toBeUndefined();
     expect(await tokens.find('refresh-value')).toEqual({
@@ -79,6 +83,7 @@ describe.each(testDialects())('the oidc-provider adapter on %s', (dialect) => {
       grantId: 'grant-2',
       clientId: 'app',
       accountId: 'user-2',
+      sid: 'sid-2',
     });
   });
 

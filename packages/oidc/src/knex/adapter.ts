@@ -111,14 +111,16 @@ const HASHED_MODELS = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode'
 
 /**
  * The models whose rows are looked up by account (a user's sessions and
- * grants) and by client (a client's grants). Only their rows fill the
- * `account_id` and `client_id` columns, so those partial indexes hold no
- * entry for a code or a refresh token: their owner is in the payload, and
- * they are found through their grant (`grant_id`), without which the
- * provider refuses them anyway.
+ * grants), by client (a client's grants) and by session id (the provider's
+ * sessions, at logout and eviction). Only their rows fill the `account_id`,
+ * `client_id` and `session_id` columns, so those partial indexes hold no
+ * entry for a code or a refresh token: their owner and session are in the
+ * payload, and they are found through their grant (`grant_id`), without
+ * which the provider refuses them anyway.
  */
 const ACCOUNT_MODELS = new Set(['Session', 'Grant']);
 const CLIENT_MODELS = new Set(['Grant']);
+const SESSION_MODELS = new Set(['Session']);
 /** Models whose row names a grant that the provider reads next, in the same request (the code and refresh grants). */
 const GRANT_HOLDERS = new Set(['AuthorizationCode', 'RefreshToken']);
 
@@ -250,12 +252,14 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): KnexAdapter
     readonly hashed: boolean;
     readonly byAccount: boolean;
     readonly byClient: boolean;
+    readonly bySession: boolean;
 
     constructor(model: string) {
       this.model = model;
       this.hashed = HASHED_MODELS.has(model);
       this.byAccount = ACCOUNT_MODELS.has(model);
       this.byClient = CLIENT_MODELS.has(model);
+      this.bySession = SESSION_MODELS.has(model);
     }
 
     key(id: string): string {
@@ -279,7 +283,7 @@ export function createKnexAdapterClass(options: KnexAdapterOptions): KnexAdapter
         payload.userCode ?? null,
         this.byAccount ? (payload.accountId ?? null) : null,
         this.byClient ? (payload.clientId ?? null) : null,
-        sessionIdOf(payload),
+        this.bySession ? sessionIdOf(payload) : null,
         expiresIn ? new Date(clock.now().getTime() + expiresIn * 1000).toISOString() : null,
       ];
       const pending = deferring ? takePending(options.currentRequest?.()) : undefined;

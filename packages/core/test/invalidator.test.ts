@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import { connectTestDatabase, createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
 import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { INVALIDATION_RETENTION_MS, PRUNE_INTERVAL_MS, reconnectDelayMs } from '../src/cache/invalidator.js';
 import { createManualClock } from '../src/index.js';
 import {
@@ -134,6 +135,80 @@ describe('SQLite freshen', () => {
     }
   });
 });
+
+describe('SQLite freshen after its own commits', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite', [coreMigrations]);
+  });
+  afterAll(async () => {
+    await database.destroy();
+    vi.useRealTimers();
+  });
+
+  it("reads nothing after this process's commits, reads past them once a second, and still hears another process at once", async () => {
+    // The once-a-second poll is fired by hand; the 2 ms between two looks is real time (performance.now).
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const other = connectTestDatabase(database);
+    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 1000 });
+    const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
+    await mine.start();
+    await theirs.start();
+    const seen: string[] = [];
+    mine.subscribe('clients', (key) => seen.push(key));
+    // Every read of the evictions table on any better-sqlite3 connection (the watcher's included), by rows read.
+    const reads: number[] = [];
+    const statementPrototype = Object.getPrototypeOf(watcherProbe()) as { all(...values: unknown[]): unknown[] };
+    const all = statementPrototype.all;
+    statementPrototype.all = function (this: { source: string }, ...values: unknown[]) {
+      const rows = all.apply(this, values);
+      if (this.source.includes('from core_cache_invalidations')) reads.push(rows.length);
+      return rows;
+    };
+    try {
+      await mine.invalidate('clients', 'own-1');
+      await mine.invalidate('clients', 'own-2');
+      expect(seen).toEqual(['own-1', 'own-2']);
+      // Looks 2 ms apart or more: the pool's connection saw no other process commit, so nothing is read.
+      let looks = 0;
+      await eventually(() => {
+        expect(mine.freshen()).toBeUndefined();
+        expect(++looks).toBeGreaterThanOrEqual(3);
+      });
+      expect(reads).toEqual([]);
+      // The poll reads past this process's two rows, and applies none of them again.
+      await eventually(() => {
+        vi.advanceTimersByTime(1000);
+        expect(reads).toEqual([2]);
+      });
+      expect(seen).toEqual(['own-1', 'own-2']);
+      // Another process's eviction is read by the next look, alone: the own rows were read past already.
+      await theirs.invalidate('clients', 'theirs');
+      await eventually(() => {
+        expect(mine.freshen()).toBeUndefined();
+        expect(seen).toEqual(['own-1', 'own-2', 'theirs']);
+      });
+      expect(reads).toEqual([2, 1]);
+    } finally {
+      statementPrototype.all = all;
+      await mine.close();
+      await theirs.close();
+      await other.destroy();
+      vi.useRealTimers();
+    }
+  });
+});
+
+/** A statement of better-sqlite3, for its prototype. */
+function watcherProbe(): object {
+  const Database = createRequire(import.meta.url)('better-sqlite3') as new (
+    file: string,
+  ) => { prepare(sql: string): object; close(): void };
+  const probe = new Database(':memory:');
+  const statement = probe.prepare('select 1');
+  probe.close();
+  return statement;
+}
 
 describe('SQLite pruning', () => {
   it('deletes evictions ten minutes after the pruning instance read them, by id, and never the newest row', async () => {

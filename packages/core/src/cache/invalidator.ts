@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf } from '../db/database.js';
-import { runStatement, selectRows } from '../db/statements.js';
+import { runStatement, selectRows, selectRowsIfIdle } from '../db/statements.js';
 import { type Logger, silentLogger } from '../logger.js';
 
 /** Wildcard key: every entry of the namespace (sent after a reconnect, when messages may have been missed). */
@@ -24,8 +24,9 @@ export function evictFrom(cache: { delete(key: string): void; clear(): void }): 
  * Postgres `LISTEN/NOTIFY` (delivered at commit); on SQLite, in-process at
  * once and to other processes on the same file (the `idt` CLI, a second
  * server) through the `core_cache_invalidations` table, read whenever
- * `PRAGMA data_version` says another connection committed (on every
- * {@link CacheInvalidator.freshen} and every second).
+ * `PRAGMA data_version` says another process committed (looked at on every
+ * {@link CacheInvalidator.freshen}, at most every 2 ms), and every second
+ * past this process's own rows.
  *
  * When the Postgres listening connection is lost, it reconnects with
  * exponential backoff until it succeeds or the invalidator is closed. While
@@ -163,6 +164,8 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   let readSince: { all(lastSeen: number): unknown[] } | undefined;
   /** The watcher's `PRAGMA data_version`, prepared once (better-sqlite3's `pragma()` prepares it on every call). */
   let dataVersionOf: { get(): unknown } | undefined;
+  /** Per connection of knex's pool (one, as idt opens SQLite): its data version at the last look. */
+  const poolVersions = new WeakMap<object, number>();
   let poller: NodeJS.Timeout | undefined;
   let watching = false;
   // Postgres: the listening connection while it is up, the pending reconnect, when caches were last emptied.
@@ -343,16 +346,43 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   }
 
   /**
-   * SQLite: one pragma; when a connection committed since the last look,
-   * reads the evictions it wrote. `undefined` (no promise) when nothing
-   * changed and no read is under way: the hot path.
+   * SQLite: whether another process committed since the last look, read on
+   * the pool's idle connection: a connection's data version moves with the
+   * commits of every other connection, never with its own, so this
+   * process's writes through the pool leave it as it was. `undefined` when
+   * that cannot tell: the connection is busy, or is looked at for the first
+   * time.
    */
-  function freshenSqlite(): Promise<void> | undefined {
+  function otherProcessCommitted(): boolean | undefined {
+    let read: ReturnType<typeof selectRowsIfIdle>;
+    try {
+      read = selectRowsIfIdle(db, 'PRAGMA data_version');
+    } catch {
+      return undefined;
+    }
+    if (!read) return undefined;
+    const version = Number(read.rows[0]?.[0]);
+    const previous = poolVersions.get(read.connection);
+    poolVersions.set(read.connection, version);
+    return previous === undefined ? undefined : previous !== version;
+  }
+
+  /**
+   * SQLite: one pragma; when another process committed since the last look,
+   * reads the evictions it wrote. `undefined` (no promise) when nothing
+   * changed and no read is under way: the hot path. `ownCommitsToo` (the
+   * once-a-second poll) looks on the watcher, whose version moves with this
+   * process's commits as well, so the rows this process wrote are read past
+   * at least once a second and never pile up for the next read.
+   */
+  function freshenSqlite(ownCommitsToo = false): Promise<void> | undefined {
     // A commit is seen by every request that starts more than FRESHEN_INTERVAL_MS after it; the pragma
     // costs tens of microseconds under load, so it runs at most once per interval, not on every request.
     const now = performance.now();
     if (now - lastLook < FRESHEN_INTERVAL_MS) return reading ? reads : undefined;
     lastLook = now;
+    // This process's own commits need no read: their evictions were applied when they committed.
+    if (!ownCommitsToo && !reading && otherProcessCommitted() === false) return undefined;
     let version: number | Promise<number>;
     try {
       version = currentDataVersion();
@@ -369,7 +399,8 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   function afterVersion(version: number): Promise<void> | undefined {
     if (version !== dataVersion) {
       dataVersion = version;
-      // Own commits move the version too: the common case, read on the watcher without a pool query.
+      // The watcher's version moves with this process's commits too (the poll, a busy pool connection):
+      // read on the watcher, without a pool query.
       if (!reading && readSince && readNewSync()) {
         if (pruneDue()) reads = reads.then(pruneOld);
         return undefined;
@@ -432,13 +463,15 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       readSince = prepareReadSince(watcher, logger);
       dataVersionOf = watcher?.prepare('PRAGMA data_version').pluck();
       dataVersion = await currentDataVersion();
+      // Before the newest id: a commit in between is then both read and seen as another process's.
+      otherProcessCommitted();
       const latest = (await db(TABLE).max({ id: 'id' }).first()) as { id: number | null } | undefined;
       lastSeen = Number(latest?.id ?? 0);
       started = true;
       poller = setInterval(() => {
         if (watching) return;
         watching = true;
-        void Promise.resolve(freshenSqlite()).finally(() => {
+        void Promise.resolve(freshenSqlite(true)).finally(() => {
           watching = false;
         });
       }, options.pollIntervalMs ?? 1000);

@@ -184,6 +184,21 @@ function idleConnection(db: Knex, client: PoolClient): object | undefined {
   return pool.free?.[0]?.resource;
 }
 
+/**
+ * Runs a read written once synchronously on the pool's idle SQLite
+ * connection and answers its rows as arrays, with the connection it ran on;
+ * `undefined` when it cannot run at once: the connection is held or waited
+ * for, `db` is a transaction, or the engine is PostgreSQL. For bookkeeping
+ * reads that must not wait for the connection (the cache invalidator's look
+ * at the file's data version, which is per connection); knex's `query` event
+ * is not emitted for them.
+ */
+export function selectRowsIfIdle(db: Knex, sql: string): { readonly connection: object; readonly rows: unknown[][] } | undefined {
+  if (dialectOf(db) === 'postgres') return undefined;
+  const connection = idleConnection(db, db.client as unknown as PoolClient);
+  return connection ? { connection, rows: ownStatement(connection, sql).all([]) } : undefined;
+}
+
 /** Runs `work` with the cached statement of `sql` on a connection of knex's pool, after emitting knex's `query` event. */
 async function onSqliteConnection<T>(
   db: Knex,

@@ -159,7 +159,6 @@ export function redeemCode(config: oidcClient.Configuration, result: SignInResul
   });
 }
 
-/** A raw `refresh_token` grant request with the client's credentials in the body (the answer is not checked). */
 /**
  * Redeems a sign-in's code at the token endpoint by hand (the client's
  * secret in the body), with `extra` parameters, and answers the raw
@@ -187,6 +186,7 @@ export function codeTokenRequest(
   });
 }
 
+/** A raw `refresh_token` grant request with the client's credentials in the body (the answer is not checked). */
 export function refreshTokenRequest(server: TestServer, client: TestClient, refreshToken: string): Promise<Response> {
   return server.fetch('/connect/token', {
     method: 'POST',

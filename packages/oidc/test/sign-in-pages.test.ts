@@ -149,6 +149,22 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     expect(new URL(again.page.url).searchParams.get('code')).toBeTruthy();
   });
 
+  it("keeps single sign-on only while the provider session cookie's signature holds", async () => {
+    const { browser } = await openSignIn();
+    await browser.submit({ form: '/login', fields: { email: admin.email, password: admin.password } });
+    const jar = browser.cookies(server.url);
+    const signature = jar.get('idt_sso.sig');
+    // Signed as keygrip signs: HMAC-SHA1 of the cookie, base64url without padding; HttpOnly like the cookie.
+    expect(signature).toMatch(/^[A-Za-z0-9_-]{27}$/);
+    expect(browser.setCookies.find((value) => value.startsWith('idt_sso.sig='))).toMatch(/; httponly/i);
+    expect((await openSignIn(browser)).page.status).toBeGreaterThanOrEqual(300);
+    // One character of the signature changed: no session, the password is asked again.
+    jar.set('idt_sso.sig', `${signature?.slice(0, -1)}${signature?.endsWith('A') ? 'B' : 'A'}`);
+    const tampered = await openSignIn(browser);
+    expect(tampered.page.status).toBe(200);
+    expect(tampered.page.body).toContain('/login"');
+  });
+
   it('goes from the password straight to the code for a first-party client: one interaction, no consent round', async () => {
     const recording = recordingBrowser();
     const { browser, verifier } = await openSignIn(recording.browser);

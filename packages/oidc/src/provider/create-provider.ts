@@ -9,6 +9,7 @@ import type { OidcAdapter } from '../knex/adapter.js';
 import { FAMILY_CLAIM, type FamilyRevocation } from '../policy/family-revocation.js';
 import { FIRST_PARTY_REFRESH_LIFETIME_SECONDS, remainingRefreshLifetime } from '../policy/refresh-lifetime.js';
 import { ownsToken } from '../policy/token-ownership.js';
+import { CookieSigner } from './cookie-signer.js';
 import type { OidcProviderModule } from './load.js';
 import { patchProvider } from './patches.js';
 import { providerSigningKeys } from './signing-keys.js';
@@ -149,12 +150,13 @@ export function clientMetadata(client: StoredClient): Record<string, unknown> {
   };
 }
 
-function cookieKeys(secret: string): string[] {
-  return [
+/** The signer of the provider's cookies, with a key derived from the server's secret. */
+function cookieSigner(secret: string): CookieSigner {
+  return new CookieSigner([
     Buffer.from(hkdfSync('sha256', Buffer.from(secret), Buffer.from('idt-oidc-cookies'), Buffer.from('v1'), 32)).toString(
       'base64url',
     ),
-  ];
+  ]);
 }
 
 /** Paths of the provider's endpoints, relative to the issuer. */
@@ -189,7 +191,8 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
     adapter: options.adapter as never,
     jwks: { keys: providerSigningKeys(options.oidc, options.keys) as never },
     cookies: {
-      keys: cookieKeys(options.secret),
+      // A keygrip-like signer, which oidc-provider hands to koa as is.
+      keys: cookieSigner(options.secret),
       long: { httpOnly: true, sameSite: 'lax', secure, signed: true },
       short: { httpOnly: true, sameSite: 'lax', secure, signed: true },
       names: { session: 'idt_sso', interaction: 'idt_interaction', resume: 'idt_interaction_resume' },

@@ -1,7 +1,28 @@
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomFillSync, timingSafeEqual } from 'node:crypto';
 
 let lastMs = 0;
 let sequence = 0;
+
+/**
+ * Random bytes for ids, drawn 2 KiB at a time, as node's own `randomUUID`
+ * batches its entropy: one call into OpenSSL per 128 ids rather than one or
+ * two per id (about 0.5 µs an id against 3).
+ */
+const entropy = Buffer.allocUnsafe(2048);
+let entropyUsed = entropy.length;
+/** The 16 bytes of the id being made (ids are made synchronously, one at a time). */
+const idBytes = Buffer.alloc(16);
+
+/** The offset in {@link entropy} of `count` fresh random bytes. */
+function drawEntropy(count: number): number {
+  if (entropyUsed + count > entropy.length) {
+    randomFillSync(entropy);
+    entropyUsed = 0;
+  }
+  const at = entropyUsed;
+  entropyUsed += count;
+  return at;
+}
 
 /**
  * A new UUID version 7 (RFC 9562): time-ordered, so rows written together sit
@@ -17,14 +38,15 @@ export function newId(now: number = Date.now()): string {
     now = lastMs;
   } else {
     lastMs = now;
-    sequence = randomBytes(2).readUInt16BE(0) & 0x7ff;
+    sequence = entropy.readUInt16BE(drawEntropy(2)) & 0x7ff;
   }
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(now, 0, 6);
-  bytes[6] = 0x70 | ((sequence >> 8) & 0x0f);
-  bytes[7] = sequence & 0xff;
-  bytes[8] = 0x80 | ((bytes[8] ?? 0) & 0x3f);
-  const hex = bytes.toString('hex');
+  const at = drawEntropy(16);
+  entropy.copy(idBytes, 0, at, at + 16);
+  idBytes.writeUIntBE(now, 0, 6);
+  idBytes[6] = 0x70 | ((sequence >> 8) & 0x0f);
+  idBytes[7] = sequence & 0xff;
+  idBytes[8] = 0x80 | ((idBytes[8] ?? 0) & 0x3f);
+  const hex = idBytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 

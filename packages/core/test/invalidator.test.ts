@@ -73,10 +73,10 @@ describe('SQLite freshen', () => {
     await database.destroy();
   });
 
-  /** This process's invalidator and another connection's, without background polls (only freshen() reads), and what this one hears. */
-  async function twoInvalidators() {
+  /** This process's invalidator and another connection's, and what this one hears; no background poll of its own unless asked (only freshen() reads). */
+  async function twoInvalidators(pollIntervalMs = 3_600_000) {
     const other = connectTestDatabase(database);
-    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
+    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs });
     const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
     await mine.start();
     await theirs.start();
@@ -134,28 +134,11 @@ describe('SQLite freshen', () => {
       await close();
     }
   });
-});
-
-describe('SQLite freshen after its own commits', () => {
-  let database: TestDatabase;
-  beforeAll(async () => {
-    database = await createTestDatabase('sqlite', [coreMigrations]);
-  });
-  afterAll(async () => {
-    await database.destroy();
-    vi.useRealTimers();
-  });
 
   it("reads nothing after this process's commits, reads past them once a second, and still hears another process at once", async () => {
     // The once-a-second poll is fired by hand; the 2 ms between two looks is real time (performance.now).
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
-    const other = connectTestDatabase(database);
-    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 1000 });
-    const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
-    await mine.start();
-    await theirs.start();
-    const seen: string[] = [];
-    mine.subscribe('clients', (key) => seen.push(key));
+    const { mine, theirs, seen, close } = await twoInvalidators(1000);
     // Every read of the evictions table on any better-sqlite3 connection (the watcher's included), by rows read.
     const reads: number[] = [];
     const statementPrototype = Object.getPrototypeOf(watcherProbe()) as { all(...values: unknown[]): unknown[] };
@@ -191,9 +174,7 @@ describe('SQLite freshen after its own commits', () => {
       expect(reads).toEqual([2, 1]);
     } finally {
       statementPrototype.all = all;
-      await mine.close();
-      await theirs.close();
-      await other.destroy();
+      await close();
       vi.useRealTimers();
     }
   });

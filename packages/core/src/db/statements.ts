@@ -139,22 +139,19 @@ export async function runStatementsTogether(db: Knex, statements: readonly Bound
   }
   const client = db.client as unknown as PoolClient;
   const inOneTransaction = (connection: object): number[] => {
-    const control = (sql: string) => {
-      client.emit('query', { method: 'raw', sql, bindings: [], options: {} });
-      ownStatement(connection, sql).run([]);
+    const run = (sql: string, bindings: readonly StatementBinding[] = []): number => {
+      const values = bindings.map(sqliteBinding);
+      emitQuery(client, sql, values);
+      return ownStatement(connection, sql).run(values).changes;
     };
-    control('begin immediate');
+    run('begin immediate');
     try {
-      const changed = statements.map(([sql, bindings]) => {
-        const values = bindings.map(sqliteBinding);
-        client.emit('query', { method: 'raw', sql, bindings: values, options: {} });
-        return ownStatement(connection, sql).run(values).changes;
-      });
-      control('commit');
+      const changed = statements.map(([sql, bindings]) => run(sql, bindings));
+      run('commit');
       return changed;
     } catch (error) {
       // SQLite may have rolled back already (some errors end the transaction themselves).
-      if ((connection as { inTransaction?: boolean }).inTransaction) control('rollback');
+      if ((connection as { inTransaction?: boolean }).inTransaction) run('rollback');
       throw error;
     }
   };
@@ -199,6 +196,11 @@ export function selectRowsIfIdle(db: Knex, sql: string): { readonly connection: 
   return connection ? { connection, rows: ownStatement(connection, sql).all([]) } : undefined;
 }
 
+/** Emits knex's `query` event for a statement run on SQLite past knex's runner, as knex does for its own. */
+function emitQuery(client: PoolClient, sql: string, values: readonly unknown[]): void {
+  client.emit('query', { method: 'raw', sql, bindings: values, options: {} });
+}
+
 /** Runs `work` with the cached statement of `sql` on a connection of knex's pool, after emitting knex's `query` event. */
 async function onSqliteConnection<T>(
   db: Knex,
@@ -208,7 +210,7 @@ async function onSqliteConnection<T>(
 ): Promise<T> {
   const client = db.client as unknown as PoolClient;
   const values = bindings.map(sqliteBinding);
-  client.emit('query', { method: 'raw', sql, bindings: values, options: {} });
+  emitQuery(client, sql, values);
   const idle = idleConnection(db, client);
   if (idle) return work(ownStatement(idle, sql), values);
   const connection = await client.acquireConnection();

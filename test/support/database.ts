@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDatabase, type MigrationSet, runMigrations } from '@idt/core/knex';
+import { createDatabase, dialectOf, type MigrationSet, runMigrations } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { adminPostgresUrl, createPostgresDatabase } from './postgres.js';
 
@@ -76,4 +76,22 @@ export async function createTestDatabase(dialect: TestDialect, migrations: reado
 export function connectTestDatabase(database: TestDatabase, url = database.url): TestDatabase {
   const db = createDatabase(url);
   return { dialect: database.dialect, url, dataDir: database.dataDir, db, destroy: () => db.destroy() };
+}
+
+/**
+ * Every index of the database's schema and the statement that creates it,
+ * as the database reports it (SQLite's `sqlite_master`, PostgreSQL's
+ * `pg_indexes`), by name. SQLite's automatic indexes, which no statement
+ * created, are left out.
+ *
+ * @example
+ * expect((await indexDefinitions(db)).get('oidc_payloads_uid_index')).toMatch(/ where /i);
+ */
+export async function indexDefinitions(db: Knex): Promise<Map<string, string>> {
+  const rows: Array<{ name: string; definition: string | null }> =
+    dialectOf(db) === 'sqlite'
+      ? await db.raw("select name, sql as definition from sqlite_master where type = 'index'")
+      : (await db.raw('select indexname as name, indexdef as definition from pg_indexes where schemaname = current_schema()'))
+          .rows;
+  return new Map(rows.flatMap(({ name, definition }) => (definition ? [[name, definition] as const] : [])));
 }

@@ -5,7 +5,7 @@ export { Browser, parseForms } from './browser.js';
 export type { SkippingClock } from './clock.js';
 export { createSkippingClock } from './clock.js';
 export type { TestDatabase, TestDialect } from './database.js';
-export { connectTestDatabase, createTestDatabase, testDialects } from './database.js';
+export { connectTestDatabase, createTestDatabase, indexDefinitions, testDialects } from './database.js';
 export type { FlowResult, FlowTarget, IdtWithClients, StartedExampleApp } from './flow.js';
 export { describeExampleApp, registerFlowClient, runSignInFlow } from './flow.js';
 export type { SeededUser } from './identity.js';

@@ -1,5 +1,13 @@
 import { dialectOf } from '@idt/core/knex';
-import { caller, mintAccessToken, seedWorld, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import {
+  caller,
+  indexDefinitions,
+  mintAccessToken,
+  seedWorld,
+  startTestServer,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -167,7 +175,8 @@ describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect
       'oidc_payloads_account_id_set_index',
       'oidc_payloads_client_id_set_index',
     ];
-    for (const index of indexes) expect(await indexDefinition(db, index)).toMatch(/ where /i);
+    const definitions = await indexDefinitions(db);
+    for (const index of indexes) expect(definitions.get(index)).toMatch(/ where /i);
   });
 
   it('keeps no partial index that compares a column with a constant, so SQLite plans each prepared statement once', async () => {
@@ -195,13 +204,8 @@ const CONSTANT_CONDITION_INDEXES = new Set(['core_signing_keys_one_active']);
 
 /** Every partial index of the schema and its condition (the text after `where`). */
 async function partialIndexConditions(db: Knex): Promise<Array<{ index: string; condition: string }>> {
-  const rows: Array<{ index: string; definition: string | null }> =
-    dialectOf(db) === 'sqlite'
-      ? await db.raw('select name as "index", sql as definition from sqlite_master where type = \'index\'')
-      : (await db.raw('select indexname as index, indexdef as definition from pg_indexes where schemaname = current_schema()'))
-          .rows;
-  return rows.flatMap(({ index, definition }) => {
-    const condition = /\swhere\s+(.*)$/is.exec(definition ?? '')?.[1]?.trim();
+  return [...(await indexDefinitions(db))].flatMap(([index, definition]) => {
+    const condition = /\swhere\s+(.*)$/is.exec(definition)?.[1]?.trim();
     return condition ? [{ index, condition }] : [];
   });
 }
@@ -218,16 +222,6 @@ async function explain(db: Knex, sql: string, bindings: readonly Knex.RawBinding
     const result = await trx.raw(`explain ${sql.replace(/\$\d+/g, '?')}`, bindings as Knex.RawBinding[]);
     return (result.rows as Array<{ 'QUERY PLAN': string }>).map((row) => row['QUERY PLAN']).join('\n');
   });
-}
-
-/** The statement that creates an index, as the database reports it. */
-async function indexDefinition(db: Knex, index: string): Promise<string> {
-  if (dialectOf(db) === 'sqlite') {
-    const rows: Array<{ sql: string }> = await db.raw("select sql from sqlite_master where type = 'index' and name = ?", [index]);
-    return rows[0]?.sql ?? '';
-  }
-  const result = await db.raw('select indexdef from pg_indexes where indexname = ?', [index]);
-  return (result.rows as Array<{ indexdef: string }>)[0]?.indexdef ?? '';
 }
 
 /** Tables a plan reads in full. */

@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDistStale } from '../scripts/dist-stale.mjs';
 import { externalNpmDependencies } from '../scripts/esbuild-plugins.mjs';
+import { SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
 import { basicAuth, createAgent, refresh, send, signIn } from './flow-client.mjs';
 import { formatProfileSummary, summarizeProfile } from './profile-summary.mjs';
 
@@ -62,6 +63,9 @@ const USAGE = `Usage: npm run bench -- [options]
                         bundle  (default) the current sources bundled by esbuild into bench/.build/, run by plain node
                         source  the TypeScript sources through tsx (adds ~50 MiB RSS: the loader thread)
                         dist    the built examples/server/dist (run \`npm run build\` first)
+  --server-flags <f>  Node.js flags of the idt server processes, space-separated (default: the reference
+                      server's, scripts/server-flags.mjs, as \`npm start\` runs it; '' for none; env
+                      BENCH_SERVER_FLAGS). The baselines always run with Node.js's defaults.
   --quiet <s>         before each measurement, wait up to <s> seconds for the machine to be idle
                       (under 0.25 busy cores over 2 s; default 0: do not wait; env BENCH_QUIET)
   --environment <e>   IDT_ENVIRONMENT of the idt servers: Production (default), Testing or Development
@@ -88,6 +92,8 @@ function parseArgs(argv) {
     scale: undefined,
     spreadClients: 10_000,
     server: process.env.BENCH_SERVER ?? 'bundle',
+    serverFlags:
+      process.env.BENCH_SERVER_FLAGS === undefined ? [...SERVER_NODE_FLAGS] : splitFlags(process.env.BENCH_SERVER_FLAGS),
     quiet: Number(process.env.BENCH_QUIET ?? 0),
     repeat: Number(process.env.BENCH_REPEAT ?? 1),
     environment: process.env.BENCH_ENVIRONMENT ?? 'Production',
@@ -98,7 +104,9 @@ function parseArgs(argv) {
     strict: false,
   };
   for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split('=', 2);
+    // `--flag=value` or `--flag value`; the value may itself hold `=` (`--server-flags=--max-semi-space-size=8`).
+    const at = argv[i].indexOf('=');
+    const [flag, inline] = at === -1 ? [argv[i], undefined] : [argv[i].slice(0, at), argv[i].slice(at + 1)];
     const value = () => inline ?? argv[++i];
     switch (flag) {
       case '--duration':
@@ -130,6 +138,9 @@ function parseArgs(argv) {
         break;
       case '--server':
         options.server = value();
+        break;
+      case '--server-flags':
+        options.serverFlags = splitFlags(value() ?? '');
         break;
       case '--environment':
         options.environment = value();
@@ -186,6 +197,8 @@ function parseArgs(argv) {
   if (!['Production', 'Testing', 'Development'].includes(options.environment))
     problems.push('--environment must be Production, Testing or Development');
   if (!['bundle', 'source', 'dist'].includes(options.server)) problems.push('--server must be bundle, source or dist');
+  if (options.serverFlags.some((flag) => !flag.startsWith('-')))
+    problems.push('--server-flags takes Node.js flags, each starting with - (quote them as one argument)');
   if (problems.length) {
     console.error(`${problems.join('\n')}\n\n${USAGE}`);
     process.exit(2);
@@ -559,10 +572,17 @@ async function buildBundle() {
   return outfile;
 }
 
+/** `--server-flags`' value as separate flags (split on whitespace; empty: none). */
+function splitFlags(text) {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+/** How an idt server process starts: node with the server flags (the reference server's by default), then the server. */
 function serverArgv(command, extra = []) {
-  if (options.server === 'dist') return [process.execPath, ...extra, 'examples/server/dist/main.js', command];
-  if (options.server === 'bundle') return [process.execPath, ...extra, bundlePath, command];
-  return [process.execPath, ...extra, '--import', 'tsx', 'examples/server/src/main.ts', command];
+  const node = [process.execPath, ...options.serverFlags, ...extra];
+  if (options.server === 'dist') return [...node, 'examples/server/dist/main.js', command];
+  if (options.server === 'bundle') return [...node, bundlePath, command];
+  return [...node, '--import', 'tsx', 'examples/server/src/main.ts', command];
 }
 
 /** Creates the throwaway database of one idt run; returns its URL and how to remove it. */
@@ -1960,6 +1980,7 @@ async function main() {
     machine,
     pinning: pinNote,
     server: options.server,
+    serverFlags: options.serverFlags,
     environment: options.environment,
     groups: [...groups],
     settings: {
@@ -1995,7 +2016,7 @@ async function main() {
       dist: 'examples/server/dist',
     };
     out.push(
-      `pinning: ${pinNote} · idt server from ${serverFrom[options.server]}, IDT_ENVIRONMENT=${options.environment}${options.environment === 'Development' ? ' (no rate limiting)' : ''}`,
+      `pinning: ${pinNote} · idt server from ${serverFrom[options.server]}${options.serverFlags.length ? ` with ${options.serverFlags.join(' ')}` : ', no Node.js flags'}, IDT_ENVIRONMENT=${options.environment}${options.environment === 'Development' ? ' (no rate limiting)' : ''}`,
     );
     out.push(`load average (1, 5, 15 min): ${loadStart.join(', ')} at start, ${loadEnd.join(', ')} at end`);
     out.push('');

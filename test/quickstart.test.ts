@@ -14,12 +14,23 @@
  * register-client --env-out` in the same fresh checkout, with no environment
  * beyond a terminal's (PATH, HOME; PORT for `npm start` alone).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@idt/testing';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
 import {
   buildWithoutTypes,
   cleanEnv,
@@ -171,6 +182,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
     running.push(server);
     await server.waitFor(/Setup required: yes/, 40_000);
     expect(readFileSync(join(checkout, '.env'), 'utf8')).toContain('IDT_ENVIRONMENT=Development');
+    // The server process runs with the reference server's Node.js flags (scripts/server-flags.mjs).
+    expect(serverCommandLines(checkout)).toEqual([[...SERVER_NODE_FLAGS, 'examples/server/dist/main.js', 'start']]);
 
     const terminal = cleanEnv();
     const run = async (script: string) => {
@@ -200,3 +213,18 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
     await server.stop();
   }, 90_000);
 });
+
+/** The arguments of node in the reference server processes running in `dir` (Linux's /proc). */
+function serverCommandLines(dir: string): string[][] {
+  const found: string[][] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (argv.includes('examples/server/dist/main.js') && readlinkSync(`/proc/${pid}/cwd`) === realpathSync(dir))
+        found.push(argv.slice(1));
+    } catch {
+      // The process ended meanwhile, or is not ours to read.
+    }
+  }
+  return found;
+}

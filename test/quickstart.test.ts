@@ -216,12 +216,12 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
 
 /** The arguments of node in the reference server processes running in `dir` (Linux's /proc). */
 function serverCommandLines(dir: string): string[][] {
+  const cwd = realpathSync(dir);
   const found: string[][] = [];
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
       const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-      if (argv.includes('examples/server/dist/main.js') && readlinkSync(`/proc/${pid}/cwd`) === realpathSync(dir))
-        found.push(argv.slice(1));
+      if (argv.includes('examples/server/dist/main.js') && readlinkSync(`/proc/${pid}/cwd`) === cwd) found.push(argv.slice(1));
     } catch {
       // The process ended meanwhile, or is not ours to read.
     }

@@ -25,11 +25,13 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@idt/testing';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVER_BUNDLE_EXTERNAL } from '../scripts/server-bundle.mjs';
 import { SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
 import {
   buildWithoutTypes,
@@ -184,6 +186,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
     expect(readFileSync(join(checkout, '.env'), 'utf8')).toContain('IDT_ENVIRONMENT=Development');
     // The server process runs with the reference server's Node.js flags (scripts/server-flags.mjs).
     expect(serverCommandLines(checkout)).toEqual([[...SERVER_NODE_FLAGS, 'examples/server/dist/main.js', 'start']]);
+    // That program is one file holding its npm dependencies (scripts/server-bundle.mjs).
+    expect(unbundledImports(join(checkout, 'examples/server/dist/main.js'))).toEqual([]);
 
     const terminal = cleanEnv();
     const run = async (script: string) => {
@@ -213,6 +217,22 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
     await server.stop();
   }, 90_000);
 });
+
+/**
+ * What a bundle imports or requires besides Node.js built-ins and the modules
+ * left out of it on purpose ({@link SERVER_BUNDLE_EXTERNAL}): esbuild writes
+ * an ES module's imports at the top of the file and a CommonJS module's
+ * requires as calls with the module's name.
+ */
+function unbundledImports(file: string): string[] {
+  const code = readFileSync(file, 'utf8');
+  const specifiers = new Set<string>();
+  for (const match of code.matchAll(/^import\s(?:[^;]*?\sfrom\s*)?"([^"]+)"/gms)) specifiers.add(match[1] ?? '');
+  for (const match of code.matchAll(/(?:__)?require\("([^"]+)"\)/g)) specifiers.add(match[1] ?? '');
+  const external = (specifier: string) =>
+    SERVER_BUNDLE_EXTERNAL.some((name) => specifier === name || specifier.startsWith(`${name}/`));
+  return [...specifiers].filter((specifier) => !isBuiltin(specifier) && !external(specifier));
+}
 
 /** The arguments of node in the reference server processes running in `dir` (Linux's /proc). */
 function serverCommandLines(dir: string): string[][] {

@@ -25,7 +25,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDistStale } from '../scripts/dist-stale.mjs';
-import { externalNpmDependencies } from '../scripts/esbuild-plugins.mjs';
+import { SERVER_BUNDLE_OPTIONS } from '../scripts/server-bundle.mjs';
 import { SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
 import { basicAuth, createAgent, refresh, send, signIn } from './flow-client.mjs';
 import { formatProfileSummary, summarizeProfile } from './profile-summary.mjs';
@@ -60,7 +60,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --no-scale          leave the scale group out (a quicker run); --scale puts it back
   --spread-clients <n> clients of the spread group and the scaled database (default 10000)
   --server <mode>     how the idt server runs (env BENCH_SERVER):
-                        bundle  (default) the current sources bundled by esbuild into bench/.build/, run by plain node
+                        bundle  (default) the current sources and their npm dependencies bundled by esbuild into
+                                bench/.build/ as examples/server's build bundles them for npm start, run by plain node
                         source  the TypeScript sources through tsx (adds ~50 MiB RSS: the loader thread)
                         dist    the built examples/server/dist (run \`npm run build\` first)
   --server-flags <f>  Node.js flags of the idt server processes, space-separated (default: the reference
@@ -546,10 +547,11 @@ let bundlePath;
 
 /**
  * Bundles the reference server from the current sources (workspace packages
- * resolved to their `src/` through the tsconfig paths; npm dependencies stay
- * external, see scripts/esbuild-plugins.mjs) into bench/.build/, with a
- * source map for the profile summary. Nothing in the packages' `dist/` is
- * read or written.
+ * resolved to their `src/` through the tsconfig paths) into bench/.build/,
+ * with a source map for the profile summary. Its npm dependencies are bundled
+ * as examples/server's build bundles them for `npm start`
+ * (scripts/server-bundle.mjs). Nothing in the packages' `dist/` is read or
+ * written.
  */
 async function buildBundle() {
   const { build } = await import('esbuild');
@@ -567,7 +569,7 @@ async function buildBundle() {
     sourcemap: 'linked',
     tsconfig: join(ROOT, 'tsconfig.json'),
     logLevel: 'warning',
-    plugins: [externalNpmDependencies],
+    ...SERVER_BUNDLE_OPTIONS,
   });
   return outfile;
 }

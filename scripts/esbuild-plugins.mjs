@@ -1,7 +1,8 @@
-// esbuild plugins shared by the builds of the current sources that are not
-// the packages' own (tsup) builds: the benchmark's bundle of the reference
-// server (bench/run.mjs) and the CLI tests' build of the binary
-// (packages/cli/test/build.ts).
+// esbuild plugins for builds of the current sources that are not the
+// packages' own (tsup) builds: the CLI tests' build of the binary
+// (packages/cli/test/build.ts). The benchmark's bundle of the reference
+// server holds its dependencies instead, as `npm start`'s does
+// (scripts/server-bundle.mjs).
 
 /**
  * Leaves npm dependencies as imports, each resolved at build time from the

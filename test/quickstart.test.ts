@@ -220,18 +220,23 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
 
 /**
  * What a bundle imports or requires besides Node.js built-ins and the modules
- * left out of it on purpose ({@link SERVER_BUNDLE_EXTERNAL}): esbuild writes
- * an ES module's imports at the top of the file and a CommonJS module's
- * requires as calls with the module's name.
+ * left out of it on purpose ({@link SERVER_BUNDLE_EXTERNAL}). esbuild writes
+ * an ES module's static imports as statements (several to a line once
+ * minified), a dynamic one as `import("…")`, and a CommonJS module's
+ * requires as calls with the module's name, always in double quotes.
  */
 function unbundledImports(file: string): string[] {
   const code = readFileSync(file, 'utf8');
   const specifiers = new Set<string>();
-  for (const match of code.matchAll(/^import\s(?:[^;]*?\sfrom\s*)?"([^"]+)"/gms)) specifiers.add(match[1] ?? '');
-  for (const match of code.matchAll(/(?:__)?require\("([^"]+)"\)/g)) specifiers.add(match[1] ?? '');
+  const patterns = [
+    /(?:^|[;\n}])\s*import\s*(?:[\w$*{}\s,]+?from\s*)?"([^"]+)"/g,
+    /\bimport\(\s*"([^"]+)"\s*\)/g,
+    /(?:\b|__)require\(\s*"([^"]+)"\s*\)/g,
+  ];
+  for (const pattern of patterns) for (const match of code.matchAll(pattern)) specifiers.add(match[1] ?? '');
   const external = (specifier: string) =>
     SERVER_BUNDLE_EXTERNAL.some((name) => specifier === name || specifier.startsWith(`${name}/`));
-  return [...specifiers].filter((specifier) => !isBuiltin(specifier) && !external(specifier));
+  return [...specifiers].filter((specifier) => !isBuiltin(specifier) && !external(specifier)).sort();
 }
 
 /** The arguments of node in the reference server processes running in `dir` (Linux's /proc). */

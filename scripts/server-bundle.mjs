@@ -5,8 +5,8 @@
  * measures what `npm start` runs.
  *
  * One file starts faster: Node.js no longer resolves, reads and compiles
- * some 1,100 modules one by one, about a third of the server's cold start
- * (docs/benchmarks.md, nineteenth pass). The library packages are not
+ * some 900 modules one by one, which took nearly half of the server's
+ * cold start (docs/benchmarks.md, nineteenth pass). The library packages are not
  * bundled: a host that embeds idt installs them and their dependencies as
  * usual.
  */

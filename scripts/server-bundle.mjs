@@ -32,6 +32,16 @@ export const SERVER_BUNDLE_EXTERNAL = Object.freeze([
   'tedious',
 ]);
 
+/** `text` matched literally in a regular expression. */
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The import specifiers that stay out of the bundle: a module of
+ * {@link SERVER_BUNDLE_EXTERNAL} or a path inside one (`mariadb/callback`),
+ * as esbuild's `external` reads a package's name.
+ */
+export const SERVER_BUNDLE_EXTERNAL_IMPORT = new RegExp(`^(?:${SERVER_BUNDLE_EXTERNAL.map(escapeRegExp).join('|')})(?:/|$)`);
+
 /**
  * The bundle's options, the same for esbuild (the bench) and tsup (the
  * build), which take them under the same names:

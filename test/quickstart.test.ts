@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { freePort } from '@idt/testing';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVER_BUNDLE_EXTERNAL } from '../scripts/server-bundle.mjs';
+import { SERVER_BUNDLE_EXTERNAL_IMPORT } from '../scripts/server-bundle.mjs';
 import { SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
 import {
   buildWithoutTypes,
@@ -220,7 +220,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
 
 /**
  * What a bundle imports or requires besides Node.js built-ins and the modules
- * left out of it on purpose ({@link SERVER_BUNDLE_EXTERNAL}). esbuild writes
+ * left out of it on purpose ({@link SERVER_BUNDLE_EXTERNAL_IMPORT}). esbuild writes
  * an ES module's static imports as statements (several to a line once
  * minified), a dynamic one as `import("…")`, and a CommonJS module's
  * requires as calls with the module's name, always in double quotes.
@@ -234,9 +234,7 @@ function unbundledImports(file: string): string[] {
     /(?:\b|__)require\(\s*"([^"]+)"\s*\)/g,
   ];
   for (const pattern of patterns) for (const match of code.matchAll(pattern)) specifiers.add(match[1] ?? '');
-  const external = (specifier: string) =>
-    SERVER_BUNDLE_EXTERNAL.some((name) => specifier === name || specifier.startsWith(`${name}/`));
-  return [...specifiers].filter((specifier) => !isBuiltin(specifier) && !external(specifier)).sort();
+  return [...specifiers].filter((specifier) => !isBuiltin(specifier) && !SERVER_BUNDLE_EXTERNAL_IMPORT.test(specifier)).sort();
 }
 
 /** The arguments of node in the reference server processes running in `dir` (Linux's /proc). */

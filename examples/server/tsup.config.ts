@@ -1,8 +1,5 @@
 import { defineConfig } from 'tsup';
-import { SERVER_BUNDLE_EXTERNAL, SERVER_BUNDLE_OPTIONS } from '../../scripts/server-bundle.mjs';
-
-/** `text` matched literally in a regular expression. */
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+import { SERVER_BUNDLE_EXTERNAL_IMPORT, SERVER_BUNDLE_OPTIONS } from '../../scripts/server-bundle.mjs';
 
 export default defineConfig([
   // The library entry (createReferenceServer and friends): its dependencies stay imports, as in every package.
@@ -26,7 +23,8 @@ export default defineConfig([
     sourcemap: true,
     target: 'node20',
     ...SERVER_BUNDLE_OPTIONS,
-    // tsup bundles what `noExternal` matches before it looks at `external`: every import but those.
-    noExternal: [new RegExp(`^(?!(?:${SERVER_BUNDLE_EXTERNAL.map(escapeRegExp).join('|')})(?:/|$))`)],
+    // tsup bundles what `noExternal` matches before it looks at `external`: every import but those
+    // (the external pattern, less its leading `^`, in a negative lookahead).
+    noExternal: [new RegExp(`^(?!${SERVER_BUNDLE_EXTERNAL_IMPORT.source.slice(1)})`)],
   },
 ]);

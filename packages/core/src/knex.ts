@@ -6,7 +6,7 @@
  * @packageDocumentation
  */
 
-export type { CacheInvalidator, CacheInvalidatorOptions } from './cache/invalidator.js';
+export type { CacheEviction, CacheInvalidator, CacheInvalidatorOptions } from './cache/invalidator.js';
 export { ALL_KEYS, createCacheInvalidator, evictFrom, RECONNECT_MAX_DELAY_MS } from './cache/invalidator.js';
 export { timestampColumn } from './db/columns.js';
 export { coreMigrations } from './db/core-migrations.js';

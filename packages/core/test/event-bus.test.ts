@@ -144,6 +144,46 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
     expect(new Set((await deliveries(database.db)).map((row) => row.status))).toEqual(new Set(['delivered']));
   });
 
+  it('writes events and their deliveries in one statement on PostgreSQL, and two past a few events', async () => {
+    const events = bus();
+    for (const name of ['tests.one', 'tests.two', 'tests.three']) events.subscribe(recorder(name).handler);
+    const statements: string[] = [];
+    const capture = (query: { sql: string }) => statements.push(query.sql);
+    const writes = () => statements.filter((sql) => /insert into core_outbox_(events|deliveries)/.test(sql));
+    database.db.on('query', capture);
+    try {
+      await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 'a', n: 1 } }]));
+      if (dialect === 'postgres') {
+        expect(writes()).toHaveLength(1);
+        expect(writes()[0]).toMatch(/^with written as \(insert into core_outbox_events .*\) insert into core_outbox_deliveries /);
+      } else {
+        // SQLite has no data-modifying `with`; its statements cost no round trip.
+        expect(writes().filter((sql) => sql.startsWith('with'))).toEqual([]);
+      }
+      statements.length = 0;
+      // Five events (fifteen deliveries): past the events one statement takes, each table has statements of its own.
+      await database.db.transaction((trx) =>
+        events.write(
+          trx,
+          Array.from({ length: 5 }, (_, n) => ({ event: ThingHappened, payload: { thingId: `b${n}`, n } })),
+        ),
+      );
+      expect(writes().some((sql) => sql.startsWith('insert into core_outbox_events'))).toBe(true);
+      expect(writes().some((sql) => sql.startsWith('insert into core_outbox_deliveries'))).toBe(true);
+      expect(writes().filter((sql) => sql.startsWith('with'))).toEqual([]);
+    } finally {
+      database.db.off('query', capture);
+    }
+    expect(Number((await database.db('core_outbox_events').count({ n: '*' }))[0]?.n)).toBe(6);
+    const rows = await deliveries(database.db);
+    expect(rows).toHaveLength(18);
+    // Every delivery names an event that exists (the foreign key held inside the one statement).
+    const ids = new Set((await database.db('core_outbox_events').pluck('id')).map(String));
+    expect(rows.every((row) => ids.has(row.event_id))).toBe(true);
+    expect(new Set(rows.map((row) => row.status))).toEqual(new Set(['pending']));
+    expect(await events.dispatchPending()).toBe(18);
+  });
+
   it('delivers committed events after the commit, and not while the transaction is open', async () => {
     // A long poll interval: the delivery must come from the after-commit kick.
     const events = bus({ pollIntervalMs: 60_000 });
@@ -373,6 +413,60 @@ describe.each(testDialects())('event bus on %s', (dialect) => {
       Array.from({ length: 4 }, () => ['delivered', 1, null, null]),
     );
     expect(rows.every((row) => toIso(row.delivered_at) === '2026-03-01T10:00:00.000Z')).toBe(true);
+  });
+
+  it('marks the deliveries of an event, and of the events its handlers write, delivered in one statement', async () => {
+    // No wait for running deliveries runs out here: only "nothing else is running" starts a mark.
+    const events = bus({ pollIntervalMs: 60_000, markWaitMs: 60_000 });
+    for (const name of ['tests.fast-1', 'tests.fast-2']) events.subscribe(recorder(name).handler);
+    const other: string[] = [];
+    events.subscribe(
+      defineEventHandler({
+        name: 'tests.other',
+        module: 'tests',
+        event: OtherHappened,
+        handle: async (envelope) => {
+          other.push(envelope.payload.id);
+        },
+      }),
+    );
+    events.subscribe(
+      defineEventHandler({
+        name: 'tests.chain',
+        module: 'tests',
+        event: ThingHappened,
+        handle: (envelope) =>
+          database.db.transaction((trx) => events.write(trx, [{ event: OtherHappened, payload: { id: envelope.id } }])),
+      }),
+    );
+    events.start();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await events.dispatchPending();
+
+    const marks: string[] = [];
+    const capture = (query: { sql: string }) => {
+      if (/set status = 'delivered'/.test(query.sql)) marks.push(query.sql);
+    };
+    database.db.on('query', capture);
+    try {
+      await database.db.transaction((trx) => events.write(trx, [{ event: ThingHappened, payload: { thingId: 't', n: 1 } }]));
+      await vi.waitFor(
+        async () => {
+          const rows = await deliveries(database.db);
+          expect(rows.map((row) => [row.handler, row.status]).sort()).toEqual([
+            ['tests.chain', 'delivered'],
+            ['tests.fast-1', 'delivered'],
+            ['tests.fast-2', 'delivered'],
+            ['tests.other', 'delivered'],
+          ]);
+        },
+        { timeout: 5000, interval: 10 },
+      );
+    } finally {
+      database.db.off('query', capture);
+    }
+    expect(other).toHaveLength(1);
+    expect(marks).toHaveLength(1);
   });
 
   it('does not record the success of a delivery that another dispatcher took over after its lease ran out', async () => {

@@ -298,6 +298,67 @@ describe.each(testDialects())('migration 0005 on %s', (dialect) => {
   });
 });
 
+describe.each(testDialects())('invalidateMany on %s', (dialect) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect, [coreMigrations]);
+  });
+  afterAll(async () => {
+    await database.destroy();
+  });
+
+  it('evicts every key of several namespaces in this instance and another, in one statement, at commit and never on rollback', async () => {
+    const other = connectTestDatabase(database);
+    const mine = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
+    const theirs = createCacheInvalidator({ db: other.db, pollIntervalMs: 3_600_000 });
+    const statements: string[] = [];
+    const capture = (query: { sql: string }) => {
+      if (/pg_notify|insert into core_cache_invalidations/.test(query.sql)) statements.push(query.sql);
+    };
+    try {
+      await mine.start();
+      await theirs.start();
+      const heard = { mine: [] as string[], theirs: [] as string[] };
+      for (const namespace of ['sessions', 'revocations']) {
+        mine.subscribe(namespace, (key) => heard.mine.push(`${namespace}/${key}`));
+        theirs.subscribe(namespace, (key) => heard.theirs.push(`${namespace}/${key}`));
+      }
+      const evictions = [
+        { namespace: 'revocations', key: 'session:s1' },
+        { namespace: 'sessions', key: 's1' },
+        { namespace: 'revocations', key: 'session:s2' },
+      ];
+      database.db.on('query', capture);
+      await expect(
+        database.db.transaction(async (trx) => {
+          await mine.invalidateMany(evictions, trx);
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      await database.db.transaction(async (trx) => {
+        await mine.invalidateMany(evictions, trx);
+        expect(heard.mine).toEqual([]);
+      });
+      database.db.off('query', capture);
+      const expected = ['revocations/session:s1', 'sessions/s1', 'revocations/session:s2'];
+      await eventually(async () => {
+        await theirs.freshen();
+        expect(heard.theirs.sort()).toEqual([...expected].sort());
+      });
+      // Postgres hears its own notifications too; SQLite applies its own at commit.
+      await eventually(() => expect(new Set(heard.mine)).toEqual(new Set(expected)));
+      // Three evictions: one statement on Postgres (a padded list); on SQLite, rows in power-of-two statements.
+      expect(statements).toHaveLength(dialect === 'postgres' ? 2 : 4);
+      await mine.invalidateMany([]);
+    } finally {
+      database.db.off('query', capture);
+      await mine.close();
+      await theirs.close();
+      await other.destroy();
+    }
+  });
+});
+
 describe.runIf(testDialects().includes('postgres'))('Postgres listener reconnect', () => {
   let database: TestDatabase;
   let admin: Knex;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { type Clock, systemClock } from '../clock.js';
 import { dialectOf } from '../db/database.js';
-import { runStatement, selectRows, selectRowsIfIdle } from '../db/statements.js';
+import { listStatement, runListStatement, runStatement, selectRowsIfIdle } from '../db/statements.js';
 import { type Logger, silentLogger } from '../logger.js';
 
 /** Wildcard key: every entry of the namespace (sent after a reconnect, when messages may have been missed). */
@@ -40,6 +40,15 @@ export interface CacheInvalidator {
    * eviction happens when it commits, never before.
    */
   invalidate(namespace: string, key: string, trx?: Knex.Transaction): Promise<void>;
+  /**
+   * Evicts several keys, of one namespace or several, as {@link invalidate}
+   * does for each, in one statement (a round trip on Postgres) where
+   * `invalidate` runs one per key.
+   *
+   * @example
+   * await invalidator.invalidateMany([{ namespace: 'sessions', key: id }, { namespace: 'revocations', key: `session:${id}` }], trx);
+   */
+  invalidateMany(evictions: ReadonlyArray<CacheEviction>, trx?: Knex.Transaction): Promise<void>;
   /** Calls `listener` for every eviction of `namespace`; returns an unsubscribe function. */
   subscribe(namespace: string, listener: (key: string) => void): () => void;
   /**
@@ -63,9 +72,19 @@ export interface CacheInvalidator {
   close(): Promise<void>;
 }
 
+/** One eviction of {@link CacheInvalidator.invalidateMany}: `key` of `namespace`, or all of it for {@link ALL_KEYS}. */
+export interface CacheEviction {
+  readonly namespace: string;
+  readonly key: string;
+}
+
 const CHANNEL = 'idt_cache_invalidation';
-/** Postgres: one eviction, sent to every listener when the statement's transaction commits. */
-const NOTIFY_SQL = 'select pg_notify(?, ?)';
+/**
+ * Postgres: evictions, each sent to every listener when the statement's
+ * transaction commits. A list padded with its last item sends nothing twice:
+ * Postgres delivers identical notifications of one transaction once.
+ */
+const NOTIFY = listStatement((notifications) => `select ${notifications}`, { kind: 'in', item: 'pg_notify(?, ?)' });
 
 /** While the listener is down, caches are emptied at most this often, in milliseconds. */
 export const DISTRUST_INTERVAL_MS = 1000;
@@ -111,8 +130,13 @@ export interface CacheInvalidatorOptions {
 }
 
 const TABLE = 'core_cache_invalidations';
-/** The eviction row every SQLite write that changes a cached record adds (fixed, past knex's builder). */
-const INSERT_SQL = `insert into ${TABLE} (origin, namespace, key, created_at) values (?, ?, ?, ?)`;
+/** The eviction rows every SQLite write that changes a cached record adds (fixed, past knex's builder). */
+const INSERT = listStatement((rows) => `insert into ${TABLE} (origin, namespace, key, created_at) values ${rows}`, {
+  kind: 'values',
+  item: '(?, ?, ?, ?)',
+});
+/** The longest key an SQLite eviction row keeps. */
+const MAX_KEY_LENGTH = 400;
 /** Deletes the evictions below an id; the table's trigger keeps the newest row whatever the id (migration 0005). */
 const PRUNE_SQL = `delete from ${TABLE} where id < ?`;
 
@@ -416,27 +440,39 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
     return reads;
   }
 
+  async function invalidateMany(evictions: ReadonlyArray<CacheEviction>, trx?: Knex.Transaction): Promise<void> {
+    if (evictions.length === 0) return;
+    if (isPostgres) {
+      // Delivered to every listening instance, this one included, when the transaction commits.
+      await runListStatement(
+        trx ?? db,
+        NOTIFY,
+        [],
+        evictions.flatMap(({ namespace, key }) => [CHANNEL, JSON.stringify({ ns: namespace, key })]),
+      );
+    } else {
+      // Other processes on the same SQLite file read these rows on their next request.
+      const at = clock.now().toISOString();
+      await runListStatement(
+        trx ?? db,
+        INSERT,
+        [],
+        evictions.flatMap(({ namespace, key }) => [origin, namespace, key.slice(0, MAX_KEY_LENGTH), at]),
+      );
+    }
+    const emitEach = () => {
+      for (const { namespace, key } of evictions) emit(namespace, key);
+    };
+    const execution = trx ? (trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise : undefined;
+    if (execution) execution.then(emitEach, () => undefined);
+    else emitEach();
+  }
+
   return {
-    async invalidate(namespace, key, trx) {
-      if (isPostgres) {
-        // Delivered to every listening instance, this one included, when the transaction commits.
-        await selectRows(trx ?? db, NOTIFY_SQL, [CHANNEL, JSON.stringify({ ns: namespace, key })]);
-      } else {
-        // Other processes on the same SQLite file read this row on their next request.
-        await runStatement(trx ?? db, INSERT_SQL, [origin, namespace, key.slice(0, 400), clock.now().toISOString()]);
-      }
-      if (trx) {
-        const execution = (trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise;
-        if (execution) {
-          execution.then(
-            () => emit(namespace, key),
-            () => undefined,
-          );
-          return;
-        }
-      }
-      emit(namespace, key);
+    invalidate(namespace, key, trx) {
+      return invalidateMany([{ namespace, key }], trx);
     },
+    invalidateMany,
     subscribe(namespace, listener) {
       const set = listeners.get(namespace) ?? new Set();
       set.add(listener);

@@ -9,6 +9,7 @@ import {
   listStatement,
   MAX_LIST_ITEMS,
   runListStatement,
+  runStatement,
   type StatementBinding,
   selectListRows,
 } from '../db/statements.js';
@@ -54,6 +55,13 @@ export interface EventBusOptions {
    * cancelled (handlers must be idempotent).
    */
   readonly handlerTimeoutMs?: number;
+  /**
+   * How long a successful delivery may wait for the other deliveries running
+   * in this process, to be marked delivered in the same statement as them,
+   * in milliseconds (20 by default). Successes that find nothing else
+   * running are marked at the next turn of the event loop.
+   */
+  readonly markWaitMs?: number;
 }
 
 /**
@@ -174,6 +182,31 @@ function insertStatement(table: string, columns: readonly string[]): ListStateme
 const INSERT_EVENTS = insertStatement(OUTBOX_EVENTS_TABLE, EVENT_COLUMNS);
 const INSERT_DELIVERIES = insertStatement(OUTBOX_DELIVERIES_TABLE, DELIVERY_COLUMNS);
 
+/** Most events, and deliveries, that PostgreSQL inserts in one statement (beyond them: a statement per table). */
+const MAX_EVENTS_TOGETHER = 4;
+const MAX_DELIVERIES_TOGETHER = 16;
+const insertTogether = new Map<number, string>();
+
+/**
+ * PostgreSQL: the insert of `events` events and `deliveries` deliveries as
+ * one statement (a data-modifying `with`: one round trip where two tables
+ * took two), written once per pair of counts; `undefined` past
+ * {@link MAX_EVENTS_TOGETHER} or {@link MAX_DELIVERIES_TOGETHER}, or
+ * without deliveries. Bindings: every event's columns, then every
+ * delivery's. The foreign key of the deliveries is checked at the end of the
+ * statement, when the events are there.
+ */
+function insertTogetherSql(events: number, deliveries: number): string | undefined {
+  if (events < 1 || events > MAX_EVENTS_TOGETHER || deliveries < 1 || deliveries > MAX_DELIVERIES_TOGETHER) return undefined;
+  const key = events * (MAX_DELIVERIES_TOGETHER + 1) + deliveries;
+  let sql = insertTogether.get(key);
+  if (sql === undefined) {
+    sql = `with written as (${INSERT_EVENTS.sql(events)}) ${INSERT_DELIVERIES.sql(deliveries)}`;
+    insertTogether.set(key, sql);
+  }
+  return sql;
+}
+
 /** Marks claimed deliveries delivered while the claim is still ours (bindings: time, instance, then id and attempts of each). */
 const MARK_DELIVERED = listStatement(
   (pairs) =>
@@ -199,6 +232,8 @@ async function insertRows<Column extends string>(
 
 /** Deliveries marked delivered per statement (two bound values each): as many as one list statement binds. */
 const MARK_CHUNK = MAX_LIST_ITEMS;
+/** How long a successful delivery waits for others still running by default (`markWaitMs`), in milliseconds. */
+const MARK_WAIT_MS = 20;
 const MAX_ERROR_LENGTH = 4000;
 const MAX_NAME_LENGTH = 200;
 
@@ -249,6 +284,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
   const retryBaseMs = positive('retryBaseMs', options.retryBaseMs, 1_000);
   const retryMaxMs = positive('retryMaxMs', options.retryMaxMs, 300_000);
   const handlerTimeoutMs = positive('handlerTimeoutMs', options.handlerTimeoutMs, leaseMs);
+  const markWaitMs = positive('markWaitMs', options.markWaitMs, MARK_WAIT_MS);
   const logger = (options.logger ?? silentLogger).child({ component: 'event-bus', instanceId });
   const postgres = dialectOf(db) === 'postgres';
 
@@ -345,8 +381,16 @@ export function createEventBus(options: EventBusOptions): EventBus {
         });
       }
     }
-    await insertRows(trx, INSERT_EVENTS, EVENT_COLUMNS, eventRows);
-    await insertRows(trx, INSERT_DELIVERIES, DELIVERY_COLUMNS, deliveryRows);
+    const together = postgres ? insertTogetherSql(eventRows.length, deliveryRows.length) : undefined;
+    if (together) {
+      await runStatement(trx, together, [
+        ...eventRows.flatMap((row) => EVENT_COLUMNS.map((column) => row[column])),
+        ...deliveryRows.flatMap((row) => DELIVERY_COLUMNS.map((column) => row[column])),
+      ]);
+    } else {
+      await insertRows(trx, INSERT_EVENTS, EVENT_COLUMNS, eventRows);
+      await insertRows(trx, INSERT_DELIVERIES, DELIVERY_COLUMNS, deliveryRows);
+    }
     if (deliveryRows.length === 0) return;
     if (!claimNow) {
       dispatchAfterCommit(trx);
@@ -384,16 +428,22 @@ export function createEventBus(options: EventBusOptions): EventBus {
     return batch;
   }
 
-  /** Runs claimed deliveries and records their successes; never rejects. Returns how many it ran. */
+  /** Runs claimed deliveries; resolves once their successes are recorded and never rejects. Returns how many it ran. */
   async function runClaimed(claimed: ReadonlyArray<ClaimedDelivery>, rows: ReadonlyMap<string, EventRow>): Promise<number> {
-    const successes = successRecorder();
+    const recorded: Array<Promise<void>> = [];
     await Promise.all(
       claimed.map(async (delivery) => {
-        const delivered = await deliver(delivery, rows.get(delivery.event_id));
-        if (delivered) successes.add(delivered);
+        successes.started();
+        let delivered: ClaimedDelivery | undefined;
+        try {
+          delivered = await deliver(delivery, rows.get(delivery.event_id));
+        } finally {
+          successes.ended();
+        }
+        if (delivered) recorded.push(successes.record(delivered));
       }),
     );
-    await successes.settled();
+    await Promise.all(recorded);
     return claimed.length;
   }
 
@@ -442,8 +492,8 @@ export function createEventBus(options: EventBusOptions): EventBus {
 
   /**
    * Runs one claimed delivery; never rejects. A failure is recorded here (a
-   * retry or dead); a success is returned, for the batch's {@link successRecorder}
-   * to record together with the others that finished meanwhile.
+   * retry or dead); a success is returned, for {@link successRecorder} to
+   * record together with the others that finished meanwhile.
    */
   async function deliver(delivery: ClaimedDelivery, row: EventRow | undefined): Promise<ClaimedDelivery | undefined> {
     const fields = { deliveryId: delivery.id, eventId: delivery.event_id, handler: delivery.handler, attempt: delivery.attempts };
@@ -543,34 +593,82 @@ export function createEventBus(options: EventBusOptions): EventBus {
   }
 
   /**
-   * Records successful deliveries as they finish, in as few statements as
-   * they allow: the first waits one turn of the event loop for others
-   * finishing with it, and those finishing while a statement runs go
-   * together in the next. A success is recorded as soon as that, not when
-   * the slowest handler of its batch is done (its lease keeps running).
+   * Records the successful deliveries of every batch of this bus, in as few
+   * statements as they allow: a success waits for the other deliveries
+   * running in this process to finish too, at most `markWaitMs`
+   * (one turn of the event loop when none is running), and those finishing
+   * while a statement runs go together in the next. The deliveries one
+   * event causes (a handler that writes events of its own) and those of
+   * concurrent requests are marked together, and a slow handler delays the
+   * marks of the others by that wait at most, well within their lease.
    */
   function successRecorder() {
     let queued: ClaimedDelivery[] = [];
-    let flushing: Promise<void> | undefined;
-    async function flush(): Promise<void> {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      while (queued.length > 0) {
-        const batch = queued;
-        queued = [];
-        await markDelivered(batch);
-      }
-      flushing = undefined;
+    /** Settles once the queued successes are recorded. */
+    let queuedRecorded: { promise: Promise<void>; resolve(): void } | undefined;
+    let flushing = false;
+    let timer: NodeJS.Timeout | undefined;
+    let immediate: NodeJS.Immediate | undefined;
+    /** Deliveries of this bus running now. */
+    let running = 0;
+
+    function flush(): void {
+      clearTimeout(timer);
+      clearImmediate(immediate);
+      timer = undefined;
+      immediate = undefined;
+      const batch = queued;
+      const recorded = queuedRecorded;
+      queued = [];
+      queuedRecorded = undefined;
+      flushing = true;
+      void markDelivered(batch).finally(() => {
+        flushing = false;
+        recorded?.resolve();
+        flushSoon();
+      });
     }
+
+    /** Flushes once nothing else is running (next turn of the loop), or after `markWaitMs`. */
+    function flushSoon(): void {
+      if (flushing || queued.length === 0) return;
+      if (running > 0) {
+        timer ??= setTimeout(flush, markWaitMs);
+        return;
+      }
+      // Deliveries that start within this turn (those of events a handler just committed) are waited for too.
+      immediate ??= setImmediate(() => {
+        immediate = undefined;
+        if (running > 0) flushSoon();
+        else flush();
+      });
+    }
+
     return {
-      add(delivery: ClaimedDelivery): void {
-        queued.push(delivery);
-        flushing ??= flush();
+      started(): void {
+        running++;
       },
-      async settled(): Promise<void> {
-        while (flushing) await flushing;
+      ended(): void {
+        running--;
+        flushSoon();
+      },
+      /** Queues a success; resolves once it is recorded (or its recording failed and was logged). */
+      record(delivery: ClaimedDelivery): Promise<void> {
+        queued.push(delivery);
+        if (!queuedRecorded) {
+          let resolve!: () => void;
+          const promise = new Promise<void>((done) => {
+            resolve = done;
+          });
+          queuedRecorded = { promise, resolve };
+        }
+        const { promise } = queuedRecorded;
+        flushSoon();
+        return promise;
       },
     };
   }
+  const successes = successRecorder();
 
   async function drain(): Promise<number> {
     let processed = 0;

@@ -8,7 +8,7 @@ export interface KnexCredentialStoreOptions {
   /** Writes integration events in the store's transactions. */
   readonly outbox: EventOutbox;
   /** Evicts cached credentials after the store's transactions commit. */
-  readonly invalidator: Pick<CacheInvalidator, 'invalidate'>;
+  readonly invalidator: Pick<CacheInvalidator, 'invalidate' | 'invalidateMany'>;
 }
 
 /** The statements of {@link lockUser}, fixed (past knex's builder). */

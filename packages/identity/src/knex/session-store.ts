@@ -1,4 +1,12 @@
-import { listStatement, runListStatement, runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
+import {
+  type CacheEviction,
+  listStatement,
+  runListStatement,
+  runStatement,
+  selectRows,
+  toIso,
+  toIsoOrNull,
+} from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { UserSessionEvictedEvent, UserSessionRevokedEvent } from '../sessions/events.js';
@@ -38,6 +46,14 @@ function fromRow(row: SessionRow): StoredSession {
   };
 }
 
+/** What ending a session evicts: its revocation watermark and the session. */
+function sessionEvictions(id: string): CacheEviction[] {
+  return [
+    { namespace: CacheNamespaces.revocations, key: `session:${id}` },
+    { namespace: CacheNamespaces.sessions, key: id },
+  ];
+}
+
 /**
  * The knex {@link SessionStore}. Ending a session writes, in its
  * transaction, the session's revocation watermark (every token minted under
@@ -52,11 +68,8 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
 
   async function endSessions(trx: Knex.Transaction, ids: readonly string[], reason: SessionEndReason, now: string) {
     await runListStatement(trx, END_SESSIONS, [now, reason], ids);
-    for (const id of ids) {
-      await writeRevocation(trx, 'session', id, new Date(now), { all: true });
-      await invalidator.invalidate(CacheNamespaces.revocations, `session:${id}`, trx);
-      await invalidator.invalidate(CacheNamespaces.sessions, id, trx);
-    }
+    for (const id of ids) await writeRevocation(trx, 'session', id, new Date(now), { all: true });
+    await invalidator.invalidateMany(ids.flatMap(sessionEvictions), trx);
   }
 
   return {
@@ -124,8 +137,7 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
           .update({ revoked_at: now, revoked_reason: reason });
         if (updated !== 1) return false;
         await writeRevocation(trx, 'session', sessionId, new Date(now), { all: true });
-        await invalidator.invalidate(CacheNamespaces.revocations, `session:${sessionId}`, trx);
-        await invalidator.invalidate(CacheNamespaces.sessions, sessionId, trx);
+        await invalidator.invalidateMany(sessionEvictions(sessionId), trx);
         await outbox.write(trx, [{ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } }]);
         return true;
       }),

@@ -215,6 +215,14 @@ const MARK_DELIVERED = listStatement(
   { kind: 'in', item: '(?, ?)' },
 );
 
+/** The bound values of `rows` for an insert of `columns`: each row's, in column order, one row after the other. */
+function rowValues<Column extends string>(
+  columns: readonly Column[],
+  rows: ReadonlyArray<Record<Column, StatementBinding>>,
+): StatementBinding[] {
+  return rows.flatMap((row) => columns.map((column) => row[column]));
+}
+
 /** Inserts `rows` (`columns` of each, in order) with `statement`, written for them by {@link insertStatement}. */
 async function insertRows<Column extends string>(
   trx: Knex.Transaction,
@@ -222,12 +230,7 @@ async function insertRows<Column extends string>(
   columns: readonly Column[],
   rows: ReadonlyArray<Record<Column, StatementBinding>>,
 ): Promise<void> {
-  await runListStatement(
-    trx,
-    statement,
-    [],
-    rows.flatMap((row) => columns.map((column) => row[column])),
-  );
+  await runListStatement(trx, statement, [], rowValues(columns, rows));
 }
 
 /** Deliveries marked delivered per statement (two bound values each): as many as one list statement binds. */
@@ -383,10 +386,7 @@ export function createEventBus(options: EventBusOptions): EventBus {
     }
     const together = postgres ? insertTogetherSql(eventRows.length, deliveryRows.length) : undefined;
     if (together) {
-      await runStatement(trx, together, [
-        ...eventRows.flatMap((row) => EVENT_COLUMNS.map((column) => row[column])),
-        ...deliveryRows.flatMap((row) => DELIVERY_COLUMNS.map((column) => row[column])),
-      ]);
+      await runStatement(trx, together, [...rowValues(EVENT_COLUMNS, eventRows), ...rowValues(DELIVERY_COLUMNS, deliveryRows)]);
     } else {
       await insertRows(trx, INSERT_EVENTS, EVENT_COLUMNS, eventRows);
       await insertRows(trx, INSERT_DELIVERIES, DELIVERY_COLUMNS, deliveryRows);

@@ -13,7 +13,7 @@ export interface KnexAccountsStoreOptions {
   /** Events are written in the store's transaction. */
   readonly outbox: EventOutbox;
   /** Cached access data is evicted in the store's transaction (after commit). */
-  readonly invalidator: Pick<CacheInvalidator, 'invalidate'>;
+  readonly invalidator: Pick<CacheInvalidator, 'invalidate' | 'invalidateMany'>;
 }
 
 /** A connection or a transaction. */

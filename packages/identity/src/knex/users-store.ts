@@ -186,8 +186,13 @@ export function createKnexUsersStore(
           .update({ status: 'deactivated', updated_at: at });
         if (updated === 0) return false;
         await writeRevocation(trx, 'user', userId, new Date(at));
-        await invalidator.invalidate(CacheNamespaces.users, userId, trx);
-        await invalidator.invalidate(CacheNamespaces.revocations, `user:${userId}`, trx);
+        await invalidator.invalidateMany(
+          [
+            { namespace: CacheNamespaces.users, key: userId },
+            { namespace: CacheNamespaces.revocations, key: `user:${userId}` },
+          ],
+          trx,
+        );
         await outbox.write(trx, [
           { event: UserDeactivatedEvent, payload: { userId, deactivatedAt: at, deactivatedByUserId: byUserId } },
         ]);

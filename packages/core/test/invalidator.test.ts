@@ -139,15 +139,7 @@ describe('SQLite freshen', () => {
     // The once-a-second poll is fired by hand; the 2 ms between two looks is real time (performance.now).
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const { mine, theirs, seen, close } = await twoInvalidators(1000);
-    // Every read of the evictions table on any better-sqlite3 connection (the watcher's included), by rows read.
-    const reads: number[] = [];
-    const statementPrototype = Object.getPrototypeOf(watcherProbe()) as { all(...values: unknown[]): unknown[] };
-    const all = statementPrototype.all;
-    statementPrototype.all = function (this: { source: string }, ...values: unknown[]) {
-      const rows = all.apply(this, values);
-      if (this.source.includes('from core_cache_invalidations')) reads.push(rows.length);
-      return rows;
-    };
+    const { reads, restore } = countEvictionReads();
     try {
       await mine.invalidate('clients', 'own-1');
       await mine.invalidate('clients', 'own-2');
@@ -173,12 +165,101 @@ describe('SQLite freshen', () => {
       });
       expect(reads).toEqual([2, 1]);
     } finally {
-      statementPrototype.all = all;
+      restore();
       await close();
       vi.useRealTimers();
     }
   });
+
+  it('polls even when requests look every 2 ms or less, so its own rows are read past under steady load', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const { mine, close } = await twoInvalidators(1000);
+    const { reads, restore } = countEvictionReads();
+    try {
+      await mine.invalidate('clients', 'own-1');
+      await mine.invalidate('clients', 'own-2');
+      // A request's look right before each poll: well within 2 ms of it.
+      await eventually(() => {
+        mine.freshen();
+        vi.advanceTimersByTime(1000);
+        expect(reads).toEqual([2]);
+      });
+    } finally {
+      restore();
+      await close();
+      vi.useRealTimers();
+    }
+  });
+
+  it('hears at commit the evictions of another invalidator on the same knex instance, and reads none of them back', async () => {
+    // Two compositions over one knex instance share its connection, whose data version never moves with their commits.
+    const first = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
+    const second = createCacheInvalidator({ db: database.db, pollIntervalMs: 3_600_000 });
+    const { reads, restore } = countEvictionReads();
+    try {
+      await first.start();
+      await second.start();
+      const heard: Record<string, string[]> = { first: [], second: [] };
+      first.subscribe('clients', (key) => heard.first?.push(key));
+      second.subscribe('clients', (key) => heard.second?.push(key));
+      await database.db.transaction(async (trx) => {
+        await first.invalidateMany(
+          [
+            { namespace: 'clients', key: 'c1' },
+            { namespace: 'clients', key: 'c2' },
+          ],
+          trx,
+        );
+        expect(heard).toEqual({ first: [], second: [] });
+      });
+      expect(heard).toEqual({ first: ['c1', 'c2'], second: ['c1', 'c2'] });
+      await expect(
+        database.db.transaction(async (trx) => {
+          await second.invalidate('clients', 'rolled-back', trx);
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      await second.invalidate('clients', 'c3');
+      expect(heard).toEqual({ first: ['c1', 'c2', 'c3'], second: ['c1', 'c2', 'c3'] });
+      // Their rows are this process's own for both: a look reads nothing, and nothing is heard twice.
+      await eventually(() => {
+        expect(first.freshen()).toBeUndefined();
+        expect(second.freshen()).toBeUndefined();
+      });
+      expect(reads).toEqual([]);
+      expect(heard.first).toEqual(['c1', 'c2', 'c3']);
+      // One closed: the other still hears its own.
+      await first.close();
+      await second.invalidate('clients', 'c4');
+      expect(heard).toEqual({ first: ['c1', 'c2', 'c3'], second: ['c1', 'c2', 'c3', 'c4'] });
+    } finally {
+      restore();
+      await first.close();
+      await second.close();
+    }
+  });
 });
+
+/**
+ * Counts every read of the evictions table on any better-sqlite3 connection
+ * (the watcher's included), by rows read, until `restore`.
+ */
+function countEvictionReads(): { reads: number[]; restore: () => void } {
+  const reads: number[] = [];
+  const statementPrototype = Object.getPrototypeOf(watcherProbe()) as { all(...values: unknown[]): unknown[] };
+  const all = statementPrototype.all;
+  statementPrototype.all = function (this: { source: string }, ...values: unknown[]) {
+    const rows = all.apply(this, values);
+    if (this.source.includes('from core_cache_invalidations')) reads.push(rows.length);
+    return rows;
+  };
+  return {
+    reads,
+    restore: () => {
+      statementPrototype.all = all;
+    },
+  };
+}
 
 /** A statement of better-sqlite3, for its prototype. */
 function watcherProbe(): object {

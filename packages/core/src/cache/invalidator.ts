@@ -22,9 +22,10 @@ export function evictFrom(cache: { delete(key: string): void; clear(): void }): 
 /**
  * Spreads cache invalidations to every instance sharing the database:
  * Postgres `LISTEN/NOTIFY` (delivered at commit); on SQLite, in-process at
- * once and to other processes on the same file (the `idt` CLI, a second
- * server) through the `core_cache_invalidations` table, read whenever
- * `PRAGMA data_version` says another process committed (looked at on every
+ * once (to every invalidator on the same knex instance) and to other
+ * processes on the same file (the `idt` CLI, a second server) through the
+ * `core_cache_invalidations` table, read whenever `PRAGMA data_version` says
+ * another process committed (looked at on every
  * {@link CacheInvalidator.freshen}, at most every 2 ms), and every second
  * past this process's own rows.
  *
@@ -171,7 +172,9 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   const setTimer = options.setTimer ?? unrefTimer;
   const isPostgres = dialectOf(db) === 'postgres';
   const listeners = new Map<string, Set<(key: string) => void>>();
-  const origin = randomUUID();
+  // SQLite: the instances on this knex pool (this one included) and the origin they write their rows as.
+  const peers = isPostgres ? undefined : peersOn(db);
+  const origin = peers?.origin ?? randomUUID();
   let started = false;
   let closed = false;
   // SQLite: the last row read, the file's data_version at the last look, reads in order.
@@ -207,6 +210,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       }
     }
   };
+  peers?.emits.add(emit);
   const emitAll = () => {
     for (const namespace of listeners.keys()) emit(namespace, ALL_KEYS);
   };
@@ -402,8 +406,9 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
   function freshenSqlite(ownCommitsToo = false): Promise<void> | undefined {
     // A commit is seen by every request that starts more than FRESHEN_INTERVAL_MS after it; the pragma
     // costs tens of microseconds under load, so it runs at most once per interval, not on every request.
+    // The poll always looks: requests arriving every 2 ms or less would otherwise keep it from ever reading.
     const now = performance.now();
-    if (now - lastLook < FRESHEN_INTERVAL_MS) return reading ? reads : undefined;
+    if (!ownCommitsToo && now - lastLook < FRESHEN_INTERVAL_MS) return reading ? reads : undefined;
     lastLook = now;
     // This process's own commits need no read: their evictions were applied when they committed.
     if (!ownCommitsToo && !reading && otherProcessCommitted() === false) return undefined;
@@ -460,8 +465,9 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
         evictions.flatMap(({ namespace, key }) => [origin, namespace, key.slice(0, MAX_KEY_LENGTH), at]),
       );
     }
+    // SQLite: every instance on this pool hears it here, since none reads rows of its own origin back.
     const emitEach = () => {
-      for (const { namespace, key } of evictions) emit(namespace, key);
+      for (const emitTo of peers?.emits ?? [emit]) for (const { namespace, key } of evictions) emitTo(namespace, key);
     };
     const execution = trx ? (trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise : undefined;
     if (execution) execution.then(emitEach, () => undefined);
@@ -515,6 +521,7 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
     },
     async close() {
       closed = true;
+      peers?.emits.delete(emit);
       watcher?.close();
       watcher = undefined;
       readSince = undefined;
@@ -532,6 +539,30 @@ export function createCacheInvalidator(options: CacheInvalidatorOptions): CacheI
       }
     },
   };
+}
+
+/** SQLite: the invalidators sharing one knex pool, and the origin their eviction rows carry. */
+interface Peers {
+  readonly origin: string;
+  readonly emits: Set<(namespace: string, key: string) => void>;
+}
+
+const peersByPool = new WeakMap<object, Peers>();
+
+/**
+ * The peers of invalidators on `db`'s pool. Instances in one process on one
+ * pool (two compositions over one knex instance) share a connection, whose
+ * data version never moves with their commits: they are one origin, and each
+ * one's evictions are emitted to all of them at commit.
+ */
+function peersOn(db: Knex): Peers {
+  const pool = db.client as object;
+  let peers = peersByPool.get(pool);
+  if (!peers) {
+    peers = { origin: randomUUID(), emits: new Set() };
+    peersByPool.set(pool, peers);
+  }
+  return peers;
 }
 
 /**

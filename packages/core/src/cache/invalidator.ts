@@ -547,7 +547,8 @@ interface Peers {
   readonly emits: Set<(namespace: string, key: string) => void>;
 }
 
-const peersByPool = new WeakMap<object, Peers>();
+/** By knex client: one per knex instance, holding its pool. */
+const peersByClient = new WeakMap<object, Peers>();
 
 /**
  * The peers of invalidators on `db`'s pool. Instances in one process on one
@@ -556,11 +557,11 @@ const peersByPool = new WeakMap<object, Peers>();
  * one's evictions are emitted to all of them at commit.
  */
 function peersOn(db: Knex): Peers {
-  const pool = db.client as object;
-  let peers = peersByPool.get(pool);
+  const client = db.client as object;
+  let peers = peersByClient.get(client);
   if (!peers) {
     peers = { origin: randomUUID(), emits: new Set() };
-    peersByPool.set(pool, peers);
+    peersByClient.set(client, peers);
   }
   return peers;
 }

@@ -87,26 +87,36 @@ function changeColumns(changes: ClientChanges): Record<string, unknown> {
  * caches of all instances (`identity.clients`) when its transaction commits.
  */
 export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): ClientStore {
-  const evict = (trx: Knex.Transaction, clientId: string) => invalidator.invalidate(CacheNamespaces.clients, clientId, trx);
-  const revokeTokens = async (trx: Knex.Transaction, clientId: string, at: Date, all = false) => {
-    await writeRevocation(trx, 'client', clientId, at, { all });
-    await invalidator.invalidate(CacheNamespaces.revocations, `client:${clientId}`, trx);
-  };
+  /**
+   * Evicts the client, and its revocation watermark when the write changed
+   * it, from every instance's caches at commit: one statement for both.
+   */
+  const evict = (trx: Knex.Transaction, clientId: string, revocationChanged = false) =>
+    invalidator.invalidateMany(
+      revocationChanged
+        ? [
+            { namespace: CacheNamespaces.revocations, key: `client:${clientId}` },
+            { namespace: CacheNamespaces.clients, key: clientId },
+          ]
+        : [{ namespace: CacheNamespaces.clients, key: clientId }],
+      trx,
+    );
   /**
    * A deleted client's id is free to register again, but its deletion left a
    * "refuse every token" watermark. The new client's tokens must work, the
    * deleted one's stay refused: the watermark becomes "refuse tokens issued up
    * to the deletion" (its `created_at`, the time of the last revocation).
+   * Answers whether there was one to change.
    */
-  const reopenRevocation = async (trx: Knex.Transaction, clientId: string) => {
+  const reopenRevocation = async (trx: Knex.Transaction, clientId: string): Promise<boolean> => {
     const key = { subject_type: 'client', subject_id: clientId };
     const previous = (await trx('identity_token_revocations').where(key).first('created_at')) as
       | { created_at: unknown }
       | undefined;
-    if (!previous) return;
+    if (!previous) return false;
     const notBefore = Math.floor(new Date(toIso(previous.created_at)).getTime() / 1000) + 1;
     await trx('identity_token_revocations').where(key).update({ not_before: notBefore });
-    await invalidator.invalidate(CacheNamespaces.revocations, `client:${clientId}`, trx);
+    return true;
   };
   /**
    * Deletes the client's grants and every row of each (codes, refresh
@@ -152,8 +162,7 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
           created_at: client.createdAt,
           updated_at: client.updatedAt,
         });
-        await reopenRevocation(trx, client.clientId);
-        await evict(trx, client.clientId);
+        await evict(trx, client.clientId, await reopenRevocation(trx, client.clientId));
       });
     },
     async update(clientId, changes, at) {
@@ -171,8 +180,8 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
         const deleted = await trx('oidc_clients').where({ client_id: clientId }).delete();
         if (deleted === 0) return false;
         await deleteClientGrants(trx, clientId);
-        await revokeTokens(trx, clientId, at, true);
-        await evict(trx, clientId);
+        await writeRevocation(trx, 'client', clientId, at, { all: true });
+        await evict(trx, clientId, true);
         return true;
       });
     },
@@ -187,9 +196,9 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
         if (updated === 0) return undefined;
         if (options.revokeActiveTokens) {
           await deleteClientGrants(trx, clientId);
-          await revokeTokens(trx, clientId, options.at);
+          await writeRevocation(trx, 'client', clientId, options.at);
         }
-        await evict(trx, clientId);
+        await evict(trx, clientId, options.revokeActiveTokens);
         return find(clientId, trx);
       });
     },
@@ -206,9 +215,9 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
           // Every token so far ends: access tokens by the watermark, refresh tokens (and their grants) here,
           // so a reinstated client does not bring the suspended sign-ins back.
           await deleteClientGrants(trx, clientId);
-          await revokeTokens(trx, clientId, at);
+          await writeRevocation(trx, 'client', clientId, at);
         }
-        await evict(trx, clientId);
+        await evict(trx, clientId, to === 'suspended');
         return 'updated';
       });
     },

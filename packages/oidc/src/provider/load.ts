@@ -1,3 +1,5 @@
+import { scopeProviderRequestContext } from './request-context.js';
+
 /** The oidc-provider module. */
 export type OidcProviderModule = typeof import('oidc-provider');
 
@@ -6,6 +8,8 @@ let loaded: Promise<OidcProviderModule> | undefined;
 /**
  * Loads oidc-provider once. Its import-time notice about Node.js 20 (it
  * recommends 22) is dropped: idt supports and tests Node.js 20.19 and later.
+ * Its request context is scoped to the requests it serves
+ * (`scopeProviderRequestContext`).
  */
 export function loadOidcProvider(): Promise<OidcProviderModule> {
   loaded ??= (async () => {
@@ -15,7 +19,10 @@ export function loadOidcProvider(): Promise<OidcProviderModule> {
       warn(...args);
     };
     try {
-      return await import('oidc-provider');
+      const module = await import('oidc-provider');
+      // Its request context's async hooks are on only while it serves a request (request-context.ts).
+      await scopeProviderRequestContext();
+      return module;
     } finally {
       console.warn = warn;
     }

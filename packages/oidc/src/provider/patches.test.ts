@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -6,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../clients/service.js';
 import { loadOidcProvider } from './load.js';
 import { patchProvider } from './patches.js';
+import { scopeProviderRequestContext } from './request-context.js';
 
 // These tests fail when the installed oidc-provider no longer has what a patch in patches.ts relies on.
 // Upgrading it means reading each failure against the new code, then moving the exact pin.
@@ -63,6 +65,23 @@ describe('oidc-provider under the patches', () => {
     expectInOrder(source('helpers/oidc_context.js'), ['this.entities = {};', 'this.claims = {};', 'this.resourceServers = {};']);
     expectInOrder(source('shared/assemble_params.js'), ['ctx.oidc.params = new Params(']);
     expectInOrder(source('shared/selective_body.js'), ['ctx.oidc.body =']);
+  });
+
+  it('request context: one AsyncLocalStorage module behind Provider.ctx, entered with run() around each route', async () => {
+    // request-context.ts scopes this storage to the provider's requests, counting each run() until it settles.
+    expectInOrder(source('helpers/als.js'), [
+      "import { AsyncLocalStorage } from 'node:async_hooks';",
+      'export default new AsyncLocalStorage();',
+    ]);
+    expectInOrder(source('helpers/initialize_app.js'), ["import als from './als.js';", 'return als.run(ctx, () => next());']);
+    expectInOrder(source('provider.js'), ['static get ctx() {', 'return als.getStore();']);
+    const oidc = await loadOidcProvider();
+    const storage = (await import('oidc-provider/lib/helpers/als.js')).default;
+    const hooked = typeof (new AsyncLocalStorage() as unknown as { enabled?: unknown }).enabled === 'boolean';
+    // Scoped when loaded, on the Node.js versions whose storage runs on async hooks.
+    expect(await scopeProviderRequestContext()).toBe(hooked);
+    const ctx = {};
+    expect(await storage.run(ctx, async () => oidc.Provider.ctx)).toBe(ctx);
   });
 
   it('has the methods the patches replace, and the request context on Provider.ctx', async () => {

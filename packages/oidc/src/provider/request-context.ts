@@ -38,8 +38,10 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * and once entered it keeps them on for good: every promise the process
  * makes from then on, in every request and every module, pays for an init
  * hook and the bookkeeping of its execution resource. A bearer read that
- * never reaches the provider spent about 6 % of its CPU there (`perf`, the
- * user-token whoami on SQLite).
+ * never reaches the provider spent 6 % of its samples in the hooks' own
+ * functions (`perf`, the user-token whoami on SQLite), and 13 to 19 % more
+ * CPU in all than with the hooks off (docs/benchmarks.md, twenty-third
+ * pass).
  *
  * With this, each `run()` is counted until what its callback returned has
  * settled (a route's whole middleware chain), and the storage is disabled

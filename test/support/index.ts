@@ -11,7 +11,7 @@ export { describeExampleApp, registerFlowClient, runSignInFlow } from './flow.js
 export type { SeededUser } from './identity.js';
 export { bearer, seedMembership, seedOrganization, seedTenant, seedUser } from './identity.js';
 export { referenceMigrationSets } from './migrations.js';
-export type { SignInOptions, SignInResult, TestAdmin, TestClient } from './oidc.js';
+export type { SignInApplicationOptions, SignInOptions, SignInResult, TestAdmin, TestClient } from './oidc.js';
 export {
   bootstrapAdmin,
   codeTokenRequest,
@@ -22,6 +22,7 @@ export {
   registerClient,
   registerUser,
   signIn,
+  signInApplication,
 } from './oidc.js';
 export { freePort } from './ports.js';
 export type { TestServer, TestServerOptions } from './server.js';

@@ -151,6 +151,36 @@ export async function signIn(config: oidcClient.Configuration, options: SignInOp
   throw new Error('The sign-in did not finish');
 }
 
+/** Options of {@link signInApplication}. */
+export interface SignInApplicationOptions {
+  /** The application's redirect URI (default `http://127.0.0.1:9/callback`, where nothing listens). */
+  readonly redirectUri?: string;
+  /** The scopes it is registered for and asks for (default `openid offline_access users.read`). */
+  readonly scopes?: readonly string[];
+  /** More registration fields, e.g. `{ refreshTokenLifetime }`. */
+  readonly registration?: Record<string, unknown>;
+}
+
+/**
+ * Registers a new application in the administrator's organization and signs
+ * the administrator in to it through the real pages ({@link signIn}),
+ * stopping at the redirect with the code, not redeemed yet.
+ */
+export async function signInApplication(server: TestServer, admin: TestAdmin, options: SignInApplicationOptions = {}) {
+  const redirectUri = options.redirectUri ?? 'http://127.0.0.1:9/callback';
+  const scopes = options.scopes ?? ['openid', 'offline_access', 'users.read'];
+  const client = await registerClient(server, await admin.token(), admin.organizationId, {
+    kind: 'application',
+    name: `App ${Math.random().toString(36).slice(2, 8)}`,
+    redirectUris: [redirectUri],
+    scopes,
+    ...options.registration,
+  });
+  const config = await discover(server, client);
+  const result = await signIn(config, { redirectUri, scope: scopes.join(' '), email: admin.email, password: admin.password });
+  return { client, config, result };
+}
+
 /** Redeems the code of a finished {@link signIn} (with its PKCE verifier and state) through `openid-client`. */
 export function redeemCode(config: oidcClient.Configuration, result: SignInResult) {
   return oidcClient.authorizationCodeGrant(config, result.callback, {

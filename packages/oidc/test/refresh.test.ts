@@ -8,6 +8,7 @@ import {
   refreshTokenRequest,
   registerClient,
   signIn,
+  signInApplication,
   startTestServer,
   type TestAdmin,
   type TestServer,
@@ -43,22 +44,8 @@ describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
   });
 
   /** A new application and a signed-in browser with its code, not redeemed yet. */
-  async function authorize(extra: Record<string, unknown> = {}) {
-    const client = await registerClient(server, await admin.token(), admin.organizationId, {
-      kind: 'application',
-      name: `App ${Math.random().toString(36).slice(2, 8)}`,
-      redirectUris: [REDIRECT],
-      scopes: ['openid', 'offline_access', 'users.read'],
-      ...extra,
-    });
-    const config = await discover(server, client);
-    const result = await signIn(config, {
-      redirectUri: REDIRECT,
-      scope: 'openid offline_access users.read',
-      email: admin.email,
-      password: admin.password,
-    });
-    return { client, config, result };
+  function authorize(extra: Record<string, unknown> = {}) {
+    return signInApplication(server, admin, { redirectUri: REDIRECT, registration: extra });
   }
 
   async function login(extra: Record<string, unknown> = {}) {

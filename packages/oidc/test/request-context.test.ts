@@ -3,11 +3,9 @@ import { sha256Hex } from '@idt/core';
 import {
   bearer,
   bootstrapAdmin,
-  discover,
   redeemCode,
   refreshTokenRequest,
-  registerClient,
-  signIn,
+  signInApplication,
   startTestServer,
   type TestAdmin,
   type TestServer,
@@ -20,7 +18,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // (packages/oidc/src/provider/request-context.ts): on Node.js 20 and 22 it runs on async hooks, which
 // would otherwise slow every promise of every request of the process once the provider served one.
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
 /** Whether this Node.js runs AsyncLocalStorage on async hooks (Node.js 24 runs it on context frames: nothing to turn off). */
 const hooked = typeof (new AsyncLocalStorage() as unknown as { enabled?: unknown }).enabled === 'boolean';
 const contextOn = () => (providerContext as unknown as { enabled: boolean }).enabled;
@@ -38,19 +35,7 @@ describe.skipIf(!hooked).each(testDialects())("oidc-provider's request context o
 
   /** A signed-in application: its client and the refresh token of a redeemed code. */
   async function signedIn() {
-    const client = await registerClient(server, await admin.token(), admin.organizationId, {
-      kind: 'application',
-      name: `App ${Math.random().toString(36).slice(2, 8)}`,
-      redirectUris: [REDIRECT],
-      scopes: ['openid', 'offline_access', 'users.read'],
-    });
-    const config = await discover(server, client);
-    const result = await signIn(config, {
-      redirectUri: REDIRECT,
-      scope: 'openid offline_access users.read',
-      email: admin.email,
-      password: admin.password,
-    });
+    const { client, config, result } = await signInApplication(server, admin);
     const tokens = await redeemCode(config, result);
     return { client, refreshToken: String(tokens.refresh_token), accessToken: tokens.access_token };
   }

@@ -8,8 +8,6 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 interface HookedStorage {
   enabled: boolean;
   _enable(): void;
-  run: AsyncLocalStorage<unknown>['run'];
-  disable(): void;
 }
 
 const SCOPED = Symbol.for('idt.oidc.requestContextScoped');

@@ -6,7 +6,7 @@
  *
  * One file starts faster: Node.js no longer resolves, reads and compiles
  * some 900 modules one by one, which took nearly half of the server's
- * cold start (docs/benchmarks.md, nineteenth pass). The library packages are not
+ * cold start (docs/benchmarks-history.md, nineteenth pass). The library packages are not
  * bundled: a host that embeds idt installs them and their dependencies as
  * usual.
  */

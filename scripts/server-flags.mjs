@@ -9,7 +9,7 @@
  * about 100 KB a request, nearly all of it garbage within the request, so
  * the young generation fills in tens of milliseconds either way; with the
  * smaller one, the process held 12–16 MiB less under load, with no loss
- * of throughput in docs/benchmarks.md's measurements (the smaller young
+ * of throughput in docs/benchmarks-history.md's measurements (the smaller young
  * generation is collected twice as often, each collection copying as
  * little). The young generation's size is fixed when V8 starts, so it is a
  * command-line flag: a host that embeds idt in its own process chooses its

@@ -38,7 +38,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * hook and the bookkeeping of its execution resource. A bearer read that
  * never reaches the provider spent 6 % of its samples in the hooks' own
  * functions (`perf`, the user-token whoami on SQLite), and 13 to 19 % more
- * CPU in all than with the hooks off (docs/benchmarks.md, twenty-third
+ * CPU in all than with the hooks off (docs/benchmarks-history.md, twenty-third
  * pass).
  *
  * With this, each `run()` is counted until what its callback returned has

@@ -19,7 +19,7 @@ const SIGN_OPTIONS = {
  * requests when there are cores to spare, and responses that finish
  * together go out together. Signing on the event loop instead was measured
  * at 0.78–0.85× stock oidc-provider's token rate on one core, against
- * 0.98–1.07× on the pool (docs/benchmarks.md, seventh pass). The keys,
+ * 0.98–1.07× on the pool (docs/benchmarks-history.md, seventh pass). The keys,
  * their `kid`s and the published JWKS are the same either way.
  */
 export function providerSigningKeys(oidc: OidcProviderModule, keys: readonly SigningKey[]): unknown[] {

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDistStale } from '../scripts/dist-stale.mjs';
 import { SERVER_BUNDLE_OPTIONS } from '../scripts/server-bundle.mjs';
-import { SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
 import { basicAuth, createAgent, refresh, send, signIn } from './flow-client.mjs';
 import { formatProfileSummary, summarizeProfile } from './profile-summary.mjs';
 
@@ -67,6 +67,9 @@ const USAGE = `Usage: npm run bench -- [options]
   --server-flags <f>  Node.js flags of the idt server processes, space-separated (default: the reference
                       server's, scripts/server-flags.mjs, as \`npm start\` runs it; '' for none; env
                       BENCH_SERVER_FLAGS). The baselines always run with Node.js's defaults.
+  --server-env <v>    environment variables of the idt server processes, NAME=value space-separated (default:
+                      the reference server's, scripts/server-flags.mjs, today MALLOC_ARENA_MAX=2; '' for none;
+                      env BENCH_SERVER_ENV). The baselines run without them.
   --quiet <s>         before each measurement, wait up to <s> seconds for the machine to be idle
                       (under 0.25 busy cores over 2 s; default 0: do not wait; env BENCH_QUIET)
   --environment <e>   IDT_ENVIRONMENT of the idt servers: Production (default), Testing or Development
@@ -95,6 +98,10 @@ function parseArgs(argv) {
     server: process.env.BENCH_SERVER ?? 'bundle',
     serverFlags:
       process.env.BENCH_SERVER_FLAGS === undefined ? [...SERVER_NODE_FLAGS] : splitFlags(process.env.BENCH_SERVER_FLAGS),
+    serverEnv:
+      process.env.BENCH_SERVER_ENV === undefined
+        ? Object.entries(SERVER_ENV).map(([name, value]) => `${name}=${value}`)
+        : splitFlags(process.env.BENCH_SERVER_ENV),
     quiet: Number(process.env.BENCH_QUIET ?? 0),
     repeat: Number(process.env.BENCH_REPEAT ?? 1),
     environment: process.env.BENCH_ENVIRONMENT ?? 'Production',
@@ -142,6 +149,9 @@ function parseArgs(argv) {
         break;
       case '--server-flags':
         options.serverFlags = splitFlags(value() ?? '');
+        break;
+      case '--server-env':
+        options.serverEnv = splitFlags(value() ?? '');
         break;
       case '--environment':
         options.environment = value();
@@ -200,6 +210,8 @@ function parseArgs(argv) {
   if (!['bundle', 'source', 'dist'].includes(options.server)) problems.push('--server must be bundle, source or dist');
   if (options.serverFlags.some((flag) => !flag.startsWith('-')))
     problems.push('--server-flags takes Node.js flags, each starting with - (quote them as one argument)');
+  if (options.serverEnv.some((entry) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(entry)))
+    problems.push('--server-env takes NAME=value pairs (quote them as one argument)');
   if (problems.length) {
     console.error(`${problems.join('\n')}\n\n${USAGE}`);
     process.exit(2);
@@ -579,6 +591,14 @@ function splitFlags(text) {
   return text.split(/\s+/).filter(Boolean);
 }
 
+/** The environment of an idt server process: `--server-env`'s variables (the reference server's by default), then `env`. */
+function serverEnv(env = {}) {
+  const variables = Object.fromEntries(
+    options.serverEnv.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+  );
+  return { ...variables, ...env };
+}
+
 /** How an idt server process starts: node with the server flags (the reference server's by default), then the server. */
 function serverArgv(command, extra = []) {
   const node = [process.execPath, ...options.serverFlags, ...extra];
@@ -663,9 +683,9 @@ async function prepareIdt(kind) {
     IDT_RATE_LIMIT_GLOBAL_PERMIT_LIMIT: RATE_LIMIT,
   };
   log(`idt/${kind}: migrating ${kind === 'sqlite' ? database.url : 'a throwaway PostgreSQL database'}`);
-  await runChild(`idt migrate (${kind})`, serverArgv('migrate'), { env, timeoutMs: 120_000 });
+  await runChild(`idt migrate (${kind})`, serverArgv('migrate'), { env: serverEnv(env), timeoutMs: 120_000 });
 
-  const server = startChild(`idt server (${kind}, setup)`, serverArgv('serve'), { env });
+  const server = startChild(`idt server (${kind}, setup)`, serverArgv('serve'), { env: serverEnv(env) });
   await server.waitForLine(/listening on/, 60_000);
   const setup = await fetchWithTimeout(`${baseUrl}/v1/identity/setup/admin`, {
     method: 'POST',
@@ -809,7 +829,10 @@ async function stopServer(server, profileDir, scenarioId) {
 async function startIdt(deployment, label) {
   const { extra, profileDir } = profiling(label);
   const spawnedAt = performance.now();
-  const server = startChild(`idt server (${label})`, serverArgv('serve', extra), { env: deployment.env, core: SERVER_CORE });
+  const server = startChild(`idt server (${label})`, serverArgv('serve', extra), {
+    env: serverEnv(deployment.env),
+    core: SERVER_CORE,
+  });
   let listeningMs;
   server
     .waitForLine(/listening on/, 60_000)
@@ -1983,6 +2006,7 @@ async function main() {
     pinning: pinNote,
     server: options.server,
     serverFlags: options.serverFlags,
+    serverEnv: options.serverEnv,
     environment: options.environment,
     groups: [...groups],
     settings: {
@@ -2018,7 +2042,7 @@ async function main() {
       dist: 'examples/server/dist',
     };
     out.push(
-      `pinning: ${pinNote} · idt server from ${serverFrom[options.server]}${options.serverFlags.length ? ` with ${options.serverFlags.join(' ')}` : ', no Node.js flags'}, IDT_ENVIRONMENT=${options.environment}${options.environment === 'Development' ? ' (no rate limiting)' : ''}`,
+      `pinning: ${pinNote} · idt server from ${serverFrom[options.server]}${options.serverFlags.length ? ` with ${options.serverFlags.join(' ')}` : ', no Node.js flags'}${options.serverEnv.length ? `, ${options.serverEnv.join(' ')}` : ''}, IDT_ENVIRONMENT=${options.environment}${options.environment === 'Development' ? ' (no rate limiting)' : ''}`,
     );
     out.push(`load average (1, 5, 15 min): ${loadStart.join(', ')} at start, ${loadEnd.join(', ')} at end`);
     out.push('');

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isDistStale } from './dist-stale.mjs';
-import { SERVER_NODE_FLAGS } from './server-flags.mjs';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from './server-flags.mjs';
 
 /** What `npm start` writes to `.env` when the checkout has none. */
 export const DEFAULT_PROJECT_ENV = `# The settings of this checkout, read by \`npm start\` and by every \`npx idt …\` command
@@ -32,6 +32,10 @@ if (isDistStale()) {
 }
 
 // `npm start` serves until interrupted: let Ctrl-C reach the server alone, and leave with its exit code.
-// The server runs with the reference server's Node.js flags (scripts/server-flags.mjs).
-const server = spawnSync(process.execPath, [...SERVER_NODE_FLAGS, 'examples/server/dist/main.js', 'start'], { stdio: 'inherit' });
+// The server runs with the reference server's Node.js flags and environment (scripts/server-flags.mjs);
+// a variable the environment already sets wins.
+const server = spawnSync(process.execPath, [...SERVER_NODE_FLAGS, 'examples/server/dist/main.js', 'start'], {
+  stdio: 'inherit',
+  env: { ...SERVER_ENV, ...process.env },
+});
 process.exit(server.status ?? 1);

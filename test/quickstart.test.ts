@@ -32,7 +32,7 @@ import { freePort } from '@idt/testing';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVER_BUNDLE_EXTERNAL_IMPORT } from '../scripts/server-bundle.mjs';
-import { SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from '../scripts/server-flags.mjs';
 import {
   buildWithoutTypes,
   cleanEnv,
@@ -184,8 +184,10 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the quick start, from
     running.push(server);
     await server.waitFor(/Setup required: yes/, 40_000);
     expect(readFileSync(join(checkout, '.env'), 'utf8')).toContain('IDT_ENVIRONMENT=Development');
-    // The server process runs with the reference server's Node.js flags (scripts/server-flags.mjs).
-    expect(serverCommandLines(checkout)).toEqual([[...SERVER_NODE_FLAGS, 'examples/server/dist/main.js', 'start']]);
+    // The server process runs with the reference server's Node.js flags and environment (scripts/server-flags.mjs).
+    const servers = serverProcesses(checkout);
+    expect(servers.map((server) => server.argv)).toEqual([[...SERVER_NODE_FLAGS, 'examples/server/dist/main.js', 'start']]);
+    expect(servers[0]?.env).toMatchObject(SERVER_ENV);
     // That program is one file holding its npm dependencies (scripts/server-bundle.mjs).
     expect(unbundledImports(join(checkout, 'examples/server/dist/main.js'))).toEqual([]);
 
@@ -237,14 +239,19 @@ function unbundledImports(file: string): string[] {
   return [...specifiers].filter((specifier) => !isBuiltin(specifier) && !SERVER_BUNDLE_EXTERNAL_IMPORT.test(specifier)).sort();
 }
 
-/** The arguments of node in the reference server processes running in `dir` (Linux's /proc). */
-function serverCommandLines(dir: string): string[][] {
+/** The arguments of node and the environment of the reference server processes running in `dir` (Linux's /proc). */
+function serverProcesses(dir: string): Array<{ argv: string[]; env: Record<string, string> }> {
   const cwd = realpathSync(dir);
-  const found: string[][] = [];
+  const found: Array<{ argv: string[]; env: Record<string, string> }> = [];
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
       const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-      if (argv.includes('examples/server/dist/main.js') && readlinkSync(`/proc/${pid}/cwd`) === cwd) found.push(argv.slice(1));
+      if (!argv.includes('examples/server/dist/main.js') || readlinkSync(`/proc/${pid}/cwd`) !== cwd) continue;
+      const variables = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+      const env = Object.fromEntries(
+        variables.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+      );
+      found.push({ argv: argv.slice(1), env });
     } catch {
       // The process ended meanwhile, or is not ours to read.
     }

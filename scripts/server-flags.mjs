@@ -28,9 +28,10 @@ export const SERVER_NODE_FLAGS = Object.freeze(['--max-semi-space-size=8']);
  * arena keeps what is freed in it for that thread's next allocation. A
  * Node.js server's threads (libuv's pool signing tokens and running
  * argon2id, V8's compiler and GC workers) each come to hold such an arena;
- * with two arenas they share, the server held 10-15 MiB less under load
- * with the same throughput (docs/benchmarks.md). glibc reads the variable
- * when the process starts, so it can only be set from outside; other C
- * libraries (musl's, as in Alpine images) ignore it.
+ * with two arenas they share, the server held about 10 MiB less under load
+ * with the same throughput (docs/benchmarks-history.md, twenty-fourth
+ * pass). glibc reads the variable when the process starts, so it can only
+ * be set from outside; musl's allocator (Alpine images) has no arenas and
+ * ignores it.
  */
 export const SERVER_ENV = Object.freeze({ MALLOC_ARENA_MAX: '2' });

@@ -98,10 +98,7 @@ function parseArgs(argv) {
     server: process.env.BENCH_SERVER ?? 'bundle',
     serverFlags:
       process.env.BENCH_SERVER_FLAGS === undefined ? [...SERVER_NODE_FLAGS] : splitFlags(process.env.BENCH_SERVER_FLAGS),
-    serverEnv:
-      process.env.BENCH_SERVER_ENV === undefined
-        ? Object.entries(SERVER_ENV).map(([name, value]) => `${name}=${value}`)
-        : splitFlags(process.env.BENCH_SERVER_ENV),
+    serverEnv: process.env.BENCH_SERVER_ENV === undefined ? { ...SERVER_ENV } : envPairs(process.env.BENCH_SERVER_ENV),
     quiet: Number(process.env.BENCH_QUIET ?? 0),
     repeat: Number(process.env.BENCH_REPEAT ?? 1),
     environment: process.env.BENCH_ENVIRONMENT ?? 'Production',
@@ -151,7 +148,7 @@ function parseArgs(argv) {
         options.serverFlags = splitFlags(value() ?? '');
         break;
       case '--server-env':
-        options.serverEnv = splitFlags(value() ?? '');
+        options.serverEnv = envPairs(value() ?? '');
         break;
       case '--environment':
         options.environment = value();
@@ -210,8 +207,7 @@ function parseArgs(argv) {
   if (!['bundle', 'source', 'dist'].includes(options.server)) problems.push('--server must be bundle, source or dist');
   if (options.serverFlags.some((flag) => !flag.startsWith('-')))
     problems.push('--server-flags takes Node.js flags, each starting with - (quote them as one argument)');
-  if (options.serverEnv.some((entry) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(entry)))
-    problems.push('--server-env takes NAME=value pairs (quote them as one argument)');
+  if (options.serverEnv === undefined) problems.push('--server-env takes NAME=value pairs (quote them as one argument)');
   if (problems.length) {
     console.error(`${problems.join('\n')}\n\n${USAGE}`);
     process.exit(2);
@@ -586,17 +582,20 @@ async function buildBundle() {
   return outfile;
 }
 
-/** `--server-flags`' value as separate flags (split on whitespace; empty: none). */
+/** A space-separated option value (`--server-flags`, `--server-env`) as its parts (split on whitespace; empty: none). */
 function splitFlags(text) {
   return text.split(/\s+/).filter(Boolean);
 }
 
+/** `--server-env`'s value as variables (`NAME=value`, split on whitespace; empty: none); undefined when a pair is not one. */
+function envPairs(text) {
+  const pairs = splitFlags(text).map((entry) => /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(entry));
+  return pairs.every(Boolean) ? Object.fromEntries(pairs.map(([, name, value]) => [name, value])) : undefined;
+}
+
 /** The environment of an idt server process: `--server-env`'s variables (the reference server's by default), then `env`. */
 function serverEnv(env = {}) {
-  const variables = Object.fromEntries(
-    options.serverEnv.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
-  );
-  return { ...variables, ...env };
+  return { ...options.serverEnv, ...env };
 }
 
 /** How an idt server process starts: node with the server flags (the reference server's by default), then the server. */
@@ -2042,7 +2041,11 @@ async function main() {
       dist: 'examples/server/dist',
     };
     out.push(
-      `pinning: ${pinNote} · idt server from ${serverFrom[options.server]}${options.serverFlags.length ? ` with ${options.serverFlags.join(' ')}` : ', no Node.js flags'}${options.serverEnv.length ? `, ${options.serverEnv.join(' ')}` : ''}, IDT_ENVIRONMENT=${options.environment}${options.environment === 'Development' ? ' (no rate limiting)' : ''}`,
+      `pinning: ${pinNote} · idt server from ${serverFrom[options.server]}${options.serverFlags.length ? ` with ${options.serverFlags.join(' ')}` : ', no Node.js flags'}${Object.entries(
+        options.serverEnv,
+      )
+        .map(([name, value]) => `, ${name}=${value}`)
+        .join('')}, IDT_ENVIRONMENT=${options.environment}${options.environment === 'Development' ? ' (no rate limiting)' : ''}`,
     );
     out.push(`load average (1, 5, 15 min): ${loadStart.join(', ')} at start, ${loadEnd.join(', ')} at end`);
     out.push('');

@@ -13,7 +13,7 @@
  *
  *   node bench/baseline-oidc.mjs <port>
  *
- * - Flows (BENCH_REFRESH_CHAINS=n, memory adapter only): also an
+ * - Flows (BENCH_REFRESH_CHAINS=n, either adapter): also an
  *   application client, BENCH_APP_ID / BENCH_APP_SECRET, allowed the
  *   authorization_code and refresh_token grants, configured as idt
  *   configures its own: PKCE required, rotating refresh tokens, RS256 id
@@ -28,6 +28,10 @@
  *     account (what a code exchange leaves behind), and prints them as one
  *     line `refresh-tokens <json array>`: the refresh_token grant measured
  *     from there is stock oidc-provider's own.
+ *   - With BENCH_DATABASE_URL the application client is stored with the
+ *     others (BENCH_CLIENTS_FILE is then optional), and the grants, tokens
+ *     and sessions go through the knex adapter: the grant as it runs when
+ *     the tokens are kept.
  *
  * Prints `listening <url>` once it accepts connections.
  */
@@ -112,19 +116,14 @@ if (databaseUrl) {
   const table = 'bench_oidc_payloads';
   db = await openDatabase(databaseUrl);
   await createAdapterTable(db, table);
-  const stored = JSON.parse(readFileSync(process.env.BENCH_CLIENTS_FILE ?? '', 'utf8'));
-  await storeClients(
-    db,
-    table,
-    stored.map((client) => clientMetadata(client.clientId, client.clientSecret)),
-  );
+  const clientsFile = process.env.BENCH_CLIENTS_FILE;
+  const stored = clientsFile ? JSON.parse(readFileSync(clientsFile, 'utf8')) : [];
+  await storeClients(db, table, [
+    ...stored.map((client) => clientMetadata(client.clientId, client.clientSecret)),
+    ...(refreshChains > 0 ? [appMetadata] : []),
+  ]);
   adapter = knexAdapter(db, table);
   clients = [];
-}
-
-if (refreshChains > 0 && adapter) {
-  console.error('BENCH_REFRESH_CHAINS runs on the memory adapter only');
-  process.exit(2);
 }
 
 const provider = new Provider(issuer, {

@@ -5,8 +5,9 @@
  * run: client-credentials tokens (stock oidc-provider, memory adapter),
  * bearer reads with service-account and user tokens and the users list
  * (bare node:http), sign-in and refresh_token flows (argon2id verification
- * alone; stock oidc-provider's own sign-in and refresh grant for
- * information), tokens spread over 10,000 clients (stock oidc-provider with a knex
+ * alone; stock oidc-provider's own sign-in and refresh grant, and its
+ * refresh grant over a knex adapter on each engine, for information),
+ * tokens spread over 10,000 clients (stock oidc-provider with a knex
  * adapter on the same engine), and the same paths again at 100,000 users /
  * 10,000 organizations / 100,000 memberships / 10,000 clients (against the
  * empty database). Also the server's cold start and RSS. See
@@ -50,7 +51,8 @@ const USAGE = `Usage: npm run bench -- [options]
                         api     bearer reads (whoami with service and user tokens, users/me, users list)
                                 against bare node:http
                         flows   full sign-in against argon2id verification alone, refresh_token grant; stock
-                                oidc-provider's own sign-in (no password check) and refresh grant beside them
+                                oidc-provider's own sign-in (no password check) and refresh grant beside them,
+                                and its refresh grant storing its tokens through a knex adapter on each engine
                         spread  client credentials spread over 10,000 clients, against stock
                                 oidc-provider with a knex adapter on the same database engine
                         scale   the same paths at 100,000 users / 10,000 organizations / 100,000
@@ -1371,27 +1373,38 @@ const STOCK_APP_REDIRECT_URI = 'https://rp.example.com/callback';
  * - `refresh`: the refresh_token grant over `options.connections` chains
  *   minted at start. The refresh target is absolute; this row shows what
  *   oidc-provider itself does on the same machine, with nothing stored.
+ *   With `kind` (`refresh` only), the same server stores every model
+ *   through the plain knex adapter of bench/knex-adapter.mjs in a throwaway
+ *   database of that engine: what the grant costs stock oidc-provider when
+ *   its tokens are kept, as idt keeps them.
  */
-async function startStockFlow(flow) {
+async function startStockFlow(flow, kind) {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const clientId = 'bench-app';
   const clientSecret = randomBytes(32).toString('base64url');
-  const { extra, profileDir } = profiling(`${flow}-stock`);
-  const server = startChild(
-    `stock oidc-provider (${flow})`,
-    [process.execPath, ...extra, 'bench/baseline-oidc.mjs', String(port)],
-    {
-      env: {
-        NODE_ENV: 'production',
-        BENCH_REFRESH_CHAINS: String(flow === 'refresh' ? options.connections : 1),
-        BENCH_APP_ID: clientId,
-        BENCH_APP_SECRET: clientSecret,
-        BENCH_APP_REDIRECT_URI: STOCK_APP_REDIRECT_URI,
-      },
-      core: SERVER_CORE,
+  const id = kind ? `refresh-baseline-${kind}` : flow === 'signin' ? 'signin-stock' : 'refresh-baseline';
+  const name = kind ? `stock oidc-provider (refresh, knex, ${kind})` : `stock oidc-provider (${flow})`;
+  let databaseUrl;
+  if (kind) {
+    const dir = mkdtempSync(join(os.tmpdir(), 'idt-bench-stock-flows-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const database = await createBenchDatabase(kind, dir, 'stock');
+    cleanups.push(database.drop);
+    databaseUrl = database.url;
+  }
+  const { extra, profileDir } = profiling(kind ? id : `${flow}-stock`);
+  const server = startChild(name, [process.execPath, ...extra, 'bench/baseline-oidc.mjs', String(port)], {
+    env: {
+      NODE_ENV: 'production',
+      BENCH_REFRESH_CHAINS: String(flow === 'refresh' ? options.connections : 1),
+      BENCH_APP_ID: clientId,
+      BENCH_APP_SECRET: clientSecret,
+      BENCH_APP_REDIRECT_URI: STOCK_APP_REDIRECT_URI,
+      ...(databaseUrl ? { BENCH_DATABASE_URL: databaseUrl } : {}),
     },
-  );
+    core: SERVER_CORE,
+  });
   const app = { clientId, clientSecret, redirectUri: STOCK_APP_REDIRECT_URI, scope: STOCK_APP_SCOPE };
   const stockUser = { email: 'stock-user', password: 'not checked' };
   // Checked like idt's flows, the one this server measures: a sign-in ends in an access and a refresh
@@ -1420,9 +1433,10 @@ async function startStockFlow(flow) {
           spec: () => ({ mode: 'signin', baseUrl, ...app, ...stockUser, concurrency: SIGN_IN_CONCURRENCY }),
         }
       : refreshChainScenario({
-          id: 'refresh-baseline',
+          id,
+          ...(kind ? { kind } : {}),
           rank: 2,
-          scenario: `refresh_token grant (rotation), ${options.connections} chains · stock oidc-provider (memory adapter)`,
+          scenario: `refresh_token grant (rotation), ${options.connections} chains · stock oidc-provider (${kind ? `knex adapter, ${labelOf(kind)}` : 'memory adapter'})`,
           baseline: true,
           baseUrl,
           clientId,
@@ -1682,6 +1696,18 @@ function evaluate(rows) {
       const ceiling = 1 / (1 / base.result.requestsPerSecond + 1 / stockSignIn.requestsPerSecond);
       notes.push(
         `stock oidc-provider's flow alone (no password check) ran ${count(stockSignIn.requestsPerSecond)}/s: with only argon2id added, one core would allow at most ${count(ceiling)}/s (${(ceiling / base.result.requestsPerSecond).toFixed(2)}× argon2id alone)`,
+      );
+    }
+    // The refresh grant beside stock oidc-provider storing its tokens through a plain knex adapter on
+    // the same engine: what keeping them costs a server built on oidc-provider the generic way.
+    const storedRefresh = row.compare === 'refresh-baseline' ? byId.get(`refresh-baseline-${row.kind}`) : undefined;
+    if (storedRefresh?.result?.requestsPerSecond > 0) {
+      const rounds =
+        row.rounds?.length > 1 && storedRefresh.rounds?.length === row.rounds.length
+          ? ` (rounds ${row.rounds.map((value, index) => (value / storedRefresh.rounds[index]).toFixed(2)).join(' / ')})`
+          : '';
+      notes.push(
+        `stock oidc-provider storing its tokens through a plain knex adapter on ${labelOf(row.kind)} ran ${count(storedRefresh.result.requestsPerSecond)}/s: ${(row.result.requestsPerSecond / storedRefresh.result.requestsPerSecond).toFixed(2)}× that${rounds}`,
       );
     }
     return {
@@ -1946,6 +1972,12 @@ async function main() {
         name: `stock oidc-provider (${flow})`,
         flags: { baseline: true },
         start: () => startStockFlow(flow),
+      })),
+      ...deployments.map((deployment) => ({
+        ids: [`refresh-baseline-${deployment.kind}`],
+        name: `stock oidc-provider (refresh, knex, ${labelOf(deployment.kind)})`,
+        flags: { baseline: true, kind: deployment.kind },
+        start: () => startStockFlow('refresh', deployment.kind),
       })),
       ...deployments.map((deployment) => idtEntry('flows', deployment, startIdtFlows)),
     ]);

@@ -1384,7 +1384,7 @@ async function startStockFlow(flow, kind) {
   const clientId = 'bench-app';
   const clientSecret = randomBytes(32).toString('base64url');
   const id = kind ? `refresh-baseline-${kind}` : flow === 'signin' ? 'signin-stock' : 'refresh-baseline';
-  const name = kind ? `stock oidc-provider (refresh, knex, ${kind})` : `stock oidc-provider (${flow})`;
+  const name = kind ? `stock oidc-provider (refresh, knex, ${labelOf(kind)})` : `stock oidc-provider (${flow})`;
   let databaseUrl;
   if (kind) {
     const dir = mkdtempSync(join(os.tmpdir(), 'idt-bench-stock-flows-'));

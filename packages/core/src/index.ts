@@ -157,8 +157,8 @@ export {
   parseLogBatch,
   redactLogAttrs,
 } from './logs/event.js';
-export type { LogIngestContext, LogIngestHandler, LogIngestOptions } from './logs/ingest.js';
-export { createLogIngestHandler } from './logs/ingest.js';
+export type { LogIngestContext, LogIngestHandler, LogIngestOptions, LogIngestProblem } from './logs/ingest.js';
+export { createLogIngestHandler, LOG_INGEST_REASONS } from './logs/ingest.js';
 export type {
   BufferedLogSink,
   LogQueueOptions,

@@ -10,4 +10,8 @@ export const CoreCodes = registerProblemCodes('@idt/core', {
   },
   'Health.Unavailable': { kind: 'Unavailable', description: 'A dependency of the service is unavailable.' },
   'Database.Unavailable': { kind: 'Unavailable', description: 'The database is unreachable; retry shortly.' },
+  'Logs.OriginNotAllowed': {
+    kind: 'Forbidden',
+    description: 'Browser log events are taken only from pages of this host: the Origin header is missing or another origin.',
+  },
 });

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { registerProblemCodes } from '@idt/problem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createFixedWindowLimiter,
@@ -10,7 +11,9 @@ import {
   createStdoutLogSink,
   type IngestedLogEvent,
   LOG_BATCH_REASONS,
+  LOG_INGEST_REASONS,
   type LogIngestOptions,
+  type LogIngestProblem,
   type LogSink,
   logSinkFromEnv,
   type ManualClock,
@@ -50,19 +53,69 @@ function setup(options: Partial<LogIngestOptions> = {}) {
   return { clock, sink, ingest };
 }
 
-async function reasonOf(response: Response): Promise<string> {
-  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-  return ((await response.json()) as { reason: string }).reason;
+const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+/**
+ * Asserts that a refusal is a problem document (SPEC 7.1) of this status and
+ * code, not cached, with SPEC-NOTES' `reason`; answers the document.
+ */
+async function refusalOf(response: Response, status: number, code: string): Promise<LogIngestProblem> {
+  expect(response.status).toBe(status);
+  expect(response.headers.get('content-type')).toBe('application/problem+json');
+  expect(response.headers.get('cache-control')).toBe('no-store');
+  const body = (await response.json()) as LogIngestProblem;
+  expect(body).toMatchObject({ type: 'about:blank', status, code });
+  expect(typeof body.title).toBe('string');
+  expect(body.detail).toEqual(expect.any(String));
+  expect(body.traceId).toMatch(/^[0-9a-f]{32}$/);
+  expect(body.reason).toEqual(expect.any(String));
+  return body;
 }
 
+/** The `reason` of a refusal, checked to be a problem document of this status and code. */
+async function reasonOf(response: Response, status: number, code: string): Promise<string> {
+  return (await refusalOf(response, status, code)).reason;
+}
+
+registerProblemCodes('log-ingest-test', {
+  'Test.CsrfInvalid': { kind: 'Forbidden', description: 'The page did not send the CSRF token.' },
+  'Test.Teapot': { kind: 'Validation', description: 'Not a 403.' },
+});
+
 describe('browser log ingest: guards in order', () => {
-  it('answers 405 with Allow: POST to another method, before looking at the Origin', async () => {
+  it('answers 405 Http.MethodNotAllowed with Allow: POST to another method, before looking at the Origin', async () => {
     const { ingest } = setup();
-    for (const method of ['GET', 'PUT', 'DELETE']) {
+    for (const method of ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
       const response = await ingest(post({}, { method, headers: { origin: 'https://evil.example' } }), { clientIp: '1.1.1.1' });
-      expect(response.status).toBe(405);
-      expect(response.headers.get('allow')).toBe('POST');
+      expect(response.headers.get('allow'), method).toBe('POST');
+      expect(await reasonOf(response, 405, 'Http.MethodNotAllowed'), method).toBe('method not allowed');
     }
+  });
+
+  it('renders every refusal as one problem document: the members of SPEC 7.1, then reason', async () => {
+    const { ingest } = setup();
+    const response = await ingest(post({}, { method: 'GET', headers: { traceparent: TRACEPARENT } }), { clientIp: 'a' });
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+    const body = (await response.json()) as LogIngestProblem;
+    expect(body).toEqual({
+      type: 'about:blank',
+      title: 'Method Not Allowed',
+      status: 405,
+      detail: 'Use POST to send browser log events.',
+      code: 'Http.MethodNotAllowed',
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      reason: LOG_INGEST_REASONS.method,
+    });
+    expect(Object.keys(body)).toEqual(['type', 'title', 'status', 'detail', 'code', 'traceId', 'reason']);
+    // The host's own trace id wins over the header; without either, each refusal gets a new one.
+    const hosted = await ingest(post({}, { method: 'GET', headers: { traceparent: TRACEPARENT } }), {
+      clientIp: 'a',
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+    });
+    expect((await refusalOf(hosted, 405, 'Http.MethodNotAllowed')).traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    const first = await refusalOf(await ingest(post({}, { method: 'GET' }), { clientIp: 'a' }), 405, 'Http.MethodNotAllowed');
+    const second = await refusalOf(await ingest(post({}, { method: 'GET' }), { clientIp: 'a' }), 405, 'Http.MethodNotAllowed');
+    expect(first.traceId).not.toBe(second.traceId);
   });
 
   it('answers 403 when the Origin is absent, "null" or another origin (scheme and port included)', async () => {
@@ -72,8 +125,7 @@ describe('browser log ingest: guards in order', () => {
       const request = new Request(URL_, { method: 'POST', body: JSON.stringify({ events: [event()] }) });
       if (origin) request.headers.set('origin', origin);
       const response = await ingest(request, { clientIp: '1.1.1.1' });
-      expect(response.status, String(origin)).toBe(403);
-      expect(await reasonOf(response)).toBe('origin not allowed');
+      expect(await reasonOf(response, 403, 'Logs.OriginNotAllowed'), String(origin)).toBe('origin not allowed');
     }
     expect(sink.events).toEqual([]);
   });
@@ -98,9 +150,9 @@ describe('browser log ingest: guards in order', () => {
     expect(statuses[60]).toBe(429);
     clock.advance(30_000);
     const refused = await ingest(post({ events: [event()] }), { clientIp: '10.0.0.1' });
-    expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('30');
-    expect(await reasonOf(refused)).toBe('too many requests');
+    const limited = await refusalOf(refused, 429, 'RateLimit.Exceeded');
+    expect(limited).toMatchObject({ reason: 'too many requests', detail: 'Too many requests; retry in 30 seconds.' });
     // Another address has its own window; a header cannot choose the key.
     const other = post({ events: [event()] }, { headers: { 'x-forwarded-for': '10.0.0.1' } });
     expect((await ingest(other, { clientIp: '10.0.0.2' })).status).toBe(204);
@@ -131,8 +183,7 @@ describe('browser log ingest: guards in order', () => {
     expect(padded(65_536)).toHaveLength(65_536);
     expect((await ingest(post(padded(65_536)), { clientIp: 'a' })).status).toBe(204);
     const declared = await ingest(post(padded(65_537)), { clientIp: 'a' });
-    expect(declared.status).toBe(413);
-    expect(await reasonOf(declared)).toBe('body is too large');
+    expect(await reasonOf(declared, 413, 'Http.ClientError')).toBe('body is too large');
     // A streamed body without Content-Length is counted as it is read.
     const bytes = new TextEncoder().encode(padded(65_537));
     const stream = new ReadableStream<Uint8Array>({
@@ -148,47 +199,79 @@ describe('browser log ingest: guards in order', () => {
       duplex: 'half',
     } as RequestInit);
     expect(streamed.headers.get('content-length')).toBeNull();
-    expect((await ingest(streamed, { clientIp: 'a' })).status).toBe(413);
+    expect(await reasonOf(await ingest(streamed, { clientIp: 'a' }), 413, 'Http.ClientError')).toBe('body is too large');
     // Over the limit yet malformed: the size is what is refused.
     expect((await ingest(post('{'.repeat(65_537)), { clientIp: 'a' })).status).toBe(413);
     expect(sink.events).toHaveLength(1);
   });
 
-  it('refuses a malformed batch whole with 400 { reason }', async () => {
+  it('refuses a body that is not JSON with 400 Http.ClientError and its reason', async () => {
+    const { ingest } = setup({ rateLimit: false });
+    for (const body of ['not json', '', '{"events":']) {
+      const refused = await refusalOf(await ingest(post(body), { clientIp: 'a' }), 400, 'Http.ClientError');
+      expect(refused, JSON.stringify(body)).toMatchObject({
+        reason: LOG_BATCH_REASONS.notJson,
+        detail: 'The request body is not valid JSON.',
+      });
+      expect(refused).not.toHaveProperty('index');
+      expect(refused).not.toHaveProperty('errors');
+    }
+    // Bytes that are not UTF-8 are not JSON either.
+    const latin1 = new Request(URL_, { method: 'POST', headers: { origin: ORIGIN }, body: new Uint8Array([0x7b, 0xe9, 0x7d]) });
+    expect(await reasonOf(await ingest(latin1, { clientIp: 'a' }), 400, 'Http.ClientError')).toBe(LOG_BATCH_REASONS.notJson);
+  });
+
+  it('refuses a malformed batch whole with 400 Validation.Failed: reason, errors keyed by member, index of a bad event', async () => {
     const { ingest, sink } = setup({ rateLimit: false });
     const R = LOG_BATCH_REASONS;
-    const cases: Array<[unknown, string]> = [
-      ['not json', R.notJson],
-      ['', R.notJson],
-      [[], R.notObject],
-      ['"text"', R.notObject],
-      [{}, R.noEvents],
-      [{ events: {} }, R.noEvents],
-      [{ events: [] }, R.empty],
-      [{ events: Array.from({ length: 101 }, () => event()) }, R.tooMany],
-      [{ events: [event(), 'x'] }, R.eventNotObject],
-      [{ events: [event({ level: 'fatal' })] }, R.level],
-      [{ events: [event({ level: undefined })] }, R.level],
-      [{ events: [event({ event: 'Signin.Viewed' })] }, R.name],
-      [{ events: [event({ event: 'signin..viewed' })] }, R.name],
-      [{ events: [event({ event: 'signin viewed' })] }, R.name],
-      [{ events: [event({ event: `a${'b'.repeat(120)}` })] }, R.name],
-      [{ events: [event({ event: 42 })] }, R.name],
-      [{ events: [event({ ts: 'yesterday' })] }, R.ts],
-      [{ events: [event({ ts: undefined })] }, R.ts],
-      [{ events: [event({ attrs: [1, 2] })] }, R.attrs],
-      [{ events: [event({ attrs: 'x' })] }, R.attrs],
-      [{ events: [event({ attrs: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, i])) })] }, R.tooManyAttrs],
-      [{ events: [event({ error: 42 })] }, R.error],
-      [{ events: [event()], csrfToken: 7 }, R.csrfToken],
+    const cases: Array<[unknown, string, string, number?]> = [
+      [[], R.notObject, ''],
+      ['"text"', R.notObject, ''],
+      [{}, R.noEvents, 'events'],
+      [{ events: {} }, R.noEvents, 'events'],
+      [{ events: [] }, R.empty, 'events'],
+      [{ events: Array.from({ length: 101 }, () => event()) }, R.tooMany, 'events'],
+      [{ events: [event(), 'x'] }, R.eventNotObject, 'events[1]', 1],
+      [{ events: [event({ level: 'fatal' })] }, R.level, 'events[0].level', 0],
+      [{ events: [event({ level: undefined })] }, R.level, 'events[0].level', 0],
+      [{ events: [event({ event: 'Signin.Viewed' })] }, R.name, 'events[0].event', 0],
+      [{ events: [event({ event: 'signin..viewed' })] }, R.name, 'events[0].event', 0],
+      [{ events: [event({ event: 'signin viewed' })] }, R.name, 'events[0].event', 0],
+      [{ events: [event({ event: `a${'b'.repeat(120)}` })] }, R.name, 'events[0].event', 0],
+      [{ events: [event({ event: 42 })] }, R.name, 'events[0].event', 0],
+      [{ events: [event({ ts: 'yesterday' })] }, R.ts, 'events[0].ts', 0],
+      [{ events: [event({ ts: undefined })] }, R.ts, 'events[0].ts', 0],
+      [{ events: [event({ attrs: [1, 2] })] }, R.attrs, 'events[0].attrs', 0],
+      [{ events: [event({ attrs: 'x' })] }, R.attrs, 'events[0].attrs', 0],
+      [
+        { events: [event({ attrs: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, i])) })] },
+        R.tooManyAttrs,
+        'events[0].attrs',
+        0,
+      ],
+      [{ events: [event(), event(), event({ error: 42 })] }, R.error, 'events[2].error', 2],
+      [{ events: [event()], csrfToken: 7 }, R.csrfToken, 'csrfToken'],
     ];
-    for (const [body, reason] of cases) {
-      const response = await ingest(post(body), { clientIp: 'a' });
-      expect(response.status, reason).toBe(400);
-      expect(await reasonOf(response.clone()), JSON.stringify(body).slice(0, 80)).toBe(reason);
+    for (const [body, reason, member, index] of cases) {
+      const label = JSON.stringify(body).slice(0, 80);
+      const refused = await refusalOf(await ingest(post(body), { clientIp: 'a' }), 400, 'Validation.Failed');
+      expect(refused.reason, label).toBe(reason);
+      expect(refused.errors, label).toEqual({ [member]: [reason] });
+      expect(refused.index, label).toBe(index);
+      expect(Object.hasOwn(refused, 'index'), label).toBe(index !== undefined);
     }
     const second = await ingest(post({ events: [event(), event({ level: 'loud' })] }), { clientIp: 'a' });
-    expect(await second.json()).toEqual({ reason: R.level, index: 1 });
+    const { traceId, ...rest } = (await second.json()) as LogIngestProblem;
+    expect(rest).toEqual({
+      type: 'about:blank',
+      title: 'Bad Request',
+      status: 400,
+      detail: 'The log batch is malformed; none of its events was recorded.',
+      code: 'Validation.Failed',
+      errors: { 'events[1].level': [R.level] },
+      reason: R.level,
+      index: 1,
+    });
     expect(sink.events).toEqual([]);
     // The limits themselves are accepted.
     const atLimits = {
@@ -213,8 +296,7 @@ describe('browser log ingest: guards in order', () => {
     };
     expect((await ingest(post({ events: [] }), { clientIp: 'a', authorize: () => false })).status).toBe(400);
     const refused = await ingest(post({ events: [event()] }), { clientIp: 'a', authorize });
-    expect(refused.status).toBe(403);
-    expect(await reasonOf(refused)).toBe('csrf token missing or invalid');
+    expect(await reasonOf(refused, 403, 'Auth.Forbidden')).toBe('csrf token missing or invalid');
     expect((await ingest(post({ events: [event()], csrfToken: 'good' }), { clientIp: 'a', authorize })).status).toBe(204);
     const header = post({ events: [event()] }, { headers: { 'x-csrf-token': 'good' } });
     expect((await ingest(header, { clientIp: 'a', authorize: async (b, r) => authorize(b, r) })).status).toBe(204);
@@ -222,8 +304,22 @@ describe('browser log ingest: guards in order', () => {
     const throwing = () => {
       throw new Error('session store down');
     };
-    expect((await ingest(post({ events: [event()] }), { clientIp: 'a', authorize: throwing })).status).toBe(403);
+    expect(
+      await reasonOf(await ingest(post({ events: [event()] }), { clientIp: 'a', authorize: throwing }), 403, 'Auth.Forbidden'),
+    ).toBe('csrf token missing or invalid');
     expect(sink.events).toHaveLength(2);
+  });
+
+  it("answers the CSRF refusal with the host's own registered Forbidden code, and refuses any other at creation", async () => {
+    const { ingest } = setup({ rateLimit: false, csrfCode: 'Test.CsrfInvalid' });
+    const refused = await refusalOf(
+      await ingest(post({ events: [event()] }), { clientIp: 'a', authorize: () => false }),
+      403,
+      'Test.CsrfInvalid',
+    );
+    expect(refused).toMatchObject({ reason: 'csrf token missing or invalid', detail: 'The page did not send the CSRF token.' });
+    expect(() => setup({ csrfCode: 'Test.Unregistered' })).toThrow(RangeError);
+    expect(() => setup({ csrfCode: 'Test.Teapot' })).toThrow(RangeError);
   });
 });
 

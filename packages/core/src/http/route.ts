@@ -92,6 +92,13 @@ export interface Route {
   readonly permissions?: readonly string[];
   /** The rate-limit policy; `global` by default, `false` for none. */
   readonly ratePolicy?: RatePolicyName | false;
+  /**
+   * Also take the methods no route of this path declares (HEAD without a
+   * GET route, OPTIONS, unknown methods): for a handler that refuses them
+   * itself, such as the browser log ingest with its own 405 body. `Allow`
+   * of other 405s still lists only declared methods.
+   */
+  readonly otherMethods?: boolean;
   readonly request?: {
     readonly params?: z.ZodType;
     readonly query?: z.ZodType;

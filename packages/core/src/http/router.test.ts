@@ -34,6 +34,19 @@ describe('Router', () => {
     expect(router.lookup('HEAD', '/v1/inquiries').kind).toBe('match');
   });
 
+  it('hands the methods no route declares to a route that takes other methods', () => {
+    const taking = new Router([
+      { ...route('POST', '/logs', 'ingest'), otherMethods: true },
+      route('GET', '/v1/inquiries', 'list'),
+    ]);
+    for (const method of ['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS', 'PROPFIND']) {
+      const lookup = taking.lookup(method, '/logs');
+      expect(lookup.kind === 'match' && lookup.match.route.operationId, method).toBe('ingest');
+    }
+    expect(taking.lookup('OPTIONS', '/v1/inquiries')).toEqual({ kind: 'method-not-allowed', allowed: ['GET'] });
+    expect(taking.lookup('GET', '/logs/x')).toEqual({ kind: 'not-found' });
+  });
+
   it('refuses duplicate routes and operation ids', () => {
     expect(() => router.add(route('GET', '/v1/inquiries', 'other'))).toThrow(/Duplicate route/);
     expect(() => router.add(route('PUT', '/v1/x', 'list'))).toThrow(/Duplicate operationId/);

@@ -105,6 +105,11 @@ export class Router {
         return { kind: 'match', match: unsafe ? { route, params, unsafe } : { route, params } };
       }
     }
+    for (const { compiled, params, unsafe } of candidates) {
+      for (const route of compiled.methods.values()) {
+        if (route.otherMethods) return { kind: 'match', match: unsafe ? { route, params, unsafe } : { route, params } };
+      }
+    }
     const allowed = new Set<HttpMethod>();
     for (const candidate of candidates) for (const m of candidate.compiled.methods.keys()) allowed.add(m);
     return { kind: 'method-not-allowed', allowed: [...allowed].sort() };

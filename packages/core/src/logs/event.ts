@@ -80,13 +80,18 @@ export type LogBatchParseResult =
   | { readonly ok: true; readonly batch: LogBatch }
   | {
       readonly ok: false;
-      /** Why the whole batch is refused; sent to the page as `{ reason }`. */
+      /** Why the whole batch is refused; sent to the page as the problem's `reason`. */
       readonly reason: string;
+      /**
+       * The camelCase member path at fault, as the problem's `errors` key:
+       * `events[2].level`, `events`, `csrfToken`, or `''` for the whole body.
+       */
+      readonly member: string;
       /** The position of the offending event, when one is at fault. */
       readonly index?: number;
     };
 
-/** The reasons a batch is refused with 400, as sent in `{ reason }`. */
+/** The reasons a batch is refused with 400, as sent in the problem's `reason` (SPEC-NOTES "Browser log batch"). */
 export const LOG_BATCH_REASONS = Object.freeze({
   notJson: 'body is not valid JSON',
   notObject: 'body is not an object',
@@ -179,28 +184,35 @@ function eventError(value: unknown): LogEventError | undefined | false {
  */
 export function parseLogBatch(body: unknown): LogBatchParseResult {
   const R = LOG_BATCH_REASONS;
-  if (!isRecord(body)) return { ok: false, reason: R.notObject };
-  if (!Array.isArray(body.events)) return { ok: false, reason: R.noEvents };
-  if (body.events.length === 0) return { ok: false, reason: R.empty };
-  if (body.events.length > LOG_BATCH_LIMITS.maxEvents) return { ok: false, reason: R.tooMany };
-  if (body.csrfToken !== undefined && typeof body.csrfToken !== 'string') return { ok: false, reason: R.csrfToken };
+  if (!isRecord(body)) return { ok: false, reason: R.notObject, member: '' };
+  if (!Array.isArray(body.events)) return { ok: false, reason: R.noEvents, member: 'events' };
+  if (body.events.length === 0) return { ok: false, reason: R.empty, member: 'events' };
+  if (body.events.length > LOG_BATCH_LIMITS.maxEvents) return { ok: false, reason: R.tooMany, member: 'events' };
+  if (body.csrfToken !== undefined && typeof body.csrfToken !== 'string') {
+    return { ok: false, reason: R.csrfToken, member: 'csrfToken' };
+  }
   const events: BrowserLogEvent[] = [];
   for (let index = 0; index < body.events.length; index++) {
     const raw: unknown = body.events[index];
-    const refuse = (reason: string): LogBatchParseResult => ({ ok: false, reason, index });
+    const refuse = (reason: string, field?: string): LogBatchParseResult => ({
+      ok: false,
+      reason,
+      member: field === undefined ? `events[${index}]` : `events[${index}].${field}`,
+      index,
+    });
     if (!isRecord(raw)) return refuse(R.eventNotObject);
-    if (!BROWSER_LOG_LEVELS.includes(raw.level as BrowserLogLevel)) return refuse(R.level);
+    if (!BROWSER_LOG_LEVELS.includes(raw.level as BrowserLogLevel)) return refuse(R.level, 'level');
     const name = raw.event;
     if (typeof name !== 'string' || name.length > LOG_BATCH_LIMITS.maxEventNameLength || !LOG_EVENT_NAME.test(name)) {
-      return refuse(R.name);
+      return refuse(R.name, 'event');
     }
     const ts = clientTimestamp(raw.ts);
-    if (ts === undefined) return refuse(R.ts);
+    if (ts === undefined) return refuse(R.ts, 'ts');
     const attrs = raw.attrs ?? {};
-    if (!isRecord(attrs)) return refuse(R.attrs);
-    if (Object.keys(attrs).length > LOG_BATCH_LIMITS.maxAttrs) return refuse(R.tooManyAttrs);
+    if (!isRecord(attrs)) return refuse(R.attrs, 'attrs');
+    if (Object.keys(attrs).length > LOG_BATCH_LIMITS.maxAttrs) return refuse(R.tooManyAttrs, 'attrs');
     const error = eventError(raw.error);
-    if (error === false) return refuse(R.error);
+    if (error === false) return refuse(R.error, 'error');
     const correlationId = isCorrelationId(raw.correlationId) ? raw.correlationId : undefined;
     events.push({
       ts,

@@ -1,5 +1,14 @@
+import {
+  PROBLEM_CONTENT_TYPE,
+  ProblemError,
+  type ProblemFieldErrors,
+  problemRegistry,
+  renderProblem,
+  resolveTraceId,
+} from '@idt/problem';
 import { type Clock, systemClock } from '../clock.js';
 import { type Logger, silentLogger } from '../logger.js';
+import '../problems.js';
 import {
   type IngestedLogEvent,
   isCorrelationId,
@@ -39,6 +48,13 @@ export interface LogIngestOptions {
   readonly maxBytes?: number;
   /** Where sink failures are reported (once per episode). */
   readonly logger?: Logger;
+  /**
+   * The registered `Forbidden` code of the 403 answered when
+   * `context.authorize` refuses (the CSRF check): `Auth.Forbidden` by
+   * default; the BFF passes `Bff.CsrfInvalid`, its code for a missing or
+   * wrong CSRF token everywhere else.
+   */
+  readonly csrfCode?: string;
 }
 
 /** What the host knows about a request besides the `Request` itself. */
@@ -51,6 +67,8 @@ export interface LogIngestContext {
   readonly clientIp: string;
   /** The request id the host echoes; the `x-request-id` header by default. It is the fallback correlation id. */
   readonly requestId?: string;
+  /** The trace id refusals carry (the host's own); by default the request's `traceparent` trace id, else a new one. */
+  readonly traceId?: string;
   /**
    * Decides whether the page may log, after the batch validated: the BFF
    * compares its session's CSRF token with the `x-csrf-token` header or, for
@@ -69,11 +87,65 @@ export type LogIngestHandler = (request: Request, context: LogIngestContext) => 
 
 const NO_STORE = { 'cache-control': 'no-store' } as const;
 
-function refusal(status: number, reason: string, headers: Record<string, string> = {}, extra: object = {}): Response {
-  return new Response(JSON.stringify({ reason, ...extra }), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...NO_STORE, ...headers },
+/**
+ * The `reason` of each refusal besides a malformed batch (whose reasons are
+ * {@link LOG_BATCH_REASONS}), as SPEC-NOTES' "Rejections carry `{reason}`"
+ * has them: stable strings a page or a test may compare.
+ */
+export const LOG_INGEST_REASONS = Object.freeze({
+  method: 'method not allowed',
+  origin: 'origin not allowed',
+  rateLimited: 'too many requests',
+  tooLarge: 'body is too large',
+  csrf: 'csrf token missing or invalid',
+});
+
+/**
+ * A refusal of the log ingest: an RFC 9457 problem document (SPEC 7.1) of a
+ * registered code, plus SPEC-NOTES' `reason` and, for a malformed event,
+ * its `index`.
+ */
+export interface LogIngestProblem {
+  readonly type: 'about:blank';
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly code: string;
+  readonly traceId: string;
+  /** On `Validation.Failed` only: the reason keyed by the member at fault (`events[1].level`). */
+  readonly errors?: ProblemFieldErrors;
+  /** Why the request was refused (one of {@link LOG_INGEST_REASONS} or {@link LOG_BATCH_REASONS}). */
+  readonly reason: string;
+  /** The position of the offending event, when one is at fault. */
+  readonly index?: number;
+}
+
+/**
+ * The one rendering of every refusal, whichever host mounts the handler:
+ * `application/problem+json`, `Cache-Control: no-store`, the problem's own
+ * headers (`Allow`, `Retry-After`), then `reason` (and `index`).
+ */
+function refusal(problem: ProblemError, reason: string, traceId: string, index?: number): Response {
+  const rendered = renderProblem(problem, { environment: 'Production', traceId });
+  const body: LogIngestProblem = {
+    ...(rendered.body as Omit<LogIngestProblem, 'reason'>),
+    reason,
+    ...(index === undefined ? {} : { index }),
+  };
+  return new Response(JSON.stringify(body), {
+    status: rendered.status,
+    headers: {
+      ...rendered.headers,
+      'content-type': PROBLEM_CONTENT_TYPE,
+      ...NO_STORE,
+      'x-content-type-options': 'nosniff',
+    },
   });
+}
+
+/** The trace id a refusal carries: the host's, else the request's `traceparent` trace id, else a new one. */
+function traceIdOf(request: Request, context: LogIngestContext): string {
+  return context.traceId ?? resolveTraceId(request.headers.get('traceparent'));
 }
 
 /** The origin a request was addressed to, honouring a trusted proxy's `x-forwarded-proto`. */
@@ -153,9 +225,21 @@ const PARSE_FAILED = Symbol('parse failed');
  *    `correlationId` (the event's own, else the request id) and handed to the
  *    sink, which is not waited for; its failures never change the answer.
  *
- * Every refusal is JSON `{ reason }` (and `index`, the offending event's
- * position, for a malformed event). Any content type is read as JSON:
- * `sendBeacon` sends strings as `text/plain`.
+ * Every refusal is an `application/problem+json` document of a registered
+ * code that also carries SPEC-NOTES' `reason` (and `index`, the offending
+ * event's position, for a malformed event), with `Cache-Control: no-store`:
+ *
+ * | Status | Code | `reason` |
+ * |---|---|---|
+ * | 405 | `Http.MethodNotAllowed` (`Allow: POST`) | `method not allowed` |
+ * | 403 | `Logs.OriginNotAllowed` | `origin not allowed` |
+ * | 429 | `RateLimit.Exceeded` (`Retry-After`) | `too many requests` |
+ * | 413 | `Http.ClientError` | `body is too large` |
+ * | 400 | `Http.ClientError` | `body is not valid JSON` |
+ * | 400 | `Validation.Failed` (`errors` keyed by member) | one of {@link LOG_BATCH_REASONS} |
+ * | 403 | `options.csrfCode` (`Auth.Forbidden`) | `csrf token missing or invalid` |
+ *
+ * Any content type is read as JSON: `sendBeacon` sends strings as `text/plain`.
  *
  * @example
  * const ingest = createLogIngestHandler({ service: 'idt-signin', sink: logSinkFromEnv(process.env) });
@@ -174,6 +258,10 @@ export function createLogIngestHandler(options: LogIngestOptions): LogIngestHand
   const limiter = rateLimit
     ? createFixedWindowLimiter({ ...rateLimit, clock, maxKeys: options.maxTrackedClients ?? 10_000 })
     : undefined;
+  const csrfCode = options.csrfCode ?? 'Auth.Forbidden';
+  if (problemRegistry.get(csrfCode)?.kind !== 'Forbidden') {
+    throw new RangeError(`csrfCode must be a registered Forbidden code: ${csrfCode}`);
+  }
   let sinkFailing = false;
 
   const hand = (events: IngestedLogEvent[]) => {
@@ -190,30 +278,55 @@ export function createLogIngestHandler(options: LogIngestOptions): LogIngestHand
     }
   };
 
+  const tooLarge = () =>
+    new ProblemError('Http.ClientError', `The request body exceeds ${maxBytes} bytes; send smaller batches.`, {
+      status: 413,
+    });
+
   return async (request, context) => {
-    if (request.method !== 'POST') return refusal(405, 'method not allowed', { allow: 'POST' });
+    const R = LOG_INGEST_REASONS;
+    if (request.method !== 'POST') {
+      const problem = new ProblemError('Http.MethodNotAllowed', 'Use POST to send browser log events.', {
+        headers: { allow: 'POST' },
+      });
+      return refusal(problem, R.method, traceIdOf(request, context));
+    }
 
     const expected = fixedOrigin ?? addressedOrigin(request, trustForwardedProto);
-    if (normalizedOrigin(request.headers.get('origin')) !== expected) return refusal(403, 'origin not allowed');
+    if (normalizedOrigin(request.headers.get('origin')) !== expected) {
+      return refusal(new ProblemError('Logs.OriginNotAllowed'), R.origin, traceIdOf(request, context));
+    }
 
     if (limiter) {
       const decision = limiter.hit(context.clientIp || 'unknown');
       if (!decision.allowed) {
-        return refusal(429, 'too many requests', { 'retry-after': String(decision.retryAfterSeconds) });
+        const seconds = decision.retryAfterSeconds;
+        const problem = new ProblemError('RateLimit.Exceeded', `Too many requests; retry in ${seconds} seconds.`, {
+          headers: { 'retry-after': String(seconds) },
+        });
+        return refusal(problem, R.rateLimited, traceIdOf(request, context));
       }
     }
 
     const declared = request.headers.get('content-length');
     if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) {
-      return refusal(413, 'body is too large');
+      return refusal(tooLarge(), R.tooLarge, traceIdOf(request, context));
     }
     const bytes = await readLimited(request, maxBytes);
-    if (bytes === undefined) return refusal(413, 'body is too large');
+    if (bytes === undefined) return refusal(tooLarge(), R.tooLarge, traceIdOf(request, context));
 
     const body = parseJson(bytes);
-    if (body === PARSE_FAILED) return refusal(400, LOG_BATCH_REASONS.notJson);
+    if (body === PARSE_FAILED) {
+      const problem = new ProblemError('Http.ClientError', 'The request body is not valid JSON.');
+      return refusal(problem, LOG_BATCH_REASONS.notJson, traceIdOf(request, context));
+    }
     const parsed = parseLogBatch(body);
-    if (!parsed.ok) return refusal(400, parsed.reason, {}, parsed.index === undefined ? {} : { index: parsed.index });
+    if (!parsed.ok) {
+      const problem = new ProblemError('Validation.Failed', 'The log batch is malformed; none of its events was recorded.', {
+        errors: { [parsed.member]: [parsed.reason] },
+      });
+      return refusal(problem, parsed.reason, traceIdOf(request, context), parsed.index);
+    }
 
     if (context.authorize) {
       let allowed = false;
@@ -222,7 +335,7 @@ export function createLogIngestHandler(options: LogIngestOptions): LogIngestHand
       } catch (error) {
         logger.warn('browser log authorization failed', { error, service: options.service });
       }
-      if (!allowed) return refusal(403, 'csrf token missing or invalid');
+      if (!allowed) return refusal(new ProblemError(csrfCode), R.csrf, traceIdOf(request, context));
     }
 
     const ts = clock.now().toISOString();

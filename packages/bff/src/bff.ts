@@ -7,6 +7,7 @@ import {
   type Logger,
   type LogSink,
   logSinkFromEnv,
+  resolveRequestId,
   silentLogger,
   systemClock,
 } from '@idt/core';
@@ -185,25 +186,39 @@ export async function createBff(options: CreateBffOptions = {}): Promise<Bff> {
   });
 
   const logSink = options.logSink ?? logSinkFromEnv(options.env ?? process.env, { logger });
-  const ingest = createLogIngestHandler({ service: 'idt-bff', clock, trustForwardedProto: trustProxy, sink: logSink, logger });
+  const ingest = createLogIngestHandler({
+    service: 'idt-bff',
+    clock,
+    trustForwardedProto: trustProxy,
+    sink: logSink,
+    logger,
+    csrfCode: 'Bff.CsrfInvalid',
+  });
 
   /**
    * `POST /bff/logs` (SPEC 4.10): anonymous pages may log; with a session the
    * batch must carry its CSRF token (header, or `csrfToken` in a beacon's
-   * body), and events are stamped with its user and organization.
+   * body), and events are stamped with its user and organization. Every
+   * answer, each refusal included (405 and the CSRF 403 too), is the shared
+   * ingest's: the same problem documents, `reason` included, as the sign-in
+   * host's `POST /logs`.
    */
   async function logs(request: Request, info?: ApiProxyRequestInfo): Promise<Response> {
+    const requestId = resolveRequestId(request.headers.get('x-request-id'));
     // Read as stored: a log beacon needs the session's user and CSRF token, never a token refresh.
     const current = request.method === 'POST' ? await sessions.peek(request.headers) : undefined;
     const session = current?.session ?? null;
-    return ingest(request, {
+    const response = await ingest(request, {
       clientIp: info?.remoteAddress ?? 'unknown',
+      requestId,
       userId: session?.user.sub ?? null,
       tenantId: session?.user.orgId ?? null,
       ...(session
         ? { authorize: (batch, req) => sessions.csrfMatches(session, req.headers.get('x-csrf-token') ?? batch.csrfToken) }
         : {}),
     });
+    response.headers.set('x-request-id', requestId);
+    return response;
   }
 
   async function handle(request: Request, info?: ApiProxyRequestInfo): Promise<Response> {

@@ -9,7 +9,7 @@ export const DEFAULT_BFF_SESSION_TTL_SECONDS = 86_400;
 /** The session cookie's name when `COOKIE_NAME` is not set and cookies are `Secure`. */
 export const DEFAULT_BFF_COOKIE_NAME = '__Host-idt_bff';
 
-/** The session cookie's name when `COOKIE_SECURE=false` (plain-http local development: no `__Host-` prefix). */
+/** The session cookie's name when `COOKIE_SECURE=false` (plain http off loopback, or Safari: no `__Host-` prefix). */
 export const DEFAULT_BFF_INSECURE_COOKIE_NAME = 'idt_bff';
 
 /** The least length of a cookie secret (SPEC 5.4 and 8.2). */
@@ -62,7 +62,11 @@ export interface BffConfig {
   readonly cookie: {
     /** `COOKIE_NAME`; `__Host-idt_bff` by default (`idt_bff` when not secure). The login-transaction cookie is this name plus `_tx`. */
     readonly name: string;
-    /** `COOKIE_SECURE` (default `true`): `false` only for plain-http local development. */
+    /**
+     * `COOKIE_SECURE` (default `true`, also on `http://localhost` and
+     * `http://127.0.0.1`, where Chrome, Edge and Firefox keep `Secure`
+     * cookies): `false` only for plain http on another host name, or Safari.
+     */
     readonly secure: boolean;
     /** `COOKIE_PASSWORD` or `COOKIE_PASSWORDS`. */
     readonly keyring: CookieKeyring;
@@ -156,7 +160,7 @@ const COOKIE_NAME = /^[!#$%&'*+\-.^`|~\w]+$/;
  * | `COOKIE_PASSWORDS` | JSON `{"keyId": "secret", ...}`; the first seals, all unseal; ids `^\w+$`, not all digits; the outgoing secret of a first rotation is keyed `default` |
  * | `BFF_SESSION_TTL_SECONDS` | default 86400 |
  * | `COOKIE_NAME` | default `__Host-idt_bff` (`idt_bff` when not secure) |
- * | `COOKIE_SECURE` | default `true`; `false` only for plain-http local development |
+ * | `COOKIE_SECURE` | default `true` (fine on `http://localhost`); `false` only for plain http on another host, or Safari |
  *
  * @throws ConfigError listing each invalid or missing variable and how to fix it.
  *

@@ -70,12 +70,20 @@ const epoch = (value: unknown) => Date.parse(toIso(value));
  *   {@link RefreshLockTimeoutError}. Within one process callers queue first,
  *   so only one of them polls the database.
  *
+ * The `store` option of `createBff` hands its factory `{ config, clock }`
+ * (`BffStoreContext` of `@idt/bff`): the cookie key ring seals tokens at
+ * rest, and the clock stamps refresh leases.
+ *
  * @example
+ * import { createBff } from '@idt/bff';
  * import { bffMigrations, createKnexBffSessionStore } from '@idt/bff/knex';
+ * import { createDatabase, runMigrations } from '@idt/core/knex';
+ *
+ * const db = createDatabase('postgres://bff@db.internal/bff');
  * await runMigrations(db, [bffMigrations]);
  * const bff = await createBff({
  *   env: process.env,
- *   store: (config) => createKnexBffSessionStore({ db, secrets: config.cookie.keyring }),
+ *   store: ({ config, clock }) => createKnexBffSessionStore({ db, secrets: config.cookie.keyring, clock }),
  * });
  */
 export function createKnexBffSessionStore(options: KnexBffSessionStoreOptions): BffSessionStore {

@@ -32,12 +32,29 @@
  *     others (BENCH_CLIENTS_FILE is then optional), and the grants, tokens
  *     and sessions go through the knex adapter: the grant as it runs when
  *     the tokens are kept.
+ *   - With BENCH_USER_EMAIL and BENCH_USER_PASSWORD_HASH (an argon2id PHC
+ *     string; or BENCH_USER_PASSWORD, hashed here with idt's parameters),
+ *     the development interactions give way to a login form of the server's
+ *     own, written the way oidc-provider's documentation has integrators
+ *     write one (`interactionDetails`, `interactionFinished`): `GET
+ *     /interaction/<uid>` shows an e-mail and password form, and its `POST
+ *     …/login` looks the user up by e-mail (in the knex store's
+ *     `bench_users` table with BENCH_DATABASE_URL, in memory without) and
+ *     verifies the posted password against the stored hash with
+ *     @node-rs/argon2, at most as many verifications at once as idt's
+ *     hasher runs (packages/identity/src/passwords.ts: one per core this
+ *     process may run on, and one thread of libuv's pool left free;
+ *     BENCH_ARGON2_CONCURRENCY overrides). A wrong password answers 401.
+ *     That is stock oidc-provider's own sign-in with the password check idt
+ *     makes, and nothing else of idt's.
  *
- * Prints `listening <url>` once it accepts connections.
+ * Prints `listening <url>` once it accepts connections (after a
+ * `login-form …` line describing the form, when there is one).
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { availableParallelism } from 'node:os';
 import Provider from 'oidc-provider';
 import { createAdapterTable, knexAdapter, storeClients } from './knex-adapter.mjs';
 
@@ -53,6 +70,12 @@ const appSecret = process.env.BENCH_APP_SECRET ?? 'bench-app-secret-bench-app-se
 const LOGIN_SCOPE = 'openid offline_access profile email';
 /** The application's redirect URI: the flow client stops at it and takes the code from its query. */
 const APP_REDIRECT_URI = process.env.BENCH_APP_REDIRECT_URI ?? 'https://rp.example.com/callback';
+/** The one user of the login form (with a hash or a password: the form checks passwords). */
+const userEmail = process.env.BENCH_USER_EMAIL;
+const loginForm = refreshChains > 0 && userEmail !== undefined;
+/** idt's argon2id parameters (packages/identity/src/passwords.ts), as @node-rs/argon2 names them. */
+const ARGON2_PARAMETERS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 };
+const USERS_TABLE = 'bench_users';
 
 const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'bench-es256', alg: 'ES256', use: 'sig' };
@@ -126,6 +149,66 @@ if (databaseUrl) {
   clients = [];
 }
 
+/**
+ * The login form's user store, looked up by e-mail: a `bench_users` table in
+ * the knex database (a plain query through the same connection pool as the
+ * adapter), or a map in memory without one.
+ */
+let findUser;
+let verifyPassword;
+if (loginForm) {
+  const argon2 = await import('@node-rs/argon2');
+  const passwordHash =
+    process.env.BENCH_USER_PASSWORD_HASH ?? (await argon2.hash(process.env.BENCH_USER_PASSWORD ?? '', ARGON2_PARAMETERS));
+  const user = { email: normalizeEmail(userEmail), account_id: 'bench-login-user', password_hash: passwordHash };
+  if (db) {
+    if (!(await db.schema.hasTable(USERS_TABLE))) {
+      await db.schema.createTable(USERS_TABLE, (t) => {
+        t.string('email', 320).primary();
+        t.string('account_id', 255).notNullable();
+        t.text('password_hash').notNullable();
+      });
+    }
+    await db(USERS_TABLE).insert(user).onConflict('email').merge();
+    findUser = (email) => db(USERS_TABLE).where({ email }).first('account_id', 'password_hash');
+  } else {
+    const users = new Map([[user.email, user]]);
+    findUser = async (email) => users.get(email);
+  }
+  // idt's hasher's policy: at most one argon2id computation per core this process may run on (taskset
+  // included), and never so many that libuv's pool has no thread left; the rest wait their turn.
+  const pool = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+  const concurrency = Number(process.env.BENCH_ARGON2_CONCURRENCY) || Math.max(1, Math.min(availableParallelism(), pool - 1));
+  const limit = limiter(concurrency);
+  verifyPassword = (encoded, password) => limit(() => argon2.verify(encoded, password).catch(() => false));
+  const parameters = /^\$argon2id\$v=\d+\$([^$]+)\$/.exec(passwordHash)?.[1] ?? 'not an argon2id hash';
+  console.log(
+    `login-form argon2id ${parameters}, ${concurrency} verification${concurrency === 1 ? '' : 's'} at a time, user in ${db ? `the knex store (${USERS_TABLE})` : 'memory'}`,
+  );
+}
+
+/** E-mail addresses are looked up trimmed and lower-cased. */
+function normalizeEmail(email) {
+  return String(email).trim().toLowerCase();
+}
+
+/** Runs tasks with at most `max` in flight, first come first served. */
+function limiter(max) {
+  let running = 0;
+  const waiting = [];
+  return async (task) => {
+    if (running < max) running++;
+    else await new Promise((resolve) => waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+}
+
 const provider = new Provider(issuer, {
   ...(adapter ? { adapter } : {}),
   clients,
@@ -159,8 +242,10 @@ const provider = new Provider(issuer, {
     return grant;
   },
   routes: { authorization: '/connect/authorize', token: '/connect/token' },
+  // The login form below (oidc-provider's default place for it, spelled out).
+  interactions: { url: async (_ctx, interaction) => `/interaction/${interaction.uid}` },
   features: {
-    devInteractions: { enabled: refreshChains > 0 },
+    devInteractions: { enabled: refreshChains > 0 && !loginForm },
     clientCredentials: { enabled: true },
     resourceIndicators: {
       enabled: true,
@@ -212,7 +297,79 @@ if (refreshChains > 0) {
   console.log(`refresh-tokens ${JSON.stringify(tokens)}`);
 }
 
-const server = createServer({ keepAliveTimeout: 65_000 }, provider.callback());
+/** The login form's page: an e-mail and a password, posted to `/interaction/<uid>/login`. */
+function loginPage(uid, error) {
+  const action = `/interaction/${encodeURIComponent(uid)}/login`;
+  return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head>
+<body><main><h1>Sign in</h1>${error ? `<p role="alert">${error}</p>` : ''}
+<form method="post" action="${action}">
+<label>E-mail <input type="email" name="email" autocomplete="username" required></label>
+<label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+<button type="submit">Sign in</button>
+</form></main></body></html>`;
+}
+
+/** A request's urlencoded body (at most 16 KiB). */
+function readForm(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let size = 0;
+    req.on('data', (chunk) => {
+      size += chunk.length;
+      if (size > 16_384) req.destroy(new Error('form too large'));
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
+    req.on('error', reject);
+  });
+}
+
+function answer(res, status, html) {
+  res.statusCode = status;
+  res.setHeader('content-type', 'text/html; charset=utf-8');
+  res.setHeader('cache-control', 'no-store');
+  res.end(html);
+}
+
+/**
+ * `GET /interaction/<uid>` shows the form; `POST /interaction/<uid>/login`
+ * looks the user up by e-mail, verifies the password (argon2id) and
+ * finishes the interaction with the login, which sends the browser back to
+ * the authorization endpoint.
+ */
+async function interaction(req, res) {
+  const match = /^\/interaction\/([^/?]+)(\/login)?(?:\?|$)/.exec(req.url ?? '');
+  if (!match) return answer(res, 404, 'not found');
+  let details;
+  try {
+    details = await provider.interactionDetails(req, res);
+  } catch (error) {
+    return answer(res, 400, `no interaction: ${error.name}`);
+  }
+  if (details.uid !== match[1]) return answer(res, 400, 'another interaction');
+  if (details.prompt.name !== 'login') return answer(res, 501, `prompt ${details.prompt.name} not implemented`);
+  if (req.method === 'GET' && !match[2]) return answer(res, 200, loginPage(details.uid));
+  if (req.method !== 'POST' || !match[2]) return answer(res, 405, 'method not allowed');
+  const form = await readForm(req);
+  const user = await findUser(normalizeEmail(form.get('email') ?? ''));
+  const valid = user ? await verifyPassword(user.password_hash, form.get('password') ?? '') : false;
+  if (!valid) return answer(res, 401, loginPage(details.uid, 'Wrong e-mail or password.'));
+  await provider.interactionFinished(req, res, { login: { accountId: user.account_id } }, { mergeWithLastSubmission: false });
+}
+
+const callback = provider.callback();
+const handler = loginForm
+  ? (req, res) => {
+      if (!req.url?.startsWith('/interaction/')) return callback(req, res);
+      interaction(req, res).catch((error) => {
+        console.error('login form', error);
+        if (!res.headersSent) answer(res, 500, 'login form failed');
+        else res.destroy();
+      });
+    }
+  : callback;
+const server = createServer({ keepAliveTimeout: 65_000 }, handler);
 server.listen(port, '127.0.0.1', () => console.log(`listening ${issuer}`));
 const stop = () => {
   server.close(() => {

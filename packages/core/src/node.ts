@@ -204,6 +204,8 @@ function sanitizeHost(host: string | undefined): string {
   return 'localhost';
 }
 
+export type { BodyErrorHandler, BodyErrorHandlerSource } from './http/body-errors.js';
+export { createBodyErrorHandler } from './http/body-errors.js';
 export type { BoundServer, UpgradeListener } from './http/listen-first.js';
 export { listenFirst } from './http/listen-first.js';
 export { runNodeHandler } from './http/node-bridge.js';

@@ -1,9 +1,16 @@
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describeExampleApp, registerFlowClient, testDialects } from '@idt/testing';
+import {
+  createTestDatabase,
+  describeExampleApp,
+  expectProblem,
+  registerFlowClient,
+  type TestDatabase,
+  testDialects,
+} from '@idt/testing';
 import express, { type RequestHandler } from 'express';
-import { expect, it } from 'vitest';
-import { createExpressApp, startExpressApp } from '../src/app.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createExpressApp, createParsersFirstApp, startExpressApp } from '../src/app.js';
 
 /** What multer does to a multipart body: reads the whole stream and leaves the fields on req.body. */
 const multipartFields: RequestHandler = (req, _res, next) => {
@@ -15,18 +22,100 @@ const multipartFields: RequestHandler = (req, _res, next) => {
   });
 };
 
+/** A host served on a loopback port until `close()`. */
+async function serve(listener: RequestListener): Promise<{ origin: string; close(): Promise<void> }> {
+  const server = createServer(listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+const SETUP = '/idt/v1/identity/setup/admin';
+const ADMIN = {
+  email: 'ada@example.com',
+  password: 'correct horse battery staple',
+  firstName: 'Ada',
+  lastName: 'Lovelace',
+  organizationName: 'Analytical Engines',
+};
+const OVERSIZED = JSON.stringify({ ...ADMIN, firstName: 'A'.repeat(1_048_576) });
+
+/** Bad bodies for `POST /idt/v1/identity/setup/admin`, and idt's own answer when it reads each itself (SPEC 7.1). */
+const BAD_BODIES = [
+  {
+    name: 'malformed JSON',
+    type: 'application/json',
+    body: '{"email": "ada@example.com",',
+    status: 400,
+    detail: 'The request body is not valid JSON.',
+  },
+  {
+    name: 'JSON sent as text/plain',
+    type: 'text/plain',
+    body: JSON.stringify(ADMIN),
+    status: 415,
+    detail: 'Send the body as application/json.',
+  },
+  {
+    name: 'an XML body',
+    type: 'application/xml',
+    body: '<admin email="ada@example.com"/>',
+    status: 415,
+    detail: 'Send the body as application/json.',
+  },
+  {
+    name: 'a body over 1 MiB',
+    type: 'application/json',
+    body: OVERSIZED,
+    status: 413,
+    detail: 'The request body exceeds 1048576 bytes.',
+  },
+  {
+    name: 'a chunked body over 1 MiB',
+    type: 'application/json',
+    body: OVERSIZED,
+    chunked: true,
+    status: 413,
+    detail: 'The request body exceeds 1048576 bytes.',
+  },
+];
+
+/** Posts a body; `chunked` streams it without a Content-Length. */
+function post(url: string, type: string, body: string, chunked = false, headers: Record<string, string> = {}): Promise<Response> {
+  const init = { method: 'POST', headers: { 'content-type': type, ...headers } };
+  if (!chunked) return fetch(url, { ...init, body });
+  const bytes = new TextEncoder().encode(body);
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (let at = 0; at < bytes.length; at += 65_536) controller.enqueue(bytes.subarray(at, at + 65_536));
+      controller.close();
+    },
+  });
+  return fetch(url, { ...init, body: stream, duplex: 'half' } as RequestInit);
+}
+
 describeExampleApp('Express 5 with idt under /idt', startExpressApp, testDialects(), (started) => {
   it('reads the JSON body express.json() parsed first', async () => {
-    const response = await fetch(`${started.app().baseUrl}/v1/identity/setup/admin`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'not an address', password: 'correct horse battery staple', firstName: 'Ada' }),
-    });
-    // Setup is done; the fields were still read and checked (an empty body would name every field).
-    expect(response.status).toBe(400);
-    const problem = (await response.json()) as { code: string; errors: Record<string, string[]> };
-    expect(problem.code).toBe('Validation.Failed');
-    expect(Object.keys(problem.errors).sort()).toEqual(['email', 'lastName', 'organizationName']);
+    const host = await serve(createParsersFirstApp(started.app().idt));
+    try {
+      const response = await fetch(`${host.origin}${SETUP}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'not an address', password: 'correct horse battery staple', firstName: 'Ada' }),
+      });
+      // Setup is done; the fields were still read and checked (an empty body would name every field).
+      const problem = await expectProblem(response, 400, 'Validation.Failed');
+      expect(Object.keys(problem.errors).sort()).toEqual(['email', 'lastName', 'organizationName']);
+    } finally {
+      await host.close();
+    }
   });
 
   it('reads the form body express.urlencoded() parsed first', async () => {
@@ -37,38 +126,140 @@ describeExampleApp('Express 5 with idt under /idt', startExpressApp, testDialect
       'https://rp.example.com/cb',
       'https://rp.example.com/out',
     );
-    const response = await fetch(`${started.app().baseUrl}/connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'refresh_token',
-        refresh_token: 'not-a-token',
-        client_id: client.clientId,
-        client_secret: client.clientSecret,
-      }),
-    });
-    // The client authenticated from the rebuilt form, and the grant itself was judged.
-    expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+    const host = await serve(createParsersFirstApp(started.app().idt));
+    try {
+      const response = await fetch(`${host.origin}/idt/connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: 'not-a-token',
+          client_id: client.clientId,
+          client_secret: client.clientSecret,
+        }),
+      });
+      // The client authenticated from the rebuilt form, and the grant itself was judged.
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+    } finally {
+      await host.close();
+    }
   });
 
   it('refuses a body a parser consumed and left as something it cannot rebuild (multipart)', async () => {
-    const host = express().use(multipartFields, createExpressApp(started.app().idt));
-    const server = createServer(host);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const host = await serve(express().use(multipartFields, createExpressApp(started.app().idt)));
     try {
       const form = new FormData();
       form.set('note', 'hello');
-      const { port } = server.address() as AddressInfo;
-      const response = await fetch(`http://127.0.0.1:${port}/idt/v1/identity/setup/admin`, { method: 'POST', body: form });
-      expect(response.status).toBe(400);
-      expect(response.headers.get('content-type')).toBe('application/problem+json');
-      const problem = (await response.json()) as { code: string; detail: string };
-      expect(problem.code).toBe('Http.BodyAlreadyRead');
+      const response = await fetch(`${host.origin}${SETUP}`, { method: 'POST', body: form });
+      const problem = await expectProblem(response, 400, 'Http.BodyAlreadyRead');
       expect(problem.detail).toContain('multer');
       expect(problem.detail).toContain('multipart/form-data');
     } finally {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await host.close();
+    }
+  });
+});
+
+describe('Express 5: bad bodies to idt answer its problem documents', () => {
+  let database: TestDatabase;
+  let app: Awaited<ReturnType<typeof startExpressApp>>;
+  let parsersFirst: Awaited<ReturnType<typeof serve>>;
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite');
+    app = await startExpressApp({
+      port: 0,
+      host: '127.0.0.1',
+      database: database.db,
+      env: { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', IDT_DATA_DIR: database.dataDir },
+    });
+    parsersFirst = await serve(createParsersFirstApp(app.idt));
+  });
+  afterAll(async () => {
+    await parsersFirst?.close();
+    await app?.close();
+    await database?.destroy();
+  });
+
+  const idtFirst = () => app.baseUrl.replace(/\/idt$/, '');
+
+  it.each(BAD_BODIES)('answers $name through the example app, where idt reads its own bodies', async (bad) => {
+    const problem = await expectProblem(
+      await post(`${idtFirst()}${SETUP}`, bad.type, bad.body, bad.chunked),
+      bad.status,
+      'Http.ClientError',
+    );
+    expect(problem.detail).toBe(bad.detail);
+  });
+
+  it.each(BAD_BODIES)('answers $name the same when express.json() runs first, through createBodyErrorHandler', async (bad) => {
+    const response = await post(`${parsersFirst.origin}${SETUP}`, bad.type, bad.body, bad.chunked);
+    const problem = await expectProblem(response, bad.status, 'Http.ClientError');
+    expect(problem.detail).toBe(bad.detail);
+  });
+
+  it('answers the parsers’ other refusals under /idt with a problem document, with idt’s response headers', async () => {
+    const charset = await post(
+      `${parsersFirst.origin}${SETUP}`,
+      'application/json; charset=latin1',
+      JSON.stringify(ADMIN),
+      false,
+      {
+        'x-request-id': 'bad-charset-1',
+      },
+    );
+    expect(charset.headers.get('x-request-id')).toBe('bad-charset-1');
+    expect(charset.headers.get('cache-control')).toBe('no-store');
+    expect(charset.headers.get('x-content-type-options')).toBe('nosniff');
+    const refused = await expectProblem(charset, 415, 'Http.ClientError');
+    expect(refused).toMatchObject({
+      title: 'Unsupported Media Type',
+      detail: 'The charset "latin1" is not supported; send the body as UTF-8.',
+    });
+    expect(refused.traceId).toMatch(/^[0-9a-f]{32}$/);
+
+    const encoding = await post(`${parsersFirst.origin}${SETUP}`, 'application/json', JSON.stringify(ADMIN), false, {
+      'content-encoding': 'compress',
+    });
+    const unsupported = await expectProblem(encoding, 415, 'Http.ClientError');
+    expect(unsupported.detail).toBe('The content encoding "compress" is not supported.');
+  });
+
+  it('leaves the parsers’ errors outside /idt to Express', async () => {
+    const response = await post(`${parsersFirst.origin}/orders`, 'application/json', '{"item":');
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    // Express's own page: the path `/idtx` is not under `/idt` either.
+    const lookalike = await post(`${parsersFirst.origin}/idtx/v1/identity/setup/admin`, 'application/json', '{"item":');
+    expect(lookalike.headers.get('content-type')).toMatch(/^text\/html/);
+  });
+
+  it('wrote nothing: setup still needs its first administrator', async () => {
+    const status = await fetch(`${idtFirst()}/idt/v1/identity/setup/status`);
+    expect(await status.json()).toEqual({ setupRequired: true });
+  });
+
+  it('answers a 404 naming the configured baseUrl when idt is mounted under another path, or at the root', async () => {
+    const origin = new URL(app.baseUrl).origin;
+    const underAuth = await serve(express().use('/auth', app.idt.handler));
+    const atRoot = await serve(express().use(app.idt.handler));
+    try {
+      const discovery = await expectProblem(
+        await fetch(`${underAuth.origin}/auth/.well-known/openid-configuration`),
+        404,
+        'Http.NotFound',
+      );
+      expect(discovery.detail).toBe(
+        `No route at /auth/.well-known/openid-configuration: idt's baseUrl is ${app.baseUrl}, so its paths start with /idt (this one would be /idt/.well-known/openid-configuration). If idt is mounted under /auth, set baseUrl to ${origin}/auth (IDT_PATH_PREFIX=/auth).`,
+      );
+      const api = await expectProblem(await fetch(`${atRoot.origin}/v1/identity/setup/status`), 404, 'Http.NotFound');
+      expect(api.detail).toContain('so its paths start with /idt (this one would be /idt/v1/identity/setup/status)');
+      expect(api.detail).toContain('if idt is served at the root, drop /idt from baseUrl');
+      const unrelated = await expectProblem(await fetch(`${underAuth.origin}/auth/orders`), 404, 'Http.NotFound');
+      expect(unrelated.detail).toBe('No resource exists at this address.');
+    } finally {
+      await underAuth.close();
+      await atRoot.close();
     }
   });
 });

@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 import { type CreateIdtOptions, createIdt, type Idt } from '@idt/core';
-import { listenFirst } from '@idt/core/node';
+import { createBodyErrorHandler, listenFirst } from '@idt/core/node';
 import { identity } from '@idt/identity';
 import { oidc } from '@idt/oidc';
 import Fastify, { type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -17,12 +17,23 @@ export type ExampleIdt = Idt<ReturnType<typeof modules>>;
 
 /**
  * A plugin that hands every request under its prefix to idt. Fastify's body
- * parsing is off inside it, so the raw request stream reaches idt.
+ * parsing is off inside it, so the raw request stream reaches idt: idt reads
+ * its own bodies under its own limits and answers a malformed, oversized or
+ * wrongly typed one with its problem document. A `Content-Type` header that
+ * Fastify cannot parse at all it refuses before any route runs; the scope's
+ * error handler answers that with idt's problem document too, and leaves
+ * every other error to the app's own handler.
  */
 export function idtPlugin(idt: ExampleIdt): FastifyPluginAsync {
+  const bodyErrors = createBodyErrorHandler(idt);
   return async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    scope.setErrorHandler(async (error: { code?: unknown }, request, reply) => {
+      if (error.code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') throw error; // to the app's error handler
+      reply.hijack();
+      await bodyErrors(error, request.raw, reply.raw, (unanswered) => reply.raw.destroy(unanswered as Error));
+    });
     const handle = async (request: FastifyRequest, reply: FastifyReply) => {
       reply.hijack();
       await idt.handler(request.raw, reply.raw);

@@ -13,6 +13,9 @@ const PUBLIC = fileURLToPath(new URL('../public/', import.meta.url));
 /** The page's files, and the two browser libraries it loads (the stock SignalR client and the idt browser logger). */
 const ASSETS: Record<string, { file: string; type: string }> = {
   '/': { file: `${PUBLIC}index.html`, type: 'text/html; charset=utf-8' },
+  // Linked by the page; `/favicon.ico` too, which browsers ask for on any other page (a problem document of /bff/*).
+  '/favicon.svg': { file: `${PUBLIC}favicon.svg`, type: 'image/svg+xml' },
+  '/favicon.ico': { file: `${PUBLIC}favicon.svg`, type: 'image/svg+xml' },
   '/app.js': { file: `${PUBLIC}app.js`, type: 'text/javascript; charset=utf-8' },
   '/app.css': { file: `${PUBLIC}app.css`, type: 'text/css; charset=utf-8' },
   '/vendor/signalr.min.js': {
@@ -37,7 +40,13 @@ const PAGE_HEADERS = {
 
 /** A running dashboard. */
 export interface Dashboard {
+  /**
+   * Where to open it: the origin of the redirect URI (`OIDC_REDIRECT_URI`),
+   * the host the sign-in comes back to and its cookies live on.
+   */
   readonly url: string;
+  /** The address the server is bound to (`http://127.0.0.1:3000`). */
+  readonly listening: string;
   readonly bff: Bff;
   readonly server: Server;
   close(): Promise<void>;
@@ -90,7 +99,8 @@ export async function startDashboard(options: CreateBffOptions, port = 3000, hos
   });
   const address = server.address() as AddressInfo;
   return {
-    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`,
+    url: new URL(bff.config.redirectUri).origin,
+    listening: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`,
     bff,
     server,
     async close() {

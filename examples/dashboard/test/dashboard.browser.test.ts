@@ -29,10 +29,27 @@ function recordBodies(page: Page, origin: string): { bodies: string[]; read: () 
   return { bodies, read: () => Promise.all(reads) };
 }
 
+/**
+ * The console errors and uncaught exceptions of a page, with the page's URL when they happened. Left
+ * out: Chromium's note of the 401 of `GET /bff/user` on a signed-out dashboard, which is how the page
+ * learns that nobody is signed in (Chromium notes every 4xx answer to a script's request).
+ */
+function watchConsole(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return;
+    const signedOut = / 401 /.test(message.text()) && new URL(message.location().url).pathname === '/bff/user';
+    if (!signedOut) errors.push(`${page.url()}: ${message.text()} (${message.location().url})`);
+  });
+  page.on('pageerror', (error) => errors.push(`${page.url()}: ${error.message}`));
+  return errors;
+}
+
 /** Follows the provider's pages (sign-in form, consent, organization) until the browser is back on the dashboard. */
 async function signInThrough(page: Page, dashboard: Dashboard, email: string, password: string): Promise<void> {
   for (let step = 0; step < 6 && !page.url().startsWith(dashboard.url); step++) {
     if (await page.locator('input[name="password"]').count()) {
+      await page.screenshot({ path: join(SHOTS, 'sign-in.png') });
       await page.fill('input[name="email"]', email);
       await page.fill('input[name="password"]', password);
       await Promise.all([page.waitForNavigation(), page.locator('form[action$="/login"] button[type="submit"]').first().click()]);
@@ -59,7 +76,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the example dashboard
     server = await startTestServer({ env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
     admin = await bootstrapAdmin(server);
     const port = await freePort();
-    const origin = `http://127.0.0.1:${port}`;
+    // The redirect URI is on localhost, as `idt demo` registers it; the server listens on 127.0.0.1.
+    const origin = `http://localhost:${port}`;
     const client = await registerClient(server, await admin.token(), admin.organizationId, {
       kind: 'application',
       name: 'Dashboard',
@@ -97,19 +115,33 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the example dashboard
     await server?.close();
   });
 
-  async function signedInPage(): Promise<{ context: BrowserContext; page: Page; received: ReturnType<typeof recordBodies> }> {
+  async function signedInPage(start = dashboard.url): Promise<{
+    context: BrowserContext;
+    page: Page;
+    received: ReturnType<typeof recordBodies>;
+    consoleErrors: string[];
+  }> {
     const context = await browser.newContext();
     const page = await context.newPage();
+    const consoleErrors = watchConsole(page);
     const received = recordBodies(page, dashboard.url);
-    await page.goto(dashboard.url);
+    await page.goto(start);
     await page.locator('#sign-in').click();
     await signInThrough(page, dashboard, admin.email, admin.password);
     await page.locator('#profile-email').getByText(admin.email).waitFor();
-    return { context, page, received };
+    return { context, page, received, consoleErrors };
   }
 
+  it('starts on 127.0.0.1, prints and lands on the redirect URI’s host', async () => {
+    expect(dashboard.url).toBe(new URL(dashboard.bff.config.redirectUri).origin);
+    expect(dashboard.url).toMatch(/^http:\/\/localhost:\d+$/);
+    expect(dashboard.listening).toBe(dashboard.url.replace('localhost', '127.0.0.1'));
+  });
+
   it('signs in, shows the profile, receives a notification through the hub, holds no token, and signs out', async () => {
-    const { context, page, received } = await signedInPage();
+    // Opened on 127.0.0.1: the sign-in moves to the redirect URI's host (localhost) and ends there.
+    const { context, page, received, consoleErrors } = await signedInPage(dashboard.listening);
+    expect(page.url()).toBe(`${dashboard.url}/`);
     expect(await page.locator('#profile-org').textContent()).toBe('Platform');
     expect(await page.locator('#profile-roles').textContent()).toContain('owner');
     await page.locator('#live.live').waitFor();
@@ -170,11 +202,13 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the example dashboard
     expect(await page.locator('#sign-out').isVisible()).toBe(false);
     await page.screenshot({ path: join(SHOTS, 'signed-out.png'), fullPage: true });
     expect((await page.request.get(`${dashboard.url}/bff/user`)).status()).toBe(401);
+    // No page on the way (the dashboard, the sign-in host's pages, the logout) logged a console error.
+    expect(consoleErrors).toEqual([]);
     await context.close();
   });
 
   it('ends a session the provider logged out through back-channel logout alone', async () => {
-    const { context, page } = await signedInPage();
+    const { context, page, consoleErrors } = await signedInPage();
     expect((await page.request.get(`${dashboard.url}/bff/user`)).status()).toBe(200);
     // Log out at the provider directly: the dashboard is not told by the browser, only by the logout token.
     await page.goto(`${server.url}/connect/logout`);
@@ -186,6 +220,31 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the example dashboard
       .toBe(401);
     await page.goto(dashboard.url);
     await page.locator('#sign-in').waitFor();
+    expect(consoleErrors).toEqual([]);
+    await context.close();
+  });
+
+  it('answers the icon a browser asks for beside a problem document of the BFF', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const consoleErrors = watchConsole(page);
+    // The browser fetches the icon itself: only the DevTools protocol sees that request.
+    const iconAnswers: number[] = [];
+    const devtools = await context.newCDPSession(page);
+    await devtools.send('Network.enable');
+    devtools.on('Network.responseReceived', (event) => {
+      if (new URL(event.response.url).pathname === '/favicon.ico') iconAnswers.push(event.response.status);
+    });
+    const response = await page.goto(`${dashboard.url}/bff/callback?code=x&state=not-one-of-ours`);
+    expect(response?.status()).toBe(400);
+    expect(await page.textContent('body')).toContain('Bff.LoginTransactionInvalid');
+    await expect.poll(() => iconAnswers, { timeout: 10_000 }).toEqual([200]);
+    // Chromium notes the document's own 400; nothing else.
+    expect(consoleErrors.filter((line) => !line.includes('/bff/callback?code=x'))).toEqual([]);
+    await page.goto(dashboard.url);
+    await page.locator('#sign-in').waitFor();
+    expect(await page.locator('link[rel="icon"]').getAttribute('href')).toBe('/favicon.svg');
+    expect((await page.request.get(`${dashboard.url}/favicon.svg`)).headers()['content-type']).toBe('image/svg+xml');
     await context.close();
   });
 });

@@ -18,6 +18,11 @@ export const BffCodes = registerProblemCodes('@idt/bff', {
     kind: 'Validation',
     description: 'The sign-in transaction is missing, expired or does not match; start again at /bff/login.',
   },
+  'Bff.LoginHostMismatch': {
+    kind: 'Validation',
+    description:
+      'The sign-in started on another host name than the one it came back to (the redirect URI’s), so its cookie is not here; open the app on the redirect URI’s host and sign in again.',
+  },
   'Bff.UpstreamUnavailable': { kind: 'Unavailable', description: 'The API behind the BFF did not answer.' },
   'Bff.UpstreamTimeout': {
     kind: 'GatewayTimeout',

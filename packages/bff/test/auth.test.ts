@@ -58,7 +58,8 @@ describe('BFF sign-in over HTTP against the reference provider', () => {
       organization,
       prompt: 'login',
     });
-    expect(params.state).toMatch(/^[\w-]{20,}$/);
+    // 22 random characters (they name the cookie), then where and when the sign-in started, under a MAC.
+    expect(params.state).toMatch(/^[\w-]{22}\.[\w-]+\.[\w-]{43}$/);
     expect(params.nonce).toMatch(/^[\w-]{20,}$/);
     expect(params.code_challenge).toMatch(/^[\w-]{43}$/);
     expect(params).not.toHaveProperty('response_mode');

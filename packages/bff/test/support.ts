@@ -39,7 +39,10 @@ export async function startTestProvider(): Promise<TestProvider> {
 
 /** A BFF listening on a loopback port with a client of its own at the provider. */
 export interface TestBff {
+  /** Where the BFF listens (`http://127.0.0.1:<port>`). */
   readonly url: string;
+  /** The origin of its redirect URI: {@link url}, or the same port on {@link TestBffOptions.redirectHost}. */
+  readonly publicUrl: string;
   readonly bff: Bff;
   readonly client: TestClient;
   readonly config: BffConfig;
@@ -71,6 +74,9 @@ export interface TestBffOptions {
   readonly env?: Record<string, string>;
   /** Where `POST /bff/logs` sends events. */
   readonly logSink?: CreateBffOptions['logSink'];
+  /** The host name of the redirect and logout URIs (`localhost`), when not the listening 127.0.0.1. */
+  readonly redirectHost?: string;
+  readonly logger?: CreateBffOptions['logger'];
 }
 
 /**
@@ -81,15 +87,20 @@ export interface TestBffOptions {
 export async function startTestBff(provider: TestProvider, options: TestBffOptions = {}): Promise<TestBff> {
   const http = createServer();
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  const port = (http.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}`;
+  const publicUrl = options.redirectHost ? `http://${options.redirectHost}:${port}` : url;
   const client = await registerClient(provider.server, await provider.admin.token(), provider.admin.organizationId, {
     kind: 'application',
     name: `BFF ${Math.random().toString(36).slice(2, 8)}`,
-    redirectUris: [`${url}/bff/callback`],
-    postLogoutRedirectUris: [`${url}/`],
+    redirectUris: [`${publicUrl}/bff/callback`],
+    postLogoutRedirectUris: [`${publicUrl}/`],
     ...(options.logoutUris === false
       ? {}
-      : { backchannelLogoutUri: `${url}/bff/backchannel-logout`, frontchannelLogoutUri: `${url}/bff/frontchannel-logout` }),
+      : {
+          backchannelLogoutUri: `${publicUrl}/bff/backchannel-logout`,
+          frontchannelLogoutUri: `${publicUrl}/bff/frontchannel-logout`,
+        }),
     scopes: TEST_BFF_SCOPES,
   });
   let tokenRequests = 0;
@@ -107,8 +118,8 @@ export async function startTestBff(provider: TestProvider, options: TestBffOptio
       OIDC_ISSUER: provider.server.url,
       OIDC_CLIENT_ID: client.clientId,
       OIDC_CLIENT_SECRET: client.clientSecret,
-      OIDC_REDIRECT_URI: `${url}/bff/callback`,
-      OIDC_POST_LOGOUT_REDIRECT_URI: `${url}/`,
+      OIDC_REDIRECT_URI: `${publicUrl}/bff/callback`,
+      OIDC_POST_LOGOUT_REDIRECT_URI: `${publicUrl}/`,
       OIDC_SCOPES: TEST_BFF_SCOPES.join(' '),
       BFF_API_BASE_URL: provider.server.url,
       COOKIE_PASSWORD: TEST_COOKIE_PASSWORD,
@@ -118,10 +129,12 @@ export async function startTestBff(provider: TestProvider, options: TestBffOptio
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.store ? { store: options.store } : {}),
     ...(options.logSink ? { logSink: options.logSink } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   http.on('request', (req, res) => void bff.handler(req, res));
   return {
     url,
+    publicUrl,
     bff,
     client,
     config: bff.config,
@@ -190,7 +203,7 @@ export async function throughProvider(
   let response = await browser.navigate(authorizationUrl);
   for (let step = 0; step < 6; step++) {
     if (response.status >= 300 && response.status < 400) {
-      if (!response.url.startsWith(`${bff.url}/bff/callback`)) throw new Error(`Unexpected redirect to ${response.url}`);
+      if (!response.url.startsWith(`${bff.publicUrl}/bff/callback`)) throw new Error(`Unexpected redirect to ${response.url}`);
       return response.url;
     }
     if (response.body.includes('/login"')) {

@@ -84,6 +84,7 @@ export {
   unsafeTextProblem,
 } from './http/body.js';
 export { clientIpOf } from './http/client-ip.js';
+export { IDT_ICON_LINK, IDT_ICON_SVG } from './http/favicon.js';
 export type { HealthRoutesOptions, ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';
 export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from './http/light.js';

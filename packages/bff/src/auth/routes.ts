@@ -1,17 +1,25 @@
 import { type Clock, constantTimeEqual, escapeHtml, isUuid, type Logger, readBodyText } from '@idt/core';
 import * as oidc from 'openid-client';
 import type { BffConfig } from '../config.js';
-import type { BffCookies, LoginTransaction } from '../cookies/jar.js';
+import { type BffCookies, LOGIN_TRANSACTION_TTL_SECONDS, type LoginTransaction } from '../cookies/jar.js';
 import type { CurrentSession } from '../sessions/current.js';
 import { type BffSessionService, userFromClaims } from '../sessions/sessions.js';
 import type { BffSessionStore } from '../sessions/store.js';
 import { verifyLogoutToken } from './backchannel.js';
 import { methodNotAllowed, noStoreJson, problemResponse, responseHeaders } from './http.js';
+import { createLoginStates } from './login-state.js';
 import { CodeExchangeRefusedError, type ProviderClient } from './provider.js';
 import { safeReturnTo, withAuthorizationError } from './return-to.js';
 
 /** The `prompt` values `/bff/login` passes on; others are dropped. */
 export const LOGIN_PROMPTS: readonly string[] = Object.freeze(['none', 'login', 'consent', 'select_account']);
+
+/**
+ * The query parameter `/bff/login` adds (the host the browser was on) when it
+ * sends the browser to the redirect URI's host first; a login that carries it
+ * is never sent on again, so a proxy that hides the public host cannot loop.
+ */
+export const LOGIN_FROM_HOST_PARAM = 'fromHost';
 
 /** The largest back-channel logout request body read: a logout token is a few hundred bytes. */
 const MAX_LOGOUT_BODY_BYTES = 64 * 1024;
@@ -39,6 +47,9 @@ export type BffRouteHandler = (request: Request) => Promise<Response>;
  */
 export function createAuthRoutes(context: AuthRoutesContext): Record<string, BffRouteHandler> {
   const { config, provider, sessions, store, cookies, clock, logger } = context;
+  const states = createLoginStates(config.cookie.keyring, clock);
+  const home = new URL(config.redirectUri);
+  let warnedHostUnseen = false;
 
   const invalidTransaction = (request: Request, detail: string, state: string | null = null) =>
     problemResponse(request, 'Bff.LoginTransactionInvalid', { detail, setCookie: cookies.clearTransaction(state) });
@@ -49,11 +60,24 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
   /** `GET /bff/login?returnTo=&organization=&prompt=`: 302 to the authorization endpoint with a fresh login transaction. */
   async function login(request: Request): Promise<Response> {
     if (request.method !== 'GET' && request.method !== 'HEAD') return methodNotAllowed(request, 'GET');
-    const params = new URL(request.url).searchParams;
+    const url = new URL(request.url);
+    const params = url.searchParams;
+    // The transaction cookie belongs to the host it is set on, and the provider sends the browser back
+    // to the redirect URI's host: a sign-in started on another host name (127.0.0.1 for localhost)
+    // would find no cookie there. Such a login moves to the redirect URI's host first.
+    if (url.hostname !== home.hostname) {
+      if (!params.has(LOGIN_FROM_HOST_PARAM)) return loginOnHome(url);
+      if (!warnedHostUnseen) {
+        warnedHostUnseen = true;
+        logger.warn('bff.login.host_unseen', {
+          detail: `/bff/login was sent to ${home.origin} (the redirect URI's host) but arrives as ${url.origin}; behind a reverse proxy that rewrites Host, pass trustProxy: true so the BFF sees the public host`,
+        });
+      }
+    }
     const organization = params.get('organization')?.trim();
     const prompt = params.get('prompt')?.trim();
     const transaction: LoginTransaction = {
-      state: oidc.randomState(),
+      state: states.create(url.origin),
       nonce: oidc.randomNonce(),
       codeVerifier: oidc.randomPKCECodeVerifier(),
       returnTo: safeReturnTo(params.get('returnTo')),
@@ -87,13 +111,7 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
     const state = params.get('state');
     // Each sign-in in progress has its own transaction cookie, named by its state.
     const transaction = await cookies.readTransaction(request.headers, state);
-    if (!transaction) {
-      return invalidTransaction(
-        request,
-        'The sign-in transaction is missing or older than 10 minutes; start again at /bff/login.',
-        state,
-      );
-    }
+    if (!transaction) return missingTransaction(request, state);
     if (!state || !constantTimeEqual(state, transaction.state)) {
       return invalidTransaction(
         request,
@@ -144,6 +162,55 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
         ...cookies.clearTransaction(state),
       ]),
     });
+  }
+
+  /** The same login on the redirect URI's host (302), with the host the browser was on. */
+  function loginOnHome(url: URL): Response {
+    // The configured origin and this route's fixed path: nothing of the request but its query.
+    const target = new URL(`${home.origin}/bff/login`);
+    target.search = url.search;
+    target.searchParams.set(LOGIN_FROM_HOST_PARAM, url.host);
+    return new Response(null, {
+      status: 302,
+      headers: responseHeaders({ location: target.href, 'cache-control': 'no-store' }),
+    });
+  }
+
+  /**
+   * A callback whose transaction cookie is gone or unusable: the state (which
+   * names where and when the sign-in started) tells why, when this BFF
+   * issued it: an expired sign-in, or one that started on another host name
+   * and so left its cookie there.
+   */
+  function missingTransaction(request: Request, state: string | null): Response {
+    const facts = state ? states.read(state) : undefined;
+    if (!facts) {
+      return invalidTransaction(
+        request,
+        'This browser has no sign-in in progress that matches this response (no transaction cookie, and a state this app did not issue); start again at /bff/login.',
+        state,
+      );
+    }
+    if (clock.now().getTime() - facts.issuedAt >= LOGIN_TRANSACTION_TTL_SECONDS * 1000) {
+      return invalidTransaction(
+        request,
+        'The sign-in transaction is older than 10 minutes and has expired; start again at /bff/login.',
+        state,
+      );
+    }
+    const here = new URL(request.url);
+    const started = new URL(facts.loginOrigin);
+    if (started.hostname !== here.hostname) {
+      return problemResponse(request, 'Bff.LoginHostMismatch', {
+        detail: `The sign-in started on ${started.origin} but came back to ${here.origin}${here.hostname === home.hostname ? ', the host of the redirect URI' : ''}; the browser keeps the sign-in's cookie per host name, so it has none here. Open the app at ${home.origin} and sign in again.`,
+        setCookie: cookies.clearTransaction(state),
+      });
+    }
+    return invalidTransaction(
+      request,
+      `This browser holds no cookie for this sign-in: it was already completed (a reload or the back button), or the browser did not keep the cookie${config.cookie.secure && here.protocol === 'http:' ? ' (Safari keeps no Secure cookie on plain http: set COOKIE_SECURE=false there)' : ''}; start again at /bff/login.`,
+      state,
+    );
   }
 
   /** `GET /bff/user`: the signed-in user and the CSRF token; never a token of the provider. */

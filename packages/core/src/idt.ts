@@ -321,6 +321,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       ...(rateLimiter ? { rateLimiter } : {}),
       ...(authenticator ? { authenticator } : {}),
       logger,
+      knownPath: (path) => instances.some(({ instance }) => instance.surfaces?.some((surface) => surface.matches(path))),
     });
 
     const surfaces: ModuleSurface[] = instances.flatMap(({ instance }) => instance.surfaces ?? []);

@@ -2,6 +2,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import { ProblemError } from '@idt/problem';
+import { IDT_ICON_LINK } from './favicon.js';
 import { generateOpenApiDocument, type OpenApiDocument } from './openapi.js';
 import { html, json } from './responses.js';
 import { defineRoute, type Route } from './route.js';
@@ -94,7 +95,7 @@ export function createApiDocsRoutes(options: ApiDocsOptions): Route[] {
         if (!(options.scalarScriptPath ?? resolveScalarScript())) {
           throw new ProblemError(
             'Http.NotFound',
-            'The API viewer is optional and not installed: npm install @scalar/api-reference. The document is at /openapi/v1.json.',
+            `The API viewer is optional and not installed: npm install @scalar/api-reference. The document is at ${prefix}/openapi/v1.json.`,
           );
         }
         const configuration = JSON.stringify({
@@ -110,6 +111,7 @@ export function createApiDocsRoutes(options: ApiDocsOptions): Route[] {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeAttribute(options.title ?? 'idt API')} reference</title>
+${IDT_ICON_LINK}
 </head>
 <body>
 <noscript>The API reference needs JavaScript. The raw document is at <a href="${prefix}/openapi/v1.json">${prefix}/openapi/v1.json</a>.</noscript>

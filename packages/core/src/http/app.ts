@@ -16,6 +16,7 @@ import { asDatabaseUnavailable } from '../db/unavailable.js';
 import { type Logger, silentLogger } from '../logger.js';
 import { DEFAULT_MAX_BODY_BYTES, parseParams, readFormBody, readJsonBody, unsafeTextProblem } from './body.js';
 import { clientIpOf } from './client-ip.js';
+import { IDT_ICON_LINK } from './favicon.js';
 import {
   type HandlerResponse,
   type HeaderReader,
@@ -54,6 +55,8 @@ export interface GateRequest {
   readonly method: string;
   /** The path without the deployment prefix. */
   readonly path: string;
+  /** The deployment path prefix (`''` or `/segment`), for paths a gate writes into its answer. */
+  readonly prefix: string;
   /** The request's method, absolute URL and headers. */
   readonly request: RequestHead;
 }
@@ -79,6 +82,12 @@ export interface HttpAppOptions {
   readonly rateLimiter?: RequestRateLimiter;
   readonly gates?: readonly RequestGate[];
   readonly logger?: Logger;
+  /**
+   * Whether a path (without the prefix) is answered in front of the app (a
+   * module surface such as the OpenID provider's). Asked only to word a 404:
+   * a request under another base path than the configured one is told so.
+   */
+  readonly knownPath?: (path: string) => boolean;
 }
 
 /** A Fetch-standard application: hand it a `Request`, get a `Response`. */
@@ -144,6 +153,45 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   // Expected 5xx states already announced in the log (once each per app, not per request).
   const announced = new Set<string>();
 
+  // The helpers below word a 404 only: a matched request never calls them.
+  /** Whether a prefix-free path is one the app (or what answers in front of it) serves, for any method. */
+  const known = (method: string, path: string): boolean =>
+    path !== '/' && (router.lookup(method, path).kind !== 'not-found' || (options.knownPath?.(path) ?? false));
+
+  /** Where a path would be one of idt's: as is (`extra` empty), or below one to three extra leading segments. */
+  function locate(method: string, path: string): { extra: string; rest: string } | undefined {
+    if (known(method, path)) return { extra: '', rest: path };
+    let cut = 0;
+    for (let segment = 0; segment < 3; segment++) {
+      cut = path.indexOf('/', cut + 1);
+      if (cut <= 0) return undefined;
+      const rest = path.slice(cut);
+      if (known(method, rest)) return { extra: path.slice(0, cut), rest };
+    }
+    return undefined;
+  }
+
+  /** The `baseUrl` (and `IDT_PATH_PREFIX`) of idt mounted under `mount`. */
+  const baseUrlUnder = (mount: string) => `${new URL(options.publicBaseUrl).origin}${mount} (IDT_PATH_PREFIX=${mount})`;
+
+  /** A request outside the prefix: idt's path as is (the prefix was stripped on the way), or under another mount path. */
+  function outsidePrefixDetail(method: string, pathname: string): string | undefined {
+    const path = pathname.length > 1 ? pathname.replace(/\/+$/, '') : pathname;
+    const found = path === '/' ? { extra: '', rest: '' } : locate(method, path);
+    if (!found) return undefined;
+    const head = `No route at ${pathname}: idt's baseUrl is ${options.publicBaseUrl}, so its paths start with ${prefix} (${found.rest ? `this one would be ${prefix}${found.rest}` : `${prefix}/health, for one`}).`;
+    return found.extra
+      ? `${head} If idt is mounted under ${found.extra}, set baseUrl to ${baseUrlUnder(found.extra)}.`
+      : `${head} A host or proxy that strips ${prefix} before idt must hand it the full path; if idt is served at the root, drop ${prefix} from baseUrl.`;
+  }
+
+  /** A request inside the prefix whose path is one of idt's below extra leading segments: mounted under another path. */
+  function extraBaseDetail(method: string, pathname: string, path: string): string | undefined {
+    const found = locate(method, path);
+    if (!found?.extra) return undefined;
+    return `No route at ${pathname}: idt's baseUrl is ${options.publicBaseUrl}${prefix ? '' : ' (no path prefix)'}, where this path would be ${prefix}${found.rest}. If idt is mounted under ${prefix}${found.extra}, set baseUrl to ${baseUrlUnder(`${prefix}${found.extra}`)}.`;
+  }
+
   async function run(
     request: IncomingRequest,
     url: URL,
@@ -155,18 +203,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     let path = url.pathname;
     if (prefix) {
       if (path !== prefix && !path.startsWith(`${prefix}/`)) {
-        throw new ProblemError('Http.NotFound');
+        throw new ProblemError('Http.NotFound', outsidePrefixDetail(request.method, path));
       }
       path = path.slice(prefix.length) || '/';
     }
     if (path.length > 1 && path.endsWith('/')) path = path.replace(/\/+$/, '');
     for (const gate of gates) {
-      const pending = gate({ method: request.method, path, request });
+      const pending = gate({ method: request.method, path, prefix, request });
       if (pending) await pending;
     }
 
     const lookup = router.lookup(request.method, path);
-    if (lookup.kind === 'not-found') throw new ProblemError('Http.NotFound');
+    if (lookup.kind === 'not-found') throw new ProblemError('Http.NotFound', extraBaseDetail(request.method, url.pathname, path));
     if (lookup.kind === 'method-not-allowed') {
       const allow = lookup.allowed.includes('GET') ? [...lookup.allowed, 'HEAD'] : lookup.allowed;
       throw new ProblemError('Http.MethodNotAllowed', `Use ${allow.join(', ')} on this resource.`, {
@@ -353,7 +401,7 @@ function wantsHtml(accept: string | null): boolean {
   return accept !== null && /\btext\/html\b/i.test(accept);
 }
 
-const STATE_PAGE_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const STATE_PAGE_CSP = "default-src 'none'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** A browser's page for an expected 5xx state (`Setup.Required`): the same sentence as the problem's `detail`. */
 function exposedStatePage(
@@ -367,7 +415,7 @@ function exposedStatePage(
   return html(
     `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title></head>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title>${IDT_ICON_LINK}</head>
 <body>
 <main>
 <h1>${escapeHtml(title)}</h1>

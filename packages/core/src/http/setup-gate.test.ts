@@ -4,7 +4,14 @@ import '../problems.js';
 import { createHttpApp } from './app.js';
 import { json } from './responses.js';
 import { defineRoute } from './route.js';
-import { createSetupGate, isPathUnder, pathsUnder, SETUP_ALLOWLIST, SETUP_REQUIRED_DETAIL } from './setup-gate.js';
+import {
+  createSetupGate,
+  isPathUnder,
+  pathsUnder,
+  SETUP_ALLOWLIST,
+  SETUP_REQUIRED_DETAIL,
+  setupRequiredDetail,
+} from './setup-gate.js';
 
 function recordingLogger() {
   const lines: Array<{ level: string; message: string; fields?: Record<string, unknown> }> = [];
@@ -74,6 +81,41 @@ describe('the setup gate', () => {
     expect(body.code).toBe('Setup.Required');
     // Development shows no exception block for an expected state.
     expect(body.exception).toBeUndefined();
+  });
+});
+
+describe('the setup gate under a path prefix', () => {
+  it('names the setup route with the prefix, on the problem and on the page, and lets the icon through', async () => {
+    const icon = defineRoute({
+      method: 'GET',
+      path: '/favicon.ico',
+      operationId: 'icon',
+      summary: 'icon',
+      auth: 'anonymous',
+      responses: { 200: { description: 'ok' } },
+      handler: () => json({ icon: true }),
+    });
+    const app = createHttpApp({
+      environment: 'Production',
+      publicBaseUrl: 'http://api.test/idt',
+      pathPrefix: '/idt',
+      routes: [icon],
+      gates: [createSetupGate({ isSetupRequired: async () => true })],
+    });
+    const response = await app.fetch(new Request('http://api.test/idt/v1/me'));
+    expect(response.status).toBe(503);
+    const body = (await response.json()) as Record<string, any>;
+    expect(body.detail).toBe(setupRequiredDetail('/idt'));
+    expect(body.detail).toContain('POST /idt/v1/identity/setup/admin with');
+    expect(body.detail.match(/\S*\/v1\/identity\S*/g)).toEqual(['/idt/v1/identity/setup/admin']);
+    const page = await app.fetch(new Request('http://api.test/idt/', { headers: { accept: 'text/html' } }));
+    expect(page.status).toBe(503);
+    const text = await page.text();
+    expect(text).toContain('POST /idt/v1/identity/setup/admin');
+    // The page names its icon inline, which its policy allows (a browser asks the origin's /favicon.ico otherwise).
+    expect(text).toContain('<link rel="icon" type="image/svg+xml" href="data:image/svg+xml,');
+    expect(page.headers.get('content-security-policy')).toContain('img-src data:');
+    expect((await app.fetch(new Request('http://api.test/idt/favicon.ico'))).status).toBe(200);
   });
 });
 

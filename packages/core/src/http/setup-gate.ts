@@ -9,17 +9,29 @@ export const SETUP_ALLOWLIST: readonly string[] = Object.freeze([
   '/connect',
   '/openapi',
   '/scalar',
+  // Browsers ask for it on every page, the setup page included.
+  '/favicon.ico',
 ]);
 
 /**
- * The `detail` of `Setup.Required`: what to run to finish setup. Shown on
- * the 503 itself (unlike other 5xx details, see `EXPOSED_SERVER_CODES` of
+ * The `detail` of `Setup.Required`: what to run to finish setup, with the
+ * setup route under the deployment's path `prefix` (`''` or `/idt`). Shown
+ * on the 503 itself (unlike other 5xx details, see `EXPOSED_SERVER_CODES` of
  * `app.ts`): it is an expected state with a fix, not a failure.
+ *
+ * @example
+ * setupRequiredDetail('/idt'); // '… or POST /idt/v1/identity/setup/admin with …'
  */
-export const SETUP_REQUIRED_DETAIL =
-  'Setup is not finished: this service has no administrator yet. Run `npx idt setup` in the project directory ' +
-  '(or `npx idt demo` for a ready-made demo), or POST /v1/identity/setup/admin with ' +
-  '{"email","password","firstName","lastName","organizationName"}; see docs/cli.md#idt-setup. Every other path answers 503 until then.';
+export function setupRequiredDetail(prefix = ''): string {
+  return (
+    'Setup is not finished: this service has no administrator yet. Run `npx idt setup` in the project directory ' +
+    `(or \`npx idt demo\` for a ready-made demo), or POST ${prefix}/v1/identity/setup/admin with ` +
+    '{"email","password","firstName","lastName","organizationName"}; see docs/cli.md#idt-setup. Every other path answers 503 until then.'
+  );
+}
+
+/** {@link setupRequiredDetail} of a deployment without a path prefix. */
+export const SETUP_REQUIRED_DETAIL = setupRequiredDetail();
 
 /** Whether a prefix-free path is `base` itself or below it (segment-wise). */
 export function isPathUnder(path: string, base: string): boolean {
@@ -63,14 +75,14 @@ export interface SetupGateOptions {
 export function createSetupGate(options: SetupGateOptions): RequestGate {
   const allowed = pathsUnder(options.allowlist ?? SETUP_ALLOWLIST);
   let setUp = false;
-  const check = async () => {
+  const check = async (prefix: string) => {
     if (await options.isSetupRequired()) {
-      throw new ProblemError('Setup.Required', SETUP_REQUIRED_DETAIL, { headers: { 'retry-after': '10' } });
+      throw new ProblemError('Setup.Required', setupRequiredDetail(prefix), { headers: { 'retry-after': '10' } });
     }
     setUp = true;
   };
-  return ({ path }) => {
+  return ({ path, prefix }) => {
     if (setUp || allowed(path)) return;
-    return check();
+    return check(prefix);
   };
 }

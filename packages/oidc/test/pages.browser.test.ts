@@ -9,12 +9,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'oidc-pages');
 
-/** Console messages about the content security policy: there must be none. */
-function cspViolations(page: Page): string[] {
+/**
+ * Console errors (a failed request such as a missing `/favicon.ico` logs one), messages about the
+ * content security policy and uncaught exceptions of a page: there must be none. The one console
+ * error left out is Chromium's note of the document's own error status (an error page is one).
+ */
+function consoleProblems(page: Page): string[] {
   const messages: string[] = [];
   page.on('console', (message) => {
-    if (/content security policy/i.test(message.text())) messages.push(message.text());
+    const ownStatus = message.text().startsWith('Failed to load resource') && message.location().url === page.url();
+    if ((message.type() === 'error' && !ownStatus) || /content security policy/i.test(message.text())) {
+      messages.push(`${page.url()}: ${message.text()} (${message.location().url})`);
+    }
   });
+  page.on('pageerror', (error) => messages.push(`${page.url()}: ${error.message}`));
   return messages;
 }
 
@@ -81,7 +89,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error an
 
   it('renders the Development landing page', async () => {
     const page = await browser.newPage();
-    const violations = cspViolations(page);
+    const violations = consoleProblems(page);
     await page.goto(`${server.url}/`);
     await page.getByRole('heading', { name: 'idt is running' }).waitFor();
     expect(await page.getByRole('link', { name: 'API reference' }).getAttribute('href')).toBe('/scalar');
@@ -93,7 +101,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error an
 
   it('renders a provider error in the sign-in layout with the code and the trace id', async () => {
     const page = await browser.newPage();
-    const violations = cspViolations(page);
+    const violations = consoleProblems(page);
     const response = await page.goto(
       `${server.url}/connect/authorize?client_id=nobody&response_type=code&scope=openid&redirect_uri=${encodeURIComponent(REDIRECT)}`,
     );
@@ -106,8 +114,37 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error an
     await page.close();
   });
 
+  it('answers the icon browsers ask for, so a problem document shown in the browser logs no console error', async () => {
+    const icon = await fetch(`${server.url}/favicon.ico`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(icon.headers.get('cache-control')).toBe('public, max-age=86400');
+    expect(await icon.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems = consoleProblems(page);
+    // The browser fetches the icon itself: only the DevTools protocol sees that request.
+    const iconAnswers: number[] = [];
+    const devtools = await context.newCDPSession(page);
+    await devtools.send('Network.enable');
+    devtools.on('Network.responseReceived', (event) => {
+      if (new URL(event.response.url).pathname === '/favicon.ico') iconAnswers.push(event.response.status);
+    });
+    const response = await page.goto(`${server.url}/v1/no-such-thing`);
+    expect(response?.status()).toBe(404);
+    await expect.poll(() => iconAnswers, { timeout: 10_000 }).toEqual([200]);
+    expect(problems).toEqual([]);
+    // idt's own pages name their icon inline, which works under a path prefix too.
+    await page.goto(`${server.url}/`);
+    await page.getByRole('heading', { name: 'idt is running' }).waitFor();
+    expect(await page.locator('link[rel="icon"]').getAttribute('href')).toMatch(/^data:image\/svg\+xml,/);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it('lists the OpenID endpoints in the API reference (Scalar)', { timeout: 90_000 }, async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems = consoleProblems(page);
     await page.goto(`${server.url}/scalar`);
     const group = page.getByText('OpenID Connect', { exact: true }).filter({ visible: true }).first();
     await group.waitFor({ timeout: 60_000 });
@@ -116,13 +153,14 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error an
     // The tag's introduction: how to get a token.
     await page.getByText('npx idt token --from service.env').filter({ visible: true }).first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(SHOTS, 'scalar-openid.png') });
+    expect(problems).toEqual([]);
     await page.close();
   });
 
   it('signs in, allows the application, and shows the account page', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const violations = cspViolations(page);
+    const violations = consoleProblems(page);
     await page.goto(authorizeUrl);
     await page.fill('input[name="email"]', admin.email);
     await page.fill('input[name="password"]', admin.password);

@@ -1,4 +1,4 @@
-import { escapeHtml, type Logger, silentLogger } from '@idt/core';
+import { escapeHtml, IDT_ICON_LINK, type Logger, silentLogger } from '@idt/core';
 import { newTraceId, traceIdFromTraceparent } from '@idt/problem';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { applyPageSecurityHeaders } from '../policy/security-headers.js';
@@ -45,6 +45,7 @@ export function renderPage(options: PageOptions, body: string): string {
 <meta name="referrer" content="no-referrer">
 ${options.refresh ? `<meta http-equiv="refresh" content="${options.refresh.seconds};url=${escapeHtml(options.refresh.url)}">` : ''}
 <title>${escapeHtml(options.title)}</title>
+${IDT_ICON_LINK}
 <link rel="stylesheet" href="${escapeHtml(options.assets)}/idt.css">
 ${branding?.themeStylesheet ? `<link rel="stylesheet" href="${escapeHtml(branding.themeStylesheet)}">` : ''}
 ${(options.scripts ?? []).map((script) => `<script src="${escapeHtml(options.assets)}/${escapeHtml(script)}" defer></script>`).join('\n')}

@@ -1,5 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { compareCodeUnits, defineRoute, type Environment, escapeHtml, html, type Route } from '@idt/core';
+import {
+  compareCodeUnits,
+  defineRoute,
+  type Environment,
+  escapeHtml,
+  html,
+  IDT_ICON_SVG,
+  LightResponse,
+  type Route,
+} from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import type { StoredClient } from '../../clients/store.js';
 import { ASSETS_BASE } from '../../interactions/handler.js';
@@ -85,6 +94,27 @@ export function createLandingRoutes(options: LandingOptions): Route[] {
   const assets = `${prefix}${ASSETS_BASE}`;
   const headers = pageSecurityHeaders();
   return [
+    defineRoute({
+      method: 'GET',
+      path: '/favicon.ico',
+      operationId: 'getFavicon',
+      summary: 'The icon browsers ask for on every page',
+      auth: 'anonymous',
+      ratePolicy: false,
+      hidden: true,
+      responses: { 200: { description: 'SVG image', contentType: 'image/svg+xml' } },
+      // Browsers ask the origin's /favicon.ico for any page that names no icon (a problem document
+      // they display, the API viewer): an answer, not a 404 and its console error. idt's own pages
+      // name the icon inline; under a path prefix this serves <prefix>/favicon.ico.
+      handler: () =>
+        new LightResponse(IDT_ICON_SVG, {
+          headers: {
+            'content-type': 'image/svg+xml',
+            'cache-control': 'public, max-age=86400',
+            'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+          },
+        }),
+    }),
     defineRoute({
       method: 'GET',
       path: '/',

@@ -206,6 +206,8 @@ function sanitizeHost(host: string | undefined): string {
 
 export type { BodyErrorHandler, BodyErrorHandlerSource } from './http/body-errors.js';
 export { createBodyErrorHandler } from './http/body-errors.js';
+export type { ListenFailure, ListenFailureOptions } from './http/listen-failure.js';
+export { describeListenFailure, listenFailureLines } from './http/listen-failure.js';
 export type { BoundServer, UpgradeListener } from './http/listen-first.js';
 export { listenFirst } from './http/listen-first.js';
 export { runNodeHandler } from './http/node-bridge.js';

@@ -17,14 +17,24 @@ import {
   migrationSetsOf,
   type ProjectEnv,
   splitBaseUrl,
+  variableOrigin,
 } from '@idt/core';
-import { assertMigrated, databaseConfig, type MigrationSet, redactDatabaseUrl } from '@idt/core/knex';
+import { assertMigrated, databaseConfig, type MigrationSet, PendingMigrationsError, redactDatabaseUrl } from '@idt/core/knex';
 import type { IdentityServices } from '@idt/identity';
 import type { ClientActor, OidcServices } from '@idt/oidc';
 import knexFactory, { type Knex } from 'knex';
 import { type Composition, loadComposition } from './composition.js';
-import { CliError, configError, databaseError, type SettingsSource } from './errors.js';
+import {
+  CliError,
+  configError,
+  databaseError,
+  pendingMigrationsError,
+  type SettingOverride,
+  type SettingsSource,
+  shellWord,
+} from './errors.js';
 import type { CliIo } from './io.js';
+import { type CommandMailer, createCommandMailer, nodemailerMissingError, withoutNodemailerWarnings } from './mail.js';
 import type { Output } from './output.js';
 
 /**
@@ -62,6 +72,10 @@ export interface CommandTarget {
   readonly database: string;
   /** Where the settings were read from, for configuration errors. */
   readonly source: SettingsSource;
+  /** Where the database was given, for its errors: `--database`, `IDT_DATABASE_URL in /srv/idt/.env`, … */
+  readonly databaseOrigin: string;
+  /** The command that applies the pending migrations of this target: `idt migrate` with the same `--config` and `--database`. */
+  readonly migrateCommand: string;
 }
 
 /** Settings a command adds to the configuration. */
@@ -123,6 +137,7 @@ export async function commandTarget(
       : undefined;
   const databaseUrl = options.database ?? (typeof file.database === 'string' ? file.database : undefined);
   const top: IdtConfigOverrides = { ...settings.overrides, ...(databaseUrl !== undefined ? { databaseUrl } : {}) };
+  const overrides = settingOverrides(composition, options, settings.overrides);
   let config: IdtConfig;
   try {
     config = (
@@ -145,18 +160,120 @@ export async function commandTarget(
           )
     ) as IdtConfig;
   } catch (error) {
-    if (error instanceof ConfigError) throw configError(error, settingsSource(io, composition, project));
+    if (error instanceof ConfigError) throw configError(error, settingsSource(io, composition, project, overrides));
     throw error;
   }
   return {
     composition,
-    source: settingsSource(io, composition, project),
+    source: settingsSource(io, composition, project, overrides),
     config,
     env,
     migrationSets: migrationSetsOf(composition.modules),
     knex,
     database: knex ? `the knex instance of ${composition.source}` : redactDatabaseUrl(config.databaseUrl),
+    databaseOrigin: databaseOrigin(composition, options, file.env ? undefined : project, knex !== undefined),
+    migrateCommand: migrateCommand(global, options),
   };
+}
+
+/** The environment variable each setting of `createIdt`'s `config` stands for. */
+const SETTING_VARIABLES: Readonly<Record<string, string>> = {
+  environment: 'IDT_ENVIRONMENT',
+  port: 'PORT',
+  host: 'HOST',
+  databaseUrl: 'IDT_DATABASE_URL',
+  dataDir: 'IDT_DATA_DIR',
+  issuer: 'IDT_ISSUER',
+  pathPrefix: 'IDT_PATH_PREFIX',
+  authUrl: 'IDT_AUTH_URL',
+  trustProxy: 'IDT_TRUST_PROXY',
+  keyEncryptionSecret: 'IDT_KEY_ENCRYPTION_SECRET',
+  logLevel: 'IDT_LOG_LEVEL',
+};
+
+/** The settings given over the environment (by the config file, then by the command's options), by variable. */
+function settingOverrides(
+  composition: Composition,
+  options: CommonOptions,
+  commandOverrides: IdtConfigOverrides | undefined,
+): Map<string, SettingOverride> {
+  const file = composition.options;
+  const where = composition.source;
+  const overrides = new Map<string, SettingOverride>();
+  const fromFile = (variable: string, key: string) =>
+    overrides.set(variable, {
+      label: `${key} in ${where}`,
+      fix: `set ${key} in ${where} to a valid value (see docs/configuration.md)`,
+    });
+  if (file.baseUrl !== undefined) {
+    fromFile('IDT_ISSUER', 'baseUrl');
+    fromFile('IDT_PATH_PREFIX', 'baseUrl');
+  }
+  for (const key of Object.keys(file.config ?? {})) {
+    const variable = SETTING_VARIABLES[key];
+    if (variable) fromFile(variable, `config.${key}`);
+  }
+  if (typeof file.database === 'string') fromFile('IDT_DATABASE_URL', 'database');
+  for (const [key, flag] of [
+    ['port', '--port'],
+    ['host', '--host'],
+  ] as const) {
+    const value = commandOverrides?.[key];
+    if (value !== undefined) {
+      overrides.set(SETTING_VARIABLES[key] ?? key, { label: flag, fix: `pass a valid ${flag}`, shown: String(value) });
+    }
+  }
+  if (options.database !== undefined) {
+    overrides.set('IDT_DATABASE_URL', {
+      label: '--database',
+      fix: 'pass --database sqlite:<file> or --database postgres://user:password@host:5432/database',
+      shown: redactDatabaseUrl(options.database),
+    });
+  }
+  return overrides;
+}
+
+/** Where the database of a command was given, for its errors. */
+function databaseOrigin(
+  composition: Composition,
+  options: CommonOptions,
+  project: ProjectEnv | undefined,
+  knex: boolean,
+): string {
+  if (options.database !== undefined) return '--database';
+  if (knex) return `the knex instance of ${composition.source}`;
+  if (typeof composition.options.database === 'string') return `database in ${composition.source}`;
+  const env = composition.options.env ?? project?.env ?? {};
+  if (env.IDT_DATABASE_URL === undefined) return 'the default database (IDT_DATABASE_URL is not set; set it, or pass --database)';
+  if (composition.options.env) return `IDT_DATABASE_URL in the env of ${composition.source}`;
+  const from = variableOrigin('IDT_DATABASE_URL', project);
+  return from === 'the environment' ? 'IDT_DATABASE_URL (set in the environment)' : `IDT_DATABASE_URL in ${from}`;
+}
+
+/** `idt migrate` with the `--config` and `--database` a command was given (a password masked). */
+function migrateCommand(global: GlobalOptions, options: CommonOptions): string {
+  const words = ['idt migrate'];
+  if (global.config !== undefined) words.push('--config', shellWord(global.config));
+  if (options.database !== undefined) {
+    // The password is never printed: the error says to put it back where *** stands.
+    words.push('--database', shellWord(redactDatabaseUrl(options.database)));
+  }
+  return words.join(' ');
+}
+
+/**
+ * Refuses a database with pending migrations of the target's composition,
+ * naming the command that applies them.
+ *
+ * @throws CliError `Migrations.Pending`.
+ */
+export async function assertTargetMigrated(db: Knex, target: CommandTarget): Promise<void> {
+  try {
+    await assertMigrated(db, target.migrationSets);
+  } catch (error) {
+    if (error instanceof PendingMigrationsError) throw pendingMigrationsError(error, target.migrateCommand);
+    throw error;
+  }
 }
 
 /** The env file node loaded for this process (`node --env-file=<path>`), if any. */
@@ -170,14 +287,21 @@ function nodeEnvFile(): string | undefined {
 }
 
 /** Where a run's settings come from, for configuration errors. */
-export function settingsSource(io: CliIo, composition: Composition, project?: ProjectEnv): SettingsSource {
-  if (composition.options.env) return { description: `the env of ${composition.source}` };
+export function settingsSource(
+  io: CliIo,
+  composition: Composition,
+  project?: ProjectEnv,
+  overrides?: ReadonlyMap<string, SettingOverride>,
+): SettingsSource {
+  const given = overrides && overrides.size > 0 ? { overrides } : {};
+  if (composition.options.env) return { description: `the env of ${composition.source}`, ...given };
   const envFile = io.env === process.env ? nodeEnvFile() : undefined;
   let environment = envFile ? `the environment (with ${resolve(io.cwd, envFile)}, loaded by node --env-file)` : 'the environment';
   if (project?.envFile) environment = `${environment} and ${project.envFile}`;
   return {
     description: composition.file ? `${environment} and ${composition.source}` : environment,
     ...(project?.envFile ? { envFile: project.envFile, fromFile: project.fromFile } : {}),
+    ...given,
   };
 }
 
@@ -222,19 +346,21 @@ export type MissingDatabase = 'create' | 'refuse';
  *
  * @throws CliError `Database.Unreachable` naming the file.
  */
-export async function prepareSqliteFile(file: string, missing: MissingDatabase): Promise<void> {
+export async function prepareSqliteFile(
+  file: string,
+  missing: MissingDatabase,
+  from = 'IDT_DATABASE_URL (or --database)',
+  migrate?: string,
+): Promise<void> {
   const unreachable = (reason: string, hints: string[]) =>
     new CliError('Database.Unreachable', `Cannot open the SQLite database ${file}: ${reason}`, { hints });
   const found = await existing(file);
   if (found) {
-    if (found.isDirectory())
-      throw unreachable('it is a directory.', ['Point IDT_DATABASE_URL (or --database) at a file: sqlite:./data/idt.sqlite.']);
+    if (found.isDirectory()) throw unreachable('it is a directory.', [`Point ${from} at a file: sqlite:./data/idt.sqlite.`]);
     return;
   }
   if (missing === 'refuse') {
-    throw unreachable('the file does not exist.', [
-      'Check IDT_DATABASE_URL (or --database); create the database with `idt migrate`.',
-    ]);
+    throw unreachable('the file does not exist.', [`Check ${from}; create the database with \`${migrate ?? 'idt migrate'}\`.`]);
   }
   const toCreate: string[] = [];
   let directory = dirname(file);
@@ -246,9 +372,7 @@ export async function prepareSqliteFile(file: string, missing: MissingDatabase):
     directory = parent;
     ancestor = await existing(directory);
   }
-  const hints = [
-    'Check IDT_DATABASE_URL (or --database): the directory of a SQLite file must exist or be creatable, and be writable.',
-  ];
+  const hints = [`Check ${from}: the directory of a SQLite file must exist or be creatable, and be writable.`];
   if (ancestor && !ancestor.isDirectory()) throw unreachable(`${directory} is not a directory.`, hints);
   try {
     await access(directory, constants.W_OK);
@@ -278,18 +402,18 @@ const knexLog = {
 export async function openDatabase(target: CommandTarget, missing: MissingDatabase = 'create'): Promise<Knex> {
   const url = target.config.databaseUrl;
   const file = sqliteFile(url);
-  if (file !== undefined) await prepareSqliteFile(file, missing);
+  if (file !== undefined) await prepareSqliteFile(file, missing, target.databaseOrigin, target.migrateCommand);
   let db: Knex;
   try {
     db = knexFactory({ ...databaseConfig(url), log: knexLog });
   } catch (error) {
-    throw databaseError(error, target.database) ?? error;
+    throw databaseError(error, target.database, target.databaseOrigin) ?? error;
   }
   try {
     await db.raw('select 1');
   } catch (error) {
     await db.destroy().catch(() => undefined);
-    throw databaseError(error, target.database) ?? error;
+    throw databaseError(error, target.database, target.databaseOrigin) ?? error;
   }
   return db;
 }
@@ -349,7 +473,7 @@ export function requireModules(target: CommandTarget, command: string, ids: read
  * Composes the target's modules on an open database, without checking or
  * running migrations (the command has checked them).
  */
-export async function composeIdt(target: CommandTarget, db: Knex, logger: Logger): Promise<Idt> {
+export async function composeIdt(target: CommandTarget, db: Knex, logger: Logger, mailer?: CommandMailer): Promise<Idt> {
   const { modules, options } = target.composition;
   try {
     return await createIdt({
@@ -358,10 +482,16 @@ export async function composeIdt(target: CommandTarget, db: Knex, logger: Logger
       resolvedConfig: target.config,
       env: target.env,
       database: db,
-      logger,
+      // Without a mailer of its own `createIdt` requires nodemailer at once: what `idt serve` wants, since it sends mail.
+      ...(options.mailer === undefined && mailer !== undefined
+        ? { mailer, logger: withoutNodemailerWarnings(logger) }
+        : { logger }),
       migrations: 'skip',
     });
   } catch (error) {
+    if (error instanceof ConfigError && error.problems.some((problem) => /^mailer:.*nodemailer/.test(problem))) {
+      throw nodemailerMissingError('idt serve', error);
+    }
     // A module's own settings (read from the same environment).
     if (error instanceof ConfigError) throw configError(error, target.source);
     throw keyDecryptionError(error, target) ?? error;
@@ -389,12 +519,14 @@ export async function withServices<N extends keyof KnownServices, T>(
   return withDatabase(
     target,
     async (db) => {
-      if (target.config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
-      const idt = await composeIdt(target, db, commandLogger(io, target));
+      if (target.config.environment !== 'Testing') await assertTargetMigrated(db, target);
+      const logger = commandLogger(io, target);
+      const mailer = createCommandMailer(target.config, logger);
+      const idt = await composeIdt(target, db, logger, mailer);
       try {
         return await work(idt.services as ServicesWith<N>, idt);
       } finally {
-        await deliverEvents(out, idt, target);
+        await deliverEvents(out, idt, target, mailer);
         await idt.close();
       }
     },
@@ -414,7 +546,7 @@ export function keyDecryptionError(error: unknown, target: Pick<CommandTarget, '
 }
 
 /** Delivers the events a command wrote to the outbox; a running server delivers what fails here. */
-async function deliverEvents(out: Output, idt: Idt, target: CommandTarget): Promise<void> {
+async function deliverEvents(out: Output, idt: Idt, target: CommandTarget, mailer: CommandMailer): Promise<void> {
   const { config } = target;
   if (config.environment === 'Production' && config.mail.transport === 'file' && !target.composition.options.mailer) {
     // No IDT_SMTP_URL here (only `idt serve` requires it): the server, which has it, sends the mail these events cause.
@@ -425,6 +557,12 @@ async function deliverEvents(out: Output, idt: Idt, target: CommandTarget): Prom
     await idt.infrastructure.events.dispatchPending();
   } catch (error) {
     out.warn(`some events could not be delivered yet; a running server delivers them (${(error as Error).message})`);
+  }
+  if (mailer.unsent > 0) {
+    // Only when a mail was really to be sent: commands that send none never need nodemailer.
+    out.warn(
+      `${mailer.unsent} mail(s) of this command's events were not sent: sending mail needs the nodemailer package, which is not installed here. A running server sends them; to send them from idt, npm install nodemailer. (Mail.NodemailerMissing)`,
+    );
   }
 }
 
@@ -447,10 +585,11 @@ export async function withServicesInTransaction<N extends keyof KnownServices, T
   return withDatabase(
     target,
     async (db) => {
-      if (target.config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
+      if (target.config.environment !== 'Testing') await assertTargetMigrated(db, target);
       const logger = commandLogger(io, target);
+      const mailer = createCommandMailer(target.config, logger);
       const result = await db.transaction(async (trx) => {
-        const idt = await composeIdt(target, trx, logger);
+        const idt = await composeIdt(target, trx, logger, mailer);
         try {
           return await work(idt.services as ServicesWith<N>, idt);
         } finally {
@@ -458,9 +597,9 @@ export async function withServicesInTransaction<N extends keyof KnownServices, T
         }
       });
       // Committed: deliver the events through a composition on the database itself.
-      const idt = await composeIdt(target, db, logger);
+      const idt = await composeIdt(target, db, logger, mailer);
       try {
-        await deliverEvents(out, idt, target);
+        await deliverEvents(out, idt, target, mailer);
       } finally {
         await idt.close();
       }

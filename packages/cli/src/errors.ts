@@ -39,10 +39,31 @@ export function isPromptInterrupted(error: unknown): boolean {
   );
 }
 
+/** A setting given by a command option or the config file instead of its environment variable. */
+export interface SettingOverride {
+  /** Where the value was given: `--database`, `database in ./idt.config.mjs`. */
+  readonly label: string;
+  /** What to do about an invalid value: `pass a valid --database: …`. */
+  readonly fix: string;
+  /** The value as the operator may see it (a database URL with its password masked). */
+  readonly shown?: string;
+}
+
 /** Where the settings of a run were read from, for configuration errors. */
 export interface SettingsSource extends ConfigOrigin {
   /** `the environment`, `the env of ./idt.config.mjs`, or the env file a command read. */
   readonly description: string;
+  /**
+   * The settings given over the environment, by the variable they stand for
+   * (`IDT_DATABASE_URL` → `--database`): an error about one names the option
+   * or the config file, not the environment or the env file.
+   */
+  readonly overrides?: ReadonlyMap<string, SettingOverride>;
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function joinAnd(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
 
 /** The fix of one configuration problem (`NAME: message`), naming the variable and where to set it. */
@@ -73,10 +94,18 @@ function configFix(problem: string, origin: ConfigOrigin): string {
  */
 export function configError(error: ConfigError, source: SettingsSource): CliError {
   const origin: ConfigOrigin = error.origin?.envFile ? error.origin : source;
-  const names = error.problems.map((problem) => problem.split(':')[0]?.trim() ?? problem);
-  const detail = `Invalid configuration in ${source.description}: ${[...new Set(names)].join(', ')}.`;
+  const variableOf = (problem: string) => problem.split(':')[0]?.trim() ?? problem;
+  const names = [...new Set(error.problems.map(variableOf))];
+  // A value an option or the config file gave is blamed on them, not on the environment or its env file.
+  const places = [...new Set(names.map((name) => source.overrides?.get(name)?.label ?? source.description))];
+  const detail = `Invalid configuration in ${joinAnd(places)}: ${names.join(', ')}.`;
   const hints = error.problems.map((problem) => {
-    const variable = problem.split(':')[0]?.trim() ?? '';
+    const variable = variableOf(problem);
+    const override = source.overrides?.get(variable);
+    if (override) {
+      const given = `given by ${override.label}${override.shown === undefined ? '' : ` ${override.shown}`}`;
+      return `${problem.replace(/\.?$/, '')} (${given}). Fix: ${override.fix}.`;
+    }
     const from = origin.envFile && origin.fromFile?.has(variable) ? ` (set in ${origin.envFile})` : '';
     return `${problem.replace(/\.?$/, '')}${from}. Fix: ${configFix(problem, origin)}.`;
   });
@@ -107,8 +136,13 @@ function findInChain(
  * opened (`Database.Unreachable`). `undefined` for anything else.
  *
  * @param database the database as shown to the operator, its password masked.
+ * @param from where the database was given, for the hint: `--database`, `IDT_DATABASE_URL in /srv/idt/.env`.
  */
-export function databaseError(error: unknown, database = 'the database'): CliError | undefined {
+export function databaseError(
+  error: unknown,
+  database = 'the database',
+  from = 'IDT_DATABASE_URL (or --database)',
+): CliError | undefined {
   if (error instanceof CliError) return undefined;
   const code = (value: Record<string, unknown>) => (typeof value.code === 'string' ? value.code : '');
   const auth = findInChain(error, (value) => AUTH_FAILED.has(code(value)));
@@ -117,7 +151,7 @@ export function databaseError(error: unknown, database = 'the database'): CliErr
       'Database.AuthenticationFailed',
       `The database refused the login: ${String(auth.message).split('\n')[0]}.`,
       {
-        hints: [`Check the user and password in IDT_DATABASE_URL (or --database); the URL used was ${database}.`],
+        hints: [`Check the user and password in ${from}; the URL used was ${database}.`],
         cause: error,
       },
     );
@@ -132,13 +166,35 @@ export function databaseError(error: unknown, database = 'the database'): CliErr
       ?.replace(/^Knex: /, '');
     return new CliError('Database.Unreachable', `Cannot reach the database ${database}: ${reason}.`, {
       hints: [
-        'Check IDT_DATABASE_URL (or --database), and that the database server is running and accepts connections there.',
+        `Check ${from}, and that the database server is running and accepts connections there.`,
         'For SQLite (sqlite:<file>), the file’s directory must exist or be creatable, and be writable.',
       ],
       cause: error,
     });
   }
   return undefined;
+}
+
+/** A value as one shell word: as is when it needs no quotes, else in single quotes. */
+export function shellWord(value: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * Pending migrations as the CLI reports them (`Migrations.Pending`): the
+ * command that applies them, with the `--config` and `--database` of the
+ * refused command, and one hint per migration.
+ *
+ * @param migrate the command to run, e.g. `idt migrate --database sqlite:./x.sqlite`.
+ */
+export function pendingMigrationsError(error: PendingMigrationsError, migrate = 'idt migrate'): CliError {
+  const names = error.pending.flatMap((set) => set.pending.map((name) => `- ${set.owner}: ${name}`));
+  // The password of --database is not printed: the operator puts it back.
+  const masked = migrate.includes(':***@') ? ['Put the password of --database back where *** stands.'] : [];
+  return new CliError('Migrations.Pending', `The database has ${names.length} pending migration(s); run \`${migrate}\` first.`, {
+    hints: [...masked, ...names],
+    cause: error,
+  });
 }
 
 /** How a failure is reported: the `--json` error member and the human error line. */
@@ -164,10 +220,7 @@ export function describeError(error: unknown): DescribedError {
   if (error instanceof ConfigError) return describeError(configError(error, { description: 'the environment' }));
   const unreachable = databaseError(error);
   if (unreachable) return describeError(unreachable);
-  if (error instanceof PendingMigrationsError) {
-    const [first = error.message, ...rest] = error.message.split('\n');
-    return { code: 'Migrations.Pending', detail: first.replace(/:$/, '.'), hints: rest.map((line) => line.trim()), exitCode: 1 };
-  }
+  if (error instanceof PendingMigrationsError) return describeError(pendingMigrationsError(error));
   const problem = toProblemError(error);
   if (!(problem instanceof ProblemError)) {
     return { code: 'Server.Error', detail: firstLine(problem.message), hints: [], exitCode: ExitCode.Failed };

@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type PluginBuild } from 'esbuild';
 import { inject } from 'vitest';
 import { externalNpmDependencies } from '../../../scripts/esbuild-plugins.mjs';
 
@@ -52,9 +52,30 @@ let building: Promise<IdtBuild> | undefined;
  * (code splitting), as in an install.
  */
 export function buildIdt(): Promise<IdtBuild> {
-  building ??= (async () => {
-    // Under the repository (test/.tmp/), so what the sources resolve at run time (nodemailer, tsx, the API reference's script) is found.
-    const dir = mkdtempSync(join(inject('scratchDir'), 'idt-build-'));
+  // Under the repository (test/.tmp/), so what the sources resolve at run time (nodemailer, tsx, the API reference's script) is found.
+  building ??= buildIdtAt(mkdtempSync(join(inject('scratchDir'), 'idt-build-')));
+  return building;
+}
+
+/**
+ * Builds the current sources into `dir`, laid out as {@link buildIdt}'s build.
+ * The npm packages it imports are written as absolute paths into the
+ * repository's `node_modules`, except those of `bare`, which stay bare
+ * specifiers resolved from `dir` upward at run time: in a `dir` outside the
+ * repository, they are missing as in an install without them.
+ */
+export function buildIdtAt(dir: string, options: { readonly bare?: readonly string[] } = {}): Promise<IdtBuild> {
+  const bare = new Set(options.bare ?? []);
+  // Imports of these packages stay bare specifiers, resolved at run time from `dir` upward as an install resolves them.
+  const bareImports = {
+    name: 'bare-imports',
+    setup(pluginBuild: PluginBuild) {
+      pluginBuild.onResolve({ filter: /^[^./]/ }, (args) =>
+        bare.has(args.path.split('/')[0] ?? '') ? { path: args.path, external: true } : undefined,
+      );
+    },
+  };
+  return (async () => {
     const { entries, manifests } = packageEntries();
     await build({
       entryPoints: { ...entries, bin: join(ROOT, 'packages/cli/src/bin.ts') },
@@ -67,7 +88,7 @@ export function buildIdt(): Promise<IdtBuild> {
       target: 'node20',
       tsconfig: join(ROOT, 'tsconfig.json'),
       logLevel: 'warning',
-      plugins: [externalNpmDependencies],
+      plugins: [bareImports, externalNpmDependencies],
     });
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
     for (const [name, exports] of manifests) {
@@ -75,5 +96,4 @@ export function buildIdt(): Promise<IdtBuild> {
     }
     return { dir, bin: join(dir, 'bin.js'), scope: join(dir, 'node_modules', '@idt') };
   })();
-  return building;
 }

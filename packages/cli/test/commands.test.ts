@@ -352,7 +352,15 @@ describe.each(testDialects())('idt commands on %s', (dialect) => {
     // Not found: an unknown client, or one of another organization with --org.
     const unknown = await idt(env, ['rotate-secret', 'sa-acme-nobody']);
     expect(unknown.exitCode).toBe(1);
-    expect(unknown.stderr).toContain('(Clients.NotFound)');
+    // Without --org there is no "this organization" to speak of.
+    expect(unknown.stderr).toBe('error: No client sa-acme-nobody exists. (Clients.NotFound)\n');
+    expect(jsonOf(await idt(env, ['rotate-secret', 'sa-acme-nobody', '--json'])).error).toEqual({
+      code: 'Clients.NotFound',
+      detail: 'No client sa-acme-nobody exists.',
+    });
+    expect((await idt(env, ['clients', 'show', 'sa-acme-nobody'])).stderr).toBe(
+      'error: No client sa-acme-nobody exists. (Clients.NotFound)\n',
+    );
     const other = jsonOf(await idt(env, serviceAccountArgs('Scoped', '--json')));
     const admin = await database.db('identity_users').where({ email: 'ada@example.com' }).first('id');
     await server.idt.services.identity.accounts.organizations.create(
@@ -361,7 +369,9 @@ describe.each(testDialects())('idt commands on %s', (dialect) => {
     );
     const elsewhere = await idt(env, ['rotate-secret', other.client.clientId, '--org', 'initech']);
     expect(elsewhere.exitCode).toBe(1);
-    expect(elsewhere.stderr).toContain('(Clients.NotFound)');
+    expect(elsewhere.stderr).toBe(
+      `error: No client ${other.client.clientId} exists in the organization Initech (initech). (Clients.NotFound)\n`,
+    );
     expect((await tokenRequest(server, other.client.clientId, other.clientSecret, 'users.read')).status).toBe(200);
   });
 

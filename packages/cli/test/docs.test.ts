@@ -1,7 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { migrationSetsOf } from '@idt/core';
 import { migrationStatus } from '@idt/core/knex';
+import { identity } from '@idt/identity';
+import { oidc } from '@idt/oidc';
 import { createTestDatabase, referenceMigrationSets, startTestServer, type TestDatabase, type TestServer } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProgram } from '../src/cli.js';
@@ -54,6 +57,28 @@ describe('docs/cli.md', () => {
   // `idt serve` runs until stopped; spawned.test.ts runs it.
   it.each(commands.filter((command) => command !== 'serve'))('has a tested example of idt %s', (command) => {
     expect(tested.some((body) => new RegExp(`(^|[\\s|;])(npx )?idt ${command}\\b`, 'm').test(body))).toBe(true);
+  });
+});
+
+describe('the migration counts of docs/cli.md', () => {
+  const page = readFileSync(join(ROOT, 'docs/cli.md'), 'utf8');
+  const count = (owners: readonly string[]) =>
+    referenceMigrationSets.filter((set) => owners.includes(set.owner)).reduce((sum, set) => sum + set.migrations.length, 0);
+  const identityOidc = migrationSetsOf([identity(), oidc()]).map((set) => set.owner);
+
+  it('counts each package’s migrations as the code does', () => {
+    const counted = [...page.matchAll(/(\d+) of\s+`(@idt\/[a-z-]+)`/g)].map(([, n, owner]) => [owner, Number(n)]);
+    expect(Object.fromEntries(counted)).toEqual(
+      Object.fromEntries(referenceMigrationSets.map((set) => [set.owner, set.migrations.length])),
+    );
+  });
+
+  it('counts the migrations of identity and oidc, and of the reference modules, as the code does', () => {
+    expect(Number(/(\d+) for a composition\s+of\s+identity\s+and\s+oidc/.exec(page)?.[1])).toBe(count(identityOidc));
+    expect(Number(/(\d+)\s+in\s+all/.exec(page)?.[1])).toBe(count(referenceMigrationSets.map((set) => set.owner)));
+    // The examples: a refused command on a database of identity and oidc, and `idt migrate --json` on one.
+    expect(Number(/The database has (\d+) pending migration/.exec(page)?.[1])).toBe(count(identityOidc));
+    expect(Number(/"modules": \["identity", "oidc"\], "applied": (\d+)/.exec(page)?.[1])).toBe(count(identityOidc));
   });
 });
 

@@ -3,8 +3,11 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { migrationSetsOf } from '@idt/core';
+import { identity } from '@idt/identity';
 import { createTestDatabase, referenceMigrationSets, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { run } from '../src/cli.js';
 import { buildIdt } from './build.js';
 import { idt, jsonOf, ROOT, testEnv } from './support.js';
 
@@ -145,6 +148,97 @@ describe('errors of idt: one line, a stable code, a way out', () => {
     expect(expectOneErrorLine(serve.stderr, 'Config.Invalid')[0]).toBe(
       'error: Invalid configuration in the environment: IDT_KEY_ENCRYPTION_SECRET, IDT_SMTP_URL. (Config.Invalid)',
     );
+  });
+
+  it('blames a bad --database on the option, not on the env file that also sets the database', async () => {
+    const project = mkdtempSync(join(dir, 'project-'));
+    writeFileSync(join(project, '.env'), 'IDT_ENVIRONMENT=Development\nIDT_DATABASE_URL=sqlite:./data/idt.sqlite\n');
+    const result = await run(['migrate', '--database', 'mysql://idt:s3cret@db.internal/idt'], {
+      cwd: project,
+      env: {},
+      projectEnv: true,
+    });
+    expect(result.exitCode).toBe(1);
+    const [line, ...hints] = expectOneErrorLine(result.stderr, 'Config.Invalid');
+    expect(line).toBe('error: Invalid configuration in --database: IDT_DATABASE_URL. (Config.Invalid)');
+    expect(hints).toEqual([
+      '  IDT_DATABASE_URL: must start with sqlite: or postgres:// (given by --database mysql://idt:***@db.internal/idt). Fix: pass --database sqlite:<file> or --database postgres://user:password@host:5432/database.',
+    ]);
+    expect(result.stderr).not.toContain('.env');
+    expect(result.stderr).not.toContain('s3cret');
+    expect(existsSync(join(project, 'data'))).toBe(false);
+
+    // The same value from the env file is blamed on the file.
+    writeFileSync(join(project, '.env'), 'IDT_ENVIRONMENT=Development\nIDT_DATABASE_URL=mysql://db.internal/idt\n');
+    const fromFile = await run(['migrate'], { cwd: project, env: {}, projectEnv: true });
+    expect(fromFile.stderr).toContain(
+      `(set in ${join(project, '.env')}). Fix: set IDT_DATABASE_URL to a valid value in ${join(project, '.env')}`,
+    );
+
+    // ... and from the config file on the config file.
+    writeFileSync(join(project, '.env'), 'IDT_ENVIRONMENT=Development\n');
+    writeFileSync(
+      join(project, 'idt.config.mjs'),
+      "import { identity } from '@idt/identity';\nexport default { modules: [identity()], database: 'mysql://db.internal/idt' };\n",
+    );
+    const fromConfig = await run(['migrate'], { cwd: project, env: {}, projectEnv: true });
+    const [configLine, ...configHints] = expectOneErrorLine(fromConfig.stderr, 'Config.Invalid');
+    expect(configLine).toBe('error: Invalid configuration in database in ./idt.config.mjs: IDT_DATABASE_URL. (Config.Invalid)');
+    expect(configHints.join('\n')).toContain('Fix: set database in ./idt.config.mjs to a valid value');
+    expect(existsSync(join(project, 'data'))).toBe(false);
+  });
+
+  it('names where the database came from when it cannot be reached', async () => {
+    const flag = await idt(testEnv(database.url, dir), [
+      'migrate',
+      '--status',
+      '--database',
+      'postgres://postgres@127.0.0.1:1/idt',
+    ]);
+    const [, ...hints] = expectOneErrorLine(flag.stderr, 'Database.Unreachable');
+    expect(hints[0]).toBe('  Check --database, and that the database server is running and accepts connections there.');
+    const project = mkdtempSync(join(dir, 'unreachable-'));
+    writeFileSync(join(project, '.env'), 'IDT_DATABASE_URL=postgres://postgres@127.0.0.1:1/idt\n');
+    const fromFile = await run(['migrate', '--status'], { cwd: project, env: {}, projectEnv: true });
+    expect(fromFile.stderr).toContain(`Check IDT_DATABASE_URL in ${join(project, '.env')}, and that`);
+  });
+
+  it('suggests idt migrate with the same --config and --database when migrations are pending', async () => {
+    const project = mkdtempSync(join(dir, 'pending-'));
+    writeFileSync(
+      join(project, 'identity.config.mjs'),
+      "import { identity } from '@idt/identity';\nexport default { modules: [identity()] };\n",
+    );
+    const file = join(project, 'empty db.sqlite');
+    // An empty database that exists: setup opens it and finds every migration pending.
+    writeFileSync(file, '');
+    const env = { IDT_ENVIRONMENT: 'Development', IDT_DATA_DIR: project, IDT_LOG_LEVEL: 'warn' };
+    const args = ['--config', 'identity.config.mjs', 'setup', '--database', `sqlite:${file}`, '--email', 'a@example.com'];
+    const result = await run([...args, '--password-stdin', '--first-name', 'A', '--last-name', 'B', '--organization', 'O'], {
+      cwd: project,
+      env,
+      stdin: 'a long enough passphrase\n',
+    });
+    expect(result.exitCode).toBe(1);
+    const [line, ...hints] = expectOneErrorLine(result.stderr, 'Migrations.Pending');
+    const pending = migrationSetsOf([identity()]).reduce((sum, set) => sum + set.migrations.length, 0);
+    expect(line).toBe(
+      `error: The database has ${pending} pending migration(s); run \`idt migrate --config identity.config.mjs --database 'sqlite:${file}'\` first. (Migrations.Pending)`,
+    );
+    expect(hints[0]).toBe('  - @idt/core: 0001_outbox');
+    expect(hints).toHaveLength(pending);
+
+    // The suggested command, run as printed, applies them; then setup goes on.
+    const migrate = await run(['migrate', '--config', 'identity.config.mjs', '--database', `sqlite:${file}`], {
+      cwd: project,
+      env,
+    });
+    expect(migrate.exitCode).toBe(0);
+    expect(migrate.stdout).toContain(`Migrations: ${pending} applied`);
+
+    // A password is never printed; the hint says to put it back.
+    const postgres = await run(['users', 'list', '--database', 'postgres://idt:s3cret@127.0.0.1:1/idt'], { cwd: project, env });
+    expect(postgres.stderr).not.toContain('s3cret');
   });
 
   it('exits 130 without an error line when Ctrl-C ends a question on a terminal', async () => {

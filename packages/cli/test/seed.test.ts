@@ -137,7 +137,9 @@ describe.each(testDialects())('idt seed on %s', (dialect) => {
     const broken = write('broken.json', '{ "admin": ');
     const unreadable = await idt(env, ['seed', '--file', broken]);
     expect(unreadable.exitCode).toBe(1);
-    expect(unreadable.stderr).toMatch(/^error: broken\.json is not valid JSON: .*\(Cli\.SeedFileUnreadable\)\n$/);
+    expect(unreadable.stderr).toMatch(
+      /^error: broken\.json is not valid JSON: line 1, column 11: the file ends before the JSON does\. \(Cli\.SeedFileUnreadable\)\n {2}Fix the file there/,
+    );
     expect((await idt(env, ['seed', '--file', join(dir, 'missing.yaml')])).stderr).toContain('(Cli.SeedFileUnreadable)');
     expect((await idt(env, ['seed'])).exitCode).toBe(2);
 
@@ -327,7 +329,7 @@ clients:
     expect(again.stdout).toContain('Nothing changed: everything in more.yaml is already in place.');
   });
 
-  it('names the entry a service refuses (an unknown role), and a scope that is no scope row before writing', async () => {
+  it('names an unknown role, and a scope that is no scope row, before writing', async () => {
     const role = write('refused-role.json', {
       users: [
         {
@@ -341,7 +343,7 @@ clients:
     const refusedRole = await idt(env, ['seed', '--file', role]);
     expect(refusedRole.exitCode).toBe(1);
     expect(refusedRole.stderr).toContain(
-      'users[0].memberships[0].roles[0]: No role named "wizard" exists in this organization. (Validation.Failed)',
+      'error: The seed names roles that do not exist. users[0].memberships[0].roles[0]: No role named "wizard" exists in the organization Globex: use owner, admin, manager, user or one of its custom roles. (Validation.Failed)',
     );
     const scope = write('refused-scope.json', {
       clients: [{ name: 'Odd', kind: 'service-account', tenantName: 'Globex', scopes: ['no.such.scope'] }],
@@ -401,9 +403,130 @@ clients:
     expect(existsSync(join(dir, 'hooli.env'))).toBe(false);
   });
 
-  it('applies a seed in one transaction: an entry refused half-way leaves every table as it was', async () => {
+  it('reports every fault of a file in one run: schema, unknown organization, role and scope; nothing written', async () => {
     const before = await rowCounts();
-    // Scopes, the organization and the user are written before the membership's role is found unknown.
+    const seed = write(
+      'many-faults.yaml',
+      [
+        'organizations:',
+        '  - name: Hooli',
+        '    colour: green', // schema: an unknown field
+        'users:',
+        '  - email: not-an-address', // schema: not an e-mail address
+        '    firstName: Gavin',
+        '    lastName: Belson',
+        '    memberships:',
+        '      - organization: Globex',
+        '        roles: [admin, wizard]', // Globex exists, without a custom role "wizard"
+        '      - organization: Initrode', // neither exists nor is seeded
+        '        roles: [user]',
+        '      - organization: Hooli', // seeded here: built-in roles only
+        '        roles: [overlord]',
+        'clients:',
+        '  - name: Reports',
+        '    kind: service-account',
+        '    tenantName: Globex',
+        '    scopes: [users.read, reports.nope]', // no such scope row
+        '',
+      ].join('\n'),
+    );
+    const result = await idt(env, ['seed', '--file', seed, '--json']);
+    expect(result.exitCode).toBe(1);
+    const { error } = jsonOf(result);
+    expect(error.code).toBe('Validation.Failed');
+    expect(error.detail).toBe('The seed file many-faults.yaml is invalid.');
+    expect(error.errors).toEqual({
+      'organizations[0].colour': ['Unknown field.'],
+      'users[0].email': [expect.any(String)],
+      'users[0].memberships[0].roles[1]': [
+        'No role named "wizard" exists in the organization Globex: use owner, admin, manager, user or one of its custom roles.',
+      ],
+      'users[0].memberships[1].organization': ['No organization "Initrode" exists or is seeded in this file.'],
+      'users[0].memberships[2].roles[0]': [
+        'No role named "overlord" exists in the organization Hooli: use owner, admin, manager, user.',
+      ],
+      'clients[0].scopes': [
+        'Unknown scope "reports.nope": add it to the scopes section of the file, or use a scope of the catalog.',
+      ],
+    });
+    // The human line names them all too, once, and nothing else.
+    const human = await idt(env, ['seed', '--file', seed]);
+    expect(human.stderr.split('\n').filter(Boolean)).toHaveLength(1);
+    for (const field of Object.keys(error.errors)) expect(human.stderr).toContain(`${field}:`);
+    expect(await rowCounts()).toEqual(before);
+
+    // The same references in a file the schema accepts: refused before any write, all at once.
+    const valid = write('references.json', {
+      users: [
+        {
+          email: 'gavin@example.com',
+          firstName: 'Gavin',
+          lastName: 'Belson',
+          memberships: [
+            { organization: 'Globex', roles: ['wizard'] },
+            { organization: 'Initrode', roles: ['user'] },
+          ],
+        },
+      ],
+      clients: [{ name: 'Reports', kind: 'service-account', tenantName: 'Globex', scopes: ['reports.nope'] }],
+    });
+    const references = await idt(env, ['seed', '--file', valid, '--json']);
+    expect(jsonOf(references).error).toMatchObject({
+      code: 'Validation.Failed',
+      detail: 'The seed names organizations, roles and scopes that do not exist.',
+    });
+    expect(Object.keys(jsonOf(references).error.errors).sort()).toEqual([
+      'clients[0].scopes',
+      'users[0].memberships[0].roles[0]',
+      'users[0].memberships[1].organization',
+    ]);
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it('names the line and the column of a YAML or JSON syntax error, as an editor shows them', async () => {
+    const cases: Array<[string, string, string]> = [
+      // The yaml library puts this one at the start of the indentation; the fault is the key after it.
+      [
+        'indent.yaml',
+        'users:\n  - email: ada@example.com\n    firstName: Ada\n   lastName: Lovelace\n',
+        'indent.yaml is not valid YAML: line 4, column 4: Sequence item without - indicator.',
+      ],
+      // ... and this one at the end of the file; the fault is the quote that is never closed.
+      [
+        'quote.yaml',
+        'organizations:\n  - name: "Globex\n    enrollmentPolicy: open\n',
+        'quote.yaml is not valid YAML: line 2, column 11: Missing closing "quote.',
+      ],
+      [
+        'compact.yaml',
+        'organizations:\n  - name: Foo: Bar\n',
+        'compact.yaml is not valid YAML: line 2, column 11: Nested mappings are not allowed in compact mappings.',
+      ],
+      ['comma.json', '{\n  "admin": ,\n}\n', "comma.json is not valid JSON: line 2, column 12: Unexpected token ','."],
+      ['end.json', '{\n  "users": [\n', 'end.json is not valid JSON: line 2, column 13: the file ends before the JSON does.'],
+    ];
+    for (const [name, content, message] of cases) {
+      const result = await idt(env, ['seed', '--file', write(name, content)]);
+      expect(result.exitCode).toBe(1);
+      const [line, ...hints] = result.stderr.trimEnd().split('\n');
+      expect(line).toContain(`error: ${message}`);
+      expect(line).toMatch(/\(Cli\.SeedFileUnreadable\)$/);
+      expect(hints).toEqual(['  Fix the file there (line and column as your editor shows them) and run the command again.']);
+    }
+  });
+
+  it('applies a seed in one transaction: an entry refused half-way leaves every table as it was', async () => {
+    const { operator } = server.idt.services.identity.accounts;
+    const globex = await operator.findOrganization('Globex');
+    // A client elsewhere already holds the id the seed's new client derives, which only registering finds out.
+    await server.idt.services.oidc.clients.register(
+      { userId: null, platformAdmin: true },
+      globex?.id ?? null,
+      { kind: 'service-account', name: 'Squatter', scopes: ['users.read'] },
+      { clientId: 'sa-pied-piper-compression' },
+    );
+    const before = await rowCounts();
+    // Scopes, the organization, the user and the membership are written before the client is refused.
     const seed = write('half-way.json', {
       organizations: [{ name: 'Pied Piper' }],
       users: [
@@ -412,33 +535,29 @@ clients:
           password: PASSWORD,
           firstName: 'Richard',
           lastName: 'Hendricks',
-          memberships: [{ organization: 'Pied Piper', roles: ['wizard'] }],
+          memberships: [{ organization: 'Pied Piper', roles: ['admin'] }],
         },
       ],
       scopes: [{ scope: 'compression.read', description: 'Read compression ratios' }],
+      clients: [{ name: 'Compression', kind: 'service-account', tenantName: 'Pied Piper', scopes: ['compression.read'] }],
     });
     const result = await idt(env, ['seed', '--file', seed, '--json']);
     expect(result.exitCode).toBe(1);
-    expect(jsonOf(result).error).toMatchObject({
-      code: 'Validation.Failed',
-      errors: { 'users[0].memberships[0].roles[0]': [expect.stringContaining('"wizard"')] },
-    });
+    expect(jsonOf(result).error).toMatchObject({ code: 'Clients.IdTaken', detail: expect.stringContaining('clients[0]') });
     expect(result.stderr).not.toMatch(/\n\s+at /);
     expect(await rowCounts()).toEqual(before);
-    const { operator } = server.idt.services.identity.accounts;
     expect(await operator.findOrganization('Pied Piper')).toBeUndefined();
     expect(await operator.findUserByEmail('richard@example.com')).toBeUndefined();
 
     // Fixed, the same file applies completely, and the report counts per kind.
     write('half-way.json', {
       ...JSON.parse(readFileSync(seed, 'utf8')),
-      users: [
+      clients: [
         {
-          email: 'richard@example.com',
-          password: PASSWORD,
-          firstName: 'Richard',
-          lastName: 'Hendricks',
-          memberships: [{ organization: 'Pied Piper', roles: ['admin'] }],
+          clientId: 'sa-pied-piper-compressor',
+          name: 'Compression',
+          tenantName: 'Pied Piper',
+          scopes: ['compression.read'],
         },
       ],
     });
@@ -449,6 +568,7 @@ clients:
       organization: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
       user: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
       membership: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
+      client: { created: 1, updated: 0, unchanged: 0, skipped: 0 },
     });
     const human = await idt(env, ['seed', '--file', seed]);
     expect(human.stdout).toContain('Nothing changed');

@@ -11,6 +11,7 @@ import {
   type EnvFileOptions,
   envFileOption,
   examples,
+  onClient,
   splitList,
   withCommonOptions,
   withEnvFileOptions,
@@ -154,10 +155,12 @@ export function registerClientCommands(program: Command, io: CliIo): void {
       if (envFile !== undefined) await assertEnvFileFree(envFile, options.force === true);
       const needs = { command: 'rotate-secret', modules: CLIENT_MODULES };
       await withServices(io, out, target, needs, async ({ identity, oidc }) => {
-        const organizationId = options.org === undefined ? undefined : (await organizationOf(identity, options.org)).id;
-        const rotated = await oidc.clients.rotateSecret(OPERATOR, organizationId, clientId, {
-          revokeActiveTokens: options.revokeActiveTokens === true,
-        });
+        const organization = options.org === undefined ? undefined : await organizationOf(identity, options.org);
+        const rotated = await onClient(clientId, organization, () =>
+          oidc.clients.rotateSecret(OPERATOR, organization?.id, clientId, {
+            revokeActiveTokens: options.revokeActiveTokens === true,
+          }),
+        );
         out.line(
           `Rotated the secret of ${rotated.client.clientId}; the old secret no longer works${
             options.revokeActiveTokens ? ' and its active tokens are revoked' : ''

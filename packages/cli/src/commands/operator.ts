@@ -8,7 +8,7 @@ import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
 import { createTerminalPrompter } from '../prompter.js';
-import { examples, readCommandVariables, withCommonOptions } from './shared.js';
+import { examples, onClient, readCommandVariables, withCommonOptions } from './shared.js';
 
 /** A client as the list and show commands print it: no secret, no hash (the record has none). */
 function clientView(client: ClientRecord): Record<string, unknown> {
@@ -105,7 +105,7 @@ export function registerClientAdmin(program: Command, io: CliIo): void {
       const out = createOutput(io, options.json === true);
       const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
       await withServices(io, out, target, { command: 'clients show', modules: ['identity', 'oidc'] }, async ({ oidc }) => {
-        const client = await oidc.clients.get(undefined, clientId);
+        const client = await onClient(clientId, undefined, () => oidc.clients.get(undefined, clientId));
         const rows: Array<[string, string]> = [
           ['Client id', client.clientId],
           ['Name', client.name],
@@ -145,7 +145,7 @@ export function registerClientAdmin(program: Command, io: CliIo): void {
       }
       const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
       await withServices(io, out, target, { command: 'clients delete', modules: ['identity', 'oidc'] }, async ({ oidc }) => {
-        const client = await oidc.clients.get(undefined, clientId);
+        const client = await onClient(clientId, undefined, () => oidc.clients.get(undefined, clientId));
         if (!options.yes) {
           const prompter = io.prompter ?? createTerminalPrompter();
           const kind = client.kind === 'service-account' ? 'service account' : 'application';

@@ -1,14 +1,43 @@
 import { basename, dirname, resolve } from 'node:path';
+import { ValidationProblem } from '@idt/problem';
 import type { Command } from 'commander';
-import { type CommonOptions, commandTarget, type GlobalOptions, withServicesInTransaction } from '../context.js';
+import {
+  type CommandTarget,
+  type CommonOptions,
+  commandTarget,
+  type GlobalOptions,
+  withServices,
+  withServicesInTransaction,
+} from '../context.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
-import { applySeed, type SeedReport, seedModules, writeSeedEnvFiles } from '../seed/apply.js';
-import { loadSeedFile } from '../seed/schema.js';
+import { applySeed, checkSeedReferences, type SeedReport, seedModules, writeSeedEnvFiles } from '../seed/apply.js';
+import { readSeedFile } from '../seed/schema.js';
 import { type EnvFileOptions, envFileOption, examples, withCommonOptions, withEnvFileOptions } from './shared.js';
 
 interface SeedOptions extends CommonOptions, EnvFileOptions {
   readonly file: string;
+}
+
+/**
+ * The faults of what an invalid seed document refers to (organizations,
+ * roles, scopes), read without writing; none when the database cannot be
+ * read (the file's own faults are reported then, the database's on the next run).
+ */
+async function referenceFaults(
+  io: CliIo,
+  out: Output,
+  target: CommandTarget,
+  document: unknown,
+): Promise<Record<string, string[]>> {
+  if (!target.composition.has('identity')) return {};
+  try {
+    return await withServices(io, out, target, { command: 'seed', modules: ['identity'] }, (services) =>
+      checkSeedReferences(services, document),
+    );
+  } catch {
+    return {};
+  }
 }
 
 /** Prints a seed report: one line per entry, the new secrets once, and a summary. */
@@ -70,9 +99,17 @@ export function registerSeed(program: Command, io: CliIo): void {
     .action(async (options: SeedOptions) => {
       const out = createOutput(io, options.json === true);
       const file = resolve(io.cwd, options.file);
-      const seed = await loadSeedFile(file, io.env);
+      const checked = await readSeedFile(file, io.env);
       const envFile = envFileOption(io, options);
       const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
+      const seed = checked.seed;
+      if (!seed) {
+        // The file is refused; what it refers to is checked all the same, so one run names every fault.
+        const references = await referenceFaults(io, out, target, checked.document);
+        const errors: Record<string, string[]> = { ...checked.errors };
+        for (const [field, messages] of Object.entries(references)) errors[field] = [...(errors[field] ?? []), ...messages];
+        throw new ValidationProblem(errors, `The seed file ${basename(file)} is invalid.`);
+      }
       const needs = { command: 'seed', modules: seedModules(seed) };
       const report = await withServicesInTransaction(io, out, target, needs, (services) =>
         applySeed({ services }, seed, {

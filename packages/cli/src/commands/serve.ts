@@ -1,8 +1,9 @@
 import { resolveScalarScript } from '@idt/core';
-import { assertMigrated } from '@idt/core/knex';
+import { describeListenFailure } from '@idt/core/node';
 import type { IdentityServices } from '@idt/identity';
 import type { Command } from 'commander';
 import {
+  assertTargetMigrated,
   type CommonOptions,
   commandLogger,
   commandTarget,
@@ -79,7 +80,7 @@ export function registerServe(program: Command, io: CliIo): void {
       await withDatabase(
         target,
         async (db) => {
-          if (config.environment !== 'Testing') await assertMigrated(db, target.migrationSets);
+          if (config.environment !== 'Testing') await assertTargetMigrated(db, target);
           // The host's logger when the config file gives one, as its own server would log.
           const idt = await composeIdt(target, db, target.composition.options.logger ?? commandLogger(io, target));
           // Last resort, not a fix: a promise nobody handled is a bug to log, not a reason to drop every other request.
@@ -155,34 +156,16 @@ export function reachesListener(publicUrl: string, bound: string): boolean {
 
 /**
  * A failure to listen as the operator should read it: the port is taken
- * (`Server.PortInUse`) or needs privileges (`Server.PortForbidden`), with what to do.
+ * (`Server.PortInUse`) or needs privileges (`Server.PortForbidden`), or the
+ * host is not this machine's (`Server.HostUnavailable`), with what to do
+ * (`describeListenFailure` of `@idt/core/node`, which `npm start` reports with too).
  */
 export function listenError(error: unknown, port: number, host: string): unknown {
-  const code = (error as { code?: unknown } | null)?.code;
-  const other = port === 8080 ? 8081 : 8080;
-  if (code === 'EADDRINUSE') {
-    return new CliError('Server.PortInUse', `Port ${port} on ${host} is already in use by another process.`, {
-      hints: [
-        `Stop the process that listens there, or choose another port: --port ${other} (or PORT=${other}); --port 0 picks a free one.`,
-      ],
-      cause: error,
-    });
-  }
-  if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-    return new CliError(
-      code === 'EACCES' ? 'Server.PortForbidden' : 'Server.HostUnavailable',
-      code === 'EACCES'
-        ? `Listening on port ${port} of ${host} is not permitted for this user.`
-        : `${host} is not an address of this machine.`,
-      {
-        hints: [
-          code === 'EACCES'
-            ? `Use a port above 1023: --port ${other} (or PORT=${other}).`
-            : 'Choose an address of this machine: --host 127.0.0.1 (or HOST=0.0.0.0 for every interface).',
-        ],
-        cause: error,
-      },
-    );
-  }
-  return error;
+  const failure = describeListenFailure(error, {
+    port,
+    host,
+    anotherPort: (other) => (other === 0 ? '--port 0' : `--port ${other} (or PORT=${other})`),
+    anotherHost: (other) => (other === '127.0.0.1' ? `--host ${other}` : `HOST=${other}`),
+  });
+  return failure ? new CliError(failure.code, failure.detail, { hints: [failure.fix], cause: error }) : error;
 }

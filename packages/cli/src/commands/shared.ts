@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { ProblemError } from '@idt/problem';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -96,4 +97,24 @@ export async function readCommandVariables(
     });
   }
   return { variables, where };
+}
+
+/**
+ * Runs a call on one client, answering an unknown client (`Clients.NotFound`)
+ * with a detail that names it, and the organization only when the command
+ * was given one: the services' own detail speaks of "this organization",
+ * which a command without `--org` has none of.
+ */
+export async function onClient<T>(
+  clientId: string,
+  organization: { readonly name: string; readonly slug: string } | undefined,
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof ProblemError) || error.code !== 'Clients.NotFound') throw error;
+    const where = organization ? ` in the organization ${organization.name} (${organization.slug})` : '';
+    throw new ProblemError('Clients.NotFound', `No client ${clientId} exists${where}.`, { cause: error });
+  }
 }

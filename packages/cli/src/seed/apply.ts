@@ -1,6 +1,12 @@
 import { resolve } from 'node:path';
 import { randomToken } from '@idt/core';
-import type { AccountsActor, IdentityServices, OrganizationRecord } from '@idt/identity';
+import {
+  type AccountsActor,
+  type IdentityServices,
+  isBuiltInRole,
+  normalizeRoleName,
+  type OrganizationRecord,
+} from '@idt/identity';
 import type { ClientRecord, OidcServices } from '@idt/oidc';
 import { ProblemError, toProblemError, ValidationProblem } from '@idt/problem';
 import { OPERATOR } from '../context.js';
@@ -159,6 +165,135 @@ async function entryAt<T>(path: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The members of an object, or nothing: a seed document that failed its schema check is read with care. */
+function member(value: unknown, key: string): unknown {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined;
+}
+
+/** An array, or nothing. */
+function items(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+/** A non-blank string, trimmed, or nothing. */
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}
+
+/** The detail of a seed that names what does not exist: `The seed names organizations and roles that do not exist.` */
+export function referencesDetail(errors: Readonly<Record<string, string[]>>): string {
+  const fields = Object.keys(errors);
+  const kinds = [
+    fields.some((field) => /\.organization$|\.tenantName$/.test(field)) ? 'organizations' : '',
+    fields.some((field) => /\.roles\[\d+\]$/.test(field)) ? 'roles' : '',
+    fields.some((field) => field.endsWith('.scopes')) ? 'scopes' : '',
+  ].filter(Boolean);
+  const what = kinds.length <= 1 ? (kinds[0] ?? 'entries') : `${kinds.slice(0, -1).join(', ')} and ${kinds.at(-1)}`;
+  return `The seed names ${what} that do not exist.`;
+}
+
+/**
+ * Checks, without writing, what a seed document refers to: the organizations
+ * of memberships and clients (an existing one, or one the file seeds), the
+ * roles of memberships (built in, or a custom role of that existing
+ * organization), and the scopes of clients (rows of the catalog or of the
+ * file's `scopes`; only with the oidc module). The document may be one that
+ * failed its schema check: whatever is well-formed in it is checked, so one
+ * run reports every fault of the file.
+ *
+ * @returns the faults by member path (`users[0].memberships[1].roles[0]`); empty when there are none.
+ */
+export async function checkSeedReferences(services: SeedServices, document: unknown): Promise<Record<string, string[]>> {
+  const { operator, roles } = services.identity.accounts;
+  const errors: Record<string, string[]> = {};
+  const admin = member(document, 'admin');
+  const adminOrganization = [member(admin, 'email'), member(admin, 'password')].every((value) => text(value) !== undefined)
+    ? text(member(admin, 'organizationName'))
+    : undefined;
+  const seeded = new Set(
+    [...items(member(document, 'organizations')).map((entry) => text(member(entry, 'name'))), adminOrganization]
+      .filter((name): name is string => name !== undefined)
+      .map((name) => name.toLowerCase()),
+  );
+  // Each organization looked up once: the existing record (or null), and its custom role names.
+  const found = new Map<string, Promise<OrganizationRecord | null>>();
+  const organization = (reference: string) => {
+    const key = reference.toLowerCase();
+    let lookup = found.get(key);
+    if (!lookup) {
+      lookup = operator.findOrganization(reference).then((record) => record ?? null);
+      found.set(key, lookup);
+    }
+    return lookup;
+  };
+  const customRoles = new Map<string, Promise<Set<string>>>();
+  const rolesOf = (record: OrganizationRecord) => {
+    let names = customRoles.get(record.id);
+    if (!names) {
+      const reader = { userId: null, organizationId: record.id, permissions: new Set(['RolesRead']) };
+      names = roles.list(reader).then((list) => new Set(list.map((role) => role.name)));
+      customRoles.set(record.id, names);
+    }
+    return names;
+  };
+  const checkReference = async (reference: string, field: string) => {
+    const record = await organization(reference);
+    if (!record && !seeded.has(reference.toLowerCase())) {
+      errors[field] = [`No organization "${reference}" exists or is seeded in this file.`];
+    }
+    return record;
+  };
+
+  for (const [userIndex, user] of items(member(document, 'users')).entries()) {
+    for (const [index, membership] of items(member(user, 'memberships')).entries()) {
+      const path = `users[${userIndex}].memberships[${index}]`;
+      const reference = text(member(membership, 'organization'));
+      if (reference === undefined) continue;
+      const record = await checkReference(reference, `${path}.organization`);
+      if (!record && !seeded.has(reference.toLowerCase())) continue;
+      // An organization the file creates has the built-in roles only.
+      const known = record ? await rolesOf(record) : new Set<string>();
+      for (const [roleIndex, role] of items(member(membership, 'roles')).entries()) {
+        const name = text(role);
+        if (name === undefined) continue;
+        const normalized = normalizeRoleName(name);
+        if (isBuiltInRole(normalized) || known.has(normalized)) continue;
+        errors[`${path}.roles[${roleIndex}]`] = [
+          `No role named "${normalized}" exists in the organization ${record?.name ?? reference}: use owner, admin, manager, user${
+            record ? ' or one of its custom roles' : ''
+          }.`,
+        ];
+      }
+    }
+  }
+  const clients = items(member(document, 'clients'));
+  for (const [index, client] of clients.entries()) {
+    const reference = text(member(client, 'tenantName'));
+    if (reference !== undefined) await checkReference(reference, `clients[${index}].tenantName`);
+  }
+  // Scopes of clients: rows of the catalog or of this file.
+  if (services.oidc && clients.length > 0) {
+    const known = new Set([
+      ...(await services.oidc.clients.scopes()).map((row) => row.scope),
+      ...items(member(document, 'scopes')).flatMap((row) => text(member(row, 'scope')) ?? []),
+    ]);
+    for (const [index, client] of clients.entries()) {
+      const missing = items(member(client, 'scopes')).flatMap((scope) => {
+        const name = text(scope);
+        return name !== undefined && !known.has(name) ? [name] : [];
+      });
+      if (missing.length > 0) {
+        errors[`clients[${index}].scopes`] = missing.map(
+          (scope) => `Unknown scope "${scope}": add it to the scopes section of the file, or use a scope of the catalog.`,
+        );
+      }
+    }
+  }
+  return errors;
+}
+
 /**
  * Applies a validated seed file through the services of a composition, such
  * as a composed `idt` (the same ones the HTTP API uses). Idempotent: what exists is left as it
@@ -203,12 +338,6 @@ export async function applySeed(
   const admin = seed.admin;
   const adminActive =
     admin !== undefined && [admin.email, admin.password, admin.organizationName].every((value) => value.trim() !== '');
-  const seedOrganizationNames = new Set(
-    [...(seed.organizations ?? []).map((entry) => entry.name), ...(adminActive ? [admin.organizationName.trim()] : [])].map(
-      (name) => name.toLowerCase(),
-    ),
-  );
-
   const findOrganization = async (reference: string) =>
     seededOrganizations.get(reference.toLowerCase()) ?? (await operator.findOrganization(reference));
 
@@ -227,38 +356,9 @@ export async function applySeed(
     return (await clients.list(organization?.id ?? null)).find((entry) => entry.name === client.name && entry.kind === kind);
   }
 
-  // Checks before any write: organization references, then env files of the clients that will be new.
-  const unknown: Record<string, string[]> = {};
-  const checkReference = async (reference: string, field: string) => {
-    if (seedOrganizationNames.has(reference.toLowerCase()) || (await operator.findOrganization(reference))) return;
-    unknown[field] = [`No organization "${reference}" exists or is seeded in this file.`];
-  };
-  for (const [userIndex, user] of (seed.users ?? []).entries()) {
-    for (const [index, membership] of (user.memberships ?? []).entries()) {
-      await checkReference(membership.organization, `users[${userIndex}].memberships[${index}].organization`);
-    }
-  }
-  for (const [index, client] of (seed.clients ?? []).entries()) {
-    if (client.tenantName !== undefined) await checkReference(client.tenantName, `clients[${index}].tenantName`);
-  }
-  const unknownOrganizations = Object.keys(unknown).length > 0;
-  // Scopes of clients: rows of the catalog or of this file, checked before any write.
-  if (clients && (seed.clients ?? []).length > 0) {
-    const known = new Set([...(await clients.scopes()).map((row) => row.scope), ...(seed.scopes ?? []).map((row) => row.scope)]);
-    for (const [index, client] of (seed.clients ?? []).entries()) {
-      const missing = client.scopes.filter((scope) => !known.has(scope));
-      if (missing.length > 0) {
-        unknown[`clients[${index}].scopes`] = missing.map(
-          (scope) => `Unknown scope "${scope}": add it to the scopes section of the file, or use a scope of the catalog.`,
-        );
-      }
-    }
-  }
-  if (Object.keys(unknown).length > 0) {
-    const unknownScopes = Object.keys(unknown).some((field) => field.endsWith('.scopes'));
-    const what = [unknownOrganizations ? 'organizations' : '', unknownScopes ? 'scopes' : ''].filter(Boolean).join(' and ');
-    throw new ValidationProblem(unknown, `The seed names ${what} that do not exist.`);
-  }
+  // Checks before any write: what the file refers to (organizations, roles, scopes), then env files of new clients.
+  const unknown = await checkSeedReferences(composed.services, seed);
+  if (Object.keys(unknown).length > 0) throw new ValidationProblem(unknown, referencesDetail(unknown));
 
   const unnamed = (seed.clients ?? []).filter((client) => client.envFile === undefined);
   if (options.envFile !== undefined && unnamed.length > 1) {

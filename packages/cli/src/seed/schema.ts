@@ -10,7 +10,7 @@ import {
 } from '@idt/identity';
 import { RegisterClientInput, ScopeRowInput } from '@idt/oidc';
 import { memberPath, ValidationProblem } from '@idt/problem';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument, parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { CliError } from '../errors.js';
 
@@ -209,6 +209,42 @@ function interpolate(
   return value;
 }
 
+/** A seed document checked against the schema: the valid file, or every fault of the document. */
+export interface CheckedSeed {
+  /** The validated file; `undefined` when {@link errors} has faults. */
+  readonly seed: SeedFile | undefined;
+  /** The faults by member path (`clients[0].tenantName`), placeholders that name unset variables included. */
+  readonly errors: Readonly<Record<string, string[]>>;
+  /** The document with its placeholders replaced, as it was checked (for checks of what it refers to). */
+  readonly document: unknown;
+}
+
+/**
+ * Checks a parsed seed document without throwing: `${NAME}` placeholders in
+ * strings are replaced from `env` first, and every fault is collected, unset
+ * variables and schema faults alike.
+ */
+export function checkSeed(document: unknown, env: Readonly<Record<string, string | undefined>> = {}): CheckedSeed {
+  const missing: Record<string, string[]> = {};
+  const interpolated = interpolate(document ?? {}, env, [], missing);
+  const parsed = SeedFileSchema.safeParse(interpolated);
+  // An unset variable is the fault of its field; the blank it left is not reported as well.
+  const errors: Record<string, string[]> = { ...missing };
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
+      for (const key of keys) {
+        const field = memberPath(key.map((segment) => (typeof segment === 'symbol' ? String(segment) : segment)));
+        if (missing[field]) continue;
+        const message = issue.code === 'unrecognized_keys' ? 'Unknown field.' : issue.message;
+        errors[field] = [...new Set([...(errors[field] ?? []), message])];
+      }
+    }
+  }
+  const valid = parsed.success && Object.keys(errors).length === 0;
+  return { seed: valid ? parsed.data : undefined, errors, document: interpolated };
+}
+
 /**
  * Validates a parsed seed document: `${NAME}` placeholders in strings are
  * replaced from `env` first.
@@ -220,23 +256,102 @@ export function parseSeed(
   env: Readonly<Record<string, string | undefined>> = {},
   name = 'The seed',
 ): SeedFile {
-  const missing: Record<string, string[]> = {};
-  const interpolated = interpolate(document ?? {}, env, [], missing);
-  if (Object.keys(missing).length > 0) throw new ValidationProblem(missing, `${name} is invalid.`);
-  const parsed = SeedFileSchema.safeParse(interpolated);
-  if (!parsed.success) {
-    const errors: Record<string, string[]> = {};
-    for (const issue of parsed.error.issues) {
-      const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
-      for (const key of keys) {
-        const field = memberPath(key.map((segment) => (typeof segment === 'symbol' ? String(segment) : segment)));
-        const message = issue.code === 'unrecognized_keys' ? 'Unknown field.' : issue.message;
-        errors[field] = [...new Set([...(errors[field] ?? []), message])];
-      }
-    }
-    throw new ValidationProblem(errors, `${name} is invalid.`);
+  const { seed, errors } = checkSeed(document, env);
+  if (!seed) throw new ValidationProblem(errors, `${name} is invalid.`);
+  return seed;
+}
+
+/** A 1-based line and column of `text` at `offset`, as editors show them. */
+function lineAndColumn(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, Math.max(0, Math.min(offset, text.length)));
+  const lines = before.split('\n');
+  return { line: lines.length, column: (lines.at(-1)?.length ?? 0) + 1 };
+}
+
+/**
+ * Where a YAML error is, as an editor would point at it: the yaml library
+ * puts some errors at the start of the line's indentation (point at its
+ * first character instead), and a missing closing quote at the end of the
+ * file (point at the opening quote).
+ */
+function yamlErrorPosition(text: string, error: YAMLParseError): { line: number; column: number } {
+  let offset = error.pos[0];
+  if (error.code === 'MISSING_CHAR' && /^Missing closing .?quote/.test(error.message)) {
+    const quote = error.message.includes("'") ? "'" : '"';
+    const opening = openingQuote(text, offset, quote);
+    if (opening !== undefined) return lineAndColumn(text, opening);
   }
-  return parsed.data;
+  // Blanks at the offset: the fault is the first character after them on that line.
+  while (offset < text.length && (text[offset] === ' ' || text[offset] === '\t')) offset++;
+  if (offset >= text.length || text[offset] === '\n' || text[offset] === '\r') offset = error.pos[0];
+  return lineAndColumn(text, offset);
+}
+
+/** The offset of the quote that opens the string still open at `end`: the last one before it that is not escaped. */
+function openingQuote(text: string, end: number, quote: string): number | undefined {
+  for (let index = Math.min(end, text.length) - 1; index >= 0; index--) {
+    if (text[index] !== quote) continue;
+    // `\"` inside double quotes and `''` inside single quotes do not end a string.
+    if (quote === '"' && text[index - 1] === '\\') continue;
+    if (quote === "'" && text[index - 1] === "'") {
+      index--;
+      continue;
+    }
+    return index;
+  }
+  return undefined;
+}
+
+/** What the JSON parser says, with the line and column of the fault where it gives its position. */
+function jsonFault(text: string, error: Error): string {
+  const message = error.message.split('\n')[0] ?? '';
+  const position = /at position (\d+)/.exec(message);
+  if (position) {
+    const { line, column } = lineAndColumn(text, Number(position[1]));
+    return `line ${line}, column ${column}: ${message.replace(/ in JSON at position \d+.*$/, '').replace(/ at position \d+.*$/, '')}.`;
+  }
+  if (/Unexpected end of JSON input/.test(message)) {
+    const { line, column } = lineAndColumn(text, text.trimEnd().length);
+    return `line ${line}, column ${column}: the file ends before the JSON does.`;
+  }
+  // `Unexpected token ',', "{ …" is not valid JSON`: the token, without the document quoted after it,
+  // at the place a YAML parser (JSON is YAML) finds the fault, when it finds one.
+  const reason = `${message.replace(/, ".*$/, '').replace(/\s*$/, '')}.`;
+  const located = parseDocument(text, { schema: 'json' }).errors[0]?.linePos?.[0];
+  return located ? `line ${located.line}, column ${located.col}: ${reason}` : reason;
+}
+
+/**
+ * Reads a seed file and checks it without throwing for its faults: JSON for
+ * `.json`, YAML otherwise.
+ *
+ * @throws CliError `Cli.SeedFileUnreadable` when the file cannot be read or parsed, naming the line and column of a syntax error.
+ */
+export async function readSeedFile(path: string, env: Readonly<Record<string, string | undefined>> = {}): Promise<CheckedSeed> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new CliError('Cli.SeedFileUnreadable', `Cannot read the seed file ${path}: ${(error as Error).message}`);
+  }
+  const json = path.endsWith('.json');
+  let document: unknown;
+  try {
+    document = json ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    let fault: string;
+    if (error instanceof YAMLParseError) {
+      const { line, column } = yamlErrorPosition(text, error);
+      const reason = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+      fault = `line ${line}, column ${column}: ${reason}.`;
+    } else {
+      fault = jsonFault(text, error as Error);
+    }
+    throw new CliError('Cli.SeedFileUnreadable', `${basename(path)} is not valid ${json ? 'JSON' : 'YAML'}: ${fault}`, {
+      hints: ['Fix the file there (line and column as your editor shows them) and run the command again.'],
+    });
+  }
+  return checkSeed(document, env);
 }
 
 /**
@@ -249,23 +364,9 @@ export function parseSeed(
  * const seed = await loadSeedFile('seed.yaml', process.env);
  */
 export async function loadSeedFile(path: string, env: Readonly<Record<string, string | undefined>> = {}): Promise<SeedFile> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new CliError('Cli.SeedFileUnreadable', `Cannot read the seed file ${path}: ${(error as Error).message}`);
-  }
-  let document: unknown;
-  try {
-    document = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
-  } catch (error) {
-    const message = (error as Error).message.split('\n')[0];
-    throw new CliError(
-      'Cli.SeedFileUnreadable',
-      `${basename(path)} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${message}`,
-    );
-  }
-  return parseSeed(document, env, `The seed file ${basename(path)}`);
+  const { seed, errors } = await readSeedFile(path, env);
+  if (!seed) throw new ValidationProblem(errors, `The seed file ${basename(path)} is invalid.`);
+  return seed;
 }
 
 /** The JSON Schema (draft 2020-12) of seed files, as shipped in `schema/seed.schema.json`. */

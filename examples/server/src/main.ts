@@ -7,6 +7,7 @@
  */
 import { ConfigError, explainKeyDecryption, type IdtConfig, loadConfig, loadProjectEnv, migrationSetsOf } from '@idt/core';
 import { createDatabase, PendingMigrationsError, redactDatabaseUrl, runMigrations } from '@idt/core/knex';
+import { describeListenFailure, type ListenFailure, listenFailureLines } from '@idt/core/node';
 import { createReferenceServer, referenceModules } from './index.js';
 
 /** The settings, kept for messages about them when the server fails. */
@@ -22,6 +23,15 @@ function sameListener(publicUrl: string, bound: string): boolean {
   const b = new URL(bound);
   if (a.protocol !== b.protocol || a.port !== b.port) return false;
   return a.hostname === b.hostname || (loopback(a.hostname) && loopback(b.hostname));
+}
+
+/** The server could not listen, for a reason the operator fixes (see `describeListenFailure`). */
+class ListenFailed extends Error {
+  readonly failure: ListenFailure;
+  constructor(failure: ListenFailure, cause: unknown) {
+    super(failure.detail, { cause });
+    this.failure = failure;
+  }
 }
 
 async function main(command: string): Promise<number> {
@@ -48,7 +58,18 @@ async function main(command: string): Promise<number> {
   process.on('unhandledRejection', (reason: unknown) =>
     idt.logger.error('unhandled promise rejection (a bug; the server keeps running)', { error: reason }),
   );
-  const { url } = await idt.listen(config.port, config.host);
+  const { url } = await idt.listen(config.port, config.host).catch(async (error: unknown) => {
+    // A port in use (or forbidden, or a host of another machine) is the operator's to fix: one line and the fix, as `idt serve` says it.
+    const failure = describeListenFailure(error, {
+      port: config.port,
+      host: config.host,
+      anotherPort: (port) => (command === 'start' ? `PORT=${port} npm start` : `PORT=${port}`),
+      anotherHost: (host) => (command === 'start' ? `HOST=${host} npm start` : `HOST=${host}`),
+    });
+    if (!failure) throw error;
+    await idt.close();
+    throw new ListenFailed(failure, error);
+  });
   const setupRequired = await idt.services.identity.setup.isSetupRequired();
   const publicUrl = config.publicBaseUrl;
   // The issuer's URL, not the bound address: a sign-in started on another host name
@@ -92,7 +113,9 @@ main(command).then(
   },
   (error: unknown) => {
     const explained = loaded ? explainKeyDecryption(error, loaded.config, loaded.project) : error;
-    if (error instanceof ConfigError) {
+    if (error instanceof ListenFailed) {
+      console.error(listenFailureLines(error.failure).join('\n'));
+    } else if (error instanceof ConfigError) {
       console.error(error.message);
       const file = error.origin?.envFile ?? loaded?.project.envFile ?? './.env';
       console.error(

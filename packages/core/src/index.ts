@@ -191,6 +191,27 @@ export type {
   ServicesOf,
 } from './module.js';
 export { orderModules } from './module.js';
+export type {
+  OutboundAddress,
+  OutboundAddressKind,
+  OutboundGuardOptions,
+  OutboundRefusalReason,
+  OutboundResolver,
+  OutboundUrlCheck,
+  OutboundUrlCheckOptions,
+} from './net/outbound.js';
+export {
+  checkOutboundUrl,
+  classifyAddress,
+  createOutboundLookup,
+  isMetadataAddress,
+  isMetadataHost,
+  isNonPublicAddress,
+  OutboundRefusedError,
+  outboundHost,
+  refuseHost,
+  systemResolver,
+} from './net/outbound.js';
 export { CoreCodes } from './problems.js';
 export type { Throttle } from './throttle.js';
 export { createThrottle } from './throttle.js';

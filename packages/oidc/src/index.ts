@@ -48,13 +48,7 @@ export type { AccountDirectory, MembershipState, StartedSession } from './intera
 export { ASSETS_BASE, INTERACTION_BASE } from './interactions/handler.js';
 export type { ConsentStore, GrantContextStore } from './interactions/stores.js';
 export type { BackchannelLimits, BackchannelNotifier, BackchannelResult, BackchannelTarget } from './logout/backchannel.js';
-export {
-  createBackchannelNotifier,
-  DEFAULT_BACKCHANNEL_LIMITS,
-  guardedLookup,
-  isNonPublicAddress,
-  RefusedHostError,
-} from './logout/backchannel.js';
+export { createBackchannelNotifier, DEFAULT_BACKCHANNEL_LIMITS } from './logout/backchannel.js';
 export { frontchannelUrl } from './logout/frontchannel.js';
 export type { OidcModuleOptions, OidcModuleSettings, OidcServices } from './module.js';
 export { oidc, oidcVariables } from './module.js';

@@ -1,3 +1,4 @@
+import { isMetadataHost } from '@idt/core';
 import { z } from 'zod';
 
 /** The kinds of OAuth client (SPEC 2.1). */
@@ -42,23 +43,46 @@ export const RedirectUriSchema = z
     ctx.addIssue({ code: 'custom', message: 'Use https; http is allowed only for localhost and 127.0.0.1.' });
   });
 
-/** A back-channel logout URI: absolute, no fragment, http or https. */
+/** A logout URI's shape: absolute http(s), no fragment, no credentials. */
+function checkLogoutUri(value: string, ctx: z.RefinementCtx): URL | undefined {
+  const url = parseAbsolute(value);
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    ctx.addIssue({ code: 'custom', message: 'Use an absolute http or https URL.' });
+    return undefined;
+  }
+  if (value.includes('#')) ctx.addIssue({ code: 'custom', message: 'A logout URI cannot have a fragment.' });
+  if (url.username || url.password) ctx.addIssue({ code: 'custom', message: 'A logout URI cannot carry credentials.' });
+  return url;
+}
+
+/** Why a back-channel logout URI naming a cloud metadata service is refused. */
+export const METADATA_LOGOUT_URI_MESSAGE = 'A back-channel logout URI cannot point to a cloud metadata address.';
+
+/**
+ * A back-channel logout URI: absolute, no fragment, http or https, and not a
+ * cloud metadata host (169.254.169.254, fd00:ec2::254,
+ * metadata.google.internal and the like, in any spelling), which the server
+ * would otherwise POST to whatever `IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS` says.
+ * Names that resolve to one are refused by the service at registration and
+ * again at every delivery.
+ */
 export const BackchannelLogoutUriSchema = z
   .string()
   .trim()
   .max(2000, 'A URI has at most 2000 characters.')
   .superRefine((value, ctx) => {
-    const url = parseAbsolute(value);
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      ctx.addIssue({ code: 'custom', message: 'Use an absolute http or https URL.' });
-      return;
-    }
-    if (value.includes('#')) ctx.addIssue({ code: 'custom', message: 'A logout URI cannot have a fragment.' });
-    if (url.username || url.password) ctx.addIssue({ code: 'custom', message: 'A logout URI cannot carry credentials.' });
+    const url = checkLogoutUri(value, ctx);
+    if (url && isMetadataHost(url.hostname)) ctx.addIssue({ code: 'custom', message: METADATA_LOGOUT_URI_MESSAGE });
   });
 
-/** A front-channel logout URI: absolute http(s) URL without fragment. */
-export const FrontchannelLogoutUriSchema = BackchannelLogoutUriSchema;
+/** A front-channel logout URI: absolute http(s) URL without fragment (the browser loads it, not the server). */
+export const FrontchannelLogoutUriSchema = z
+  .string()
+  .trim()
+  .max(2000, 'A URI has at most 2000 characters.')
+  .superRefine((value, ctx) => {
+    checkLogoutUri(value, ctx);
+  });
 
 /** Refresh-token lifetime in seconds: 60 to 31,536,000 (one year). */
 export const RefreshTokenLifetimeSchema = z

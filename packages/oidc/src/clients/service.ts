@@ -1,4 +1,12 @@
-import { type Clock, isUniqueViolation, randomToken, sha256Hex, systemClock } from '@idt/core';
+import {
+  type Clock,
+  checkOutboundUrl,
+  isUniqueViolation,
+  type OutboundResolver,
+  randomToken,
+  sha256Hex,
+  systemClock,
+} from '@idt/core';
 import { slugify } from '@idt/identity';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import {
@@ -6,6 +14,7 @@ import {
   type BrandingInput,
   BrandingInput as BrandingInputSchema,
   type ClientRecord,
+  METADATA_LOGOUT_URI_MESSAGE,
   RegisterClientInput,
   RotateSecretInput,
   ScopeRowInput,
@@ -100,6 +109,11 @@ export interface ClientServiceOptions {
   /** The public base URL of the API. */
   readonly apiBaseUrl: string;
   readonly clock?: Clock;
+  /**
+   * Resolves back-channel logout hosts at registration, to refuse a name that
+   * resolves to a cloud metadata address; the system resolver by default.
+   */
+  readonly resolve?: OutboundResolver;
 }
 
 /** Hashes a client secret for storage: `sha256:<hex>` (secrets are 256-bit random values). */
@@ -160,6 +174,20 @@ export function createClientService(options: ClientServiceOptions): ClientServic
     }
   }
 
+  /**
+   * Refuses a back-channel logout URI whose host resolves to a cloud metadata
+   * address (the schema refused metadata literals and names already). Loopback
+   * and private hosts are judged at delivery, by `IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS`;
+   * a name that does not resolve yet is accepted, and every delivery checks again.
+   */
+  async function checkBackchannelUri(uri: string | null | undefined): Promise<void> {
+    if (!uri) return;
+    const check = await checkOutboundUrl(uri, { allowPrivate: true, ...(options.resolve ? { resolve: options.resolve } : {}) });
+    if (!check.ok && check.reason === 'metadata') {
+      throw new ValidationProblem({ backchannelLogoutUri: [METADATA_LOGOUT_URI_MESSAGE] });
+    }
+  }
+
   const response = (client: StoredClient, clientSecret: string) => ({
     client: toRecord(client),
     clientSecret,
@@ -171,6 +199,7 @@ export function createClientService(options: ClientServiceOptions): ClientServic
     async register(actor, organizationId, rawInput, registerOptions = {}) {
       const input = RegisterClientInput.parse(rawInput);
       await checkScopes(actor, input.scopes);
+      if (input.kind === 'application') await checkBackchannelUri(input.backchannelLogoutUri);
       let prefix = '';
       if (organizationId !== null) {
         const organization = await options.organizations.find(organizationId);
@@ -233,6 +262,7 @@ export function createClientService(options: ClientServiceOptions): ClientServic
       if (isApplication && input.redirectUris && input.redirectUris.length === 0) {
         throw new ValidationProblem({ redirectUris: ['An application needs at least one redirect URI.'] });
       }
+      if (isApplication) await checkBackchannelUri(input.backchannelLogoutUri);
       const updated = await store.update(
         clientId,
         isApplication

@@ -1,8 +1,18 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { BlockList, isIP } from 'node:net';
-import { type Clock, type Logger, randomToken, signJwt, silentLogger, systemClock } from '@idt/core';
+import {
+  type Clock,
+  createOutboundLookup,
+  type Logger,
+  type OutboundGuardOptions,
+  OutboundRefusedError,
+  type OutboundResolver,
+  randomToken,
+  refuseHost,
+  signJwt,
+  silentLogger,
+  systemClock,
+} from '@idt/core';
 
 /** Delivery limits of back-channel logout (SPEC 8.2). */
 export interface BackchannelLimits {
@@ -21,99 +31,21 @@ export const DEFAULT_BACKCHANNEL_LIMITS: BackchannelLimits = Object.freeze({
   overallTimeoutMs: 10_000,
 });
 
-const blocked = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv6');
-}
-
 /**
- * Whether an address is loopback, private-range, link-local, unique-local
- * or otherwise not globally routable (the hosts SPEC 8.2 refuses).
+ * Posts a form with a timeout, through the outbound guard of `@idt/core`
+ * (the address is resolved once, checked and used for the connection);
+ * resolves with the status. Redirects are answers, never followed.
  */
-export function isNonPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return true;
-  if (family === 6 && address.toLowerCase().startsWith('::ffff:')) {
-    const mapped = address.slice(7);
-    if (isIP(mapped) === 4) return blocked.check(mapped, 'ipv4');
-  }
-  return blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-/** Thrown when a logout target resolves to a refused address. */
-export class RefusedHostError extends Error {
-  constructor(host: string) {
-    super(`The back-channel logout host ${host} resolves to a loopback or private address, which is not allowed`);
-    this.name = 'RefusedHostError';
-  }
-}
-
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/**
- * A DNS lookup that refuses non-public addresses. The connection uses the
- * address this lookup returns, so a host cannot rebind between check and connect.
- */
-export function guardedLookup(allowPrivate: boolean) {
-  return (hostname: string, options: { all?: boolean } | number, callback: LookupCallback) => {
-    const opts = typeof options === 'number' ? { family: options } : options;
-    dnsLookup(hostname, { ...opts, all: true }, (error, addresses) => {
-      if (error) return callback(error, []);
-      const list = addresses as LookupAddress[];
-      if (!allowPrivate && list.some((entry) => isNonPublicAddress(entry.address))) {
-        return callback(Object.assign(new RefusedHostError(hostname), { code: 'EREFUSEDHOST' }), []);
-      }
-      if ((opts as { all?: boolean }).all) return callback(null, list);
-      const first = list[0];
-      if (!first) return callback(Object.assign(new Error(`No address for ${hostname}`), { code: 'ENOTFOUND' }), []);
-      return callback(null, first.address, first.family);
-    });
-  };
-}
-
-/** Posts a form with a timeout, through the guarded lookup; resolves with the status. */
-export function postForm(
-  url: URL,
-  body: string,
-  timeoutMs: number,
-  allowPrivate: boolean,
-  signal?: AbortSignal,
-): Promise<number> {
+function postForm(url: URL, body: string, timeoutMs: number, guard: OutboundGuardOptions): Promise<number> {
   return new Promise((resolve, reject) => {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       reject(new Error(`Unsupported protocol ${url.protocol}`));
       return;
     }
-    const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (!allowPrivate && isIP(literal) !== 0 && isNonPublicAddress(literal)) {
-      reject(new RefusedHostError(url.hostname));
+    // node:http connects to a literal address without a lookup: judge it (and metadata host names) here.
+    const refused = refuseHost(url.hostname, guard.allowPrivate);
+    if (refused) {
+      reject(refused);
       return;
     }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -126,9 +58,10 @@ export function postForm(
           'content-length': Buffer.byteLength(body),
           'user-agent': 'idt-backchannel-logout',
         },
-        lookup: guardedLookup(allowPrivate) as never,
+        lookup: createOutboundLookup(guard),
         timeout: timeoutMs,
-        ...(signal ? { signal } : {}),
+        // One connection per attempt: nothing pooled outlives it, and every attempt resolves and checks the host again.
+        agent: false,
       },
       (response) => {
         response.resume();
@@ -163,8 +96,13 @@ export interface BackchannelNotifierOptions {
   readonly issuer: string;
   /** The key that signs id tokens (logout tokens use the same key). */
   readonly signingKey: () => Promise<{ kid: string; alg: string } & Record<string, unknown>>;
-  /** Deliver to loopback and private hosts too (local demos and tests only). */
+  /**
+   * Deliver to loopback and private hosts too (local demos and tests only).
+   * Cloud metadata and link-local addresses stay refused whatever it says.
+   */
   readonly allowPrivateHosts: boolean;
+  /** Resolves the clients' host names; the system resolver by default (tests inject one). */
+  readonly resolve?: OutboundResolver;
   readonly limits?: BackchannelLimits;
   /**
    * Stamps the logout token's `iat` and `exp`; the system clock by default.
@@ -179,12 +117,17 @@ export interface BackchannelNotifierOptions {
  * 8.2): a `logout+jwt` with the events claim, `sub` and `sid` and no
  * `nonce`, POSTed as `logout_token` to each client; 3 s per attempt, one
  * retry after 1 s, 10 s for all clients together; private hosts refused
- * unless allowed.
+ * unless allowed, cloud metadata addresses always (the guard of
+ * `@idt/core`'s {@link createOutboundLookup}); redirects are not followed.
  */
 export function createBackchannelNotifier(options: BackchannelNotifierOptions) {
   const limits = options.limits ?? DEFAULT_BACKCHANNEL_LIMITS;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
+  const guard: OutboundGuardOptions = {
+    allowPrivate: options.allowPrivateHosts,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  };
 
   async function logoutToken(clientId: string, sub: string, sid: string): Promise<string> {
     const key = await options.signingKey();
@@ -216,13 +159,13 @@ export function createBackchannelNotifier(options: BackchannelNotifierOptions) {
           new URL(target.backchannelLogoutUri),
           body,
           Math.min(limits.perClientTimeoutMs, remaining),
-          options.allowPrivateHosts,
+          guard,
         );
         if (status === 200 || status === 204) return { clientId: target.clientId, delivered: true, attempts: attempt };
-        lastError = `HTTP ${status}`;
+        lastError = status >= 300 && status < 400 ? `HTTP ${status}, redirect not followed` : `HTTP ${status}`;
       } catch (error) {
         lastError = (error as Error).message;
-        if (error instanceof RefusedHostError || (error as { code?: string }).code === 'EREFUSEDHOST') {
+        if (error instanceof OutboundRefusedError || (error as { code?: string }).code === 'EREFUSEDHOST') {
           return { clientId: target.clientId, delivered: false, attempts: attempt, error: lastError };
         }
       }

@@ -128,7 +128,7 @@ export {
   RotateSecretInput,
 } from './webhooks/schemas.js';
 export type { WebhookSender, WebhookSenderOptions, WebhookSendResult } from './webhooks/sender.js';
-export { createWebhookSender, isPrivateLiteral } from './webhooks/sender.js';
+export { createWebhookSender } from './webhooks/sender.js';
 export type { WebhooksService, WebhooksServiceOptions } from './webhooks/service.js';
 export { createWebhooksService, WEBHOOKS_MANAGE } from './webhooks/service.js';
 export { generateWebhookSecret, newMessageId, signatureHeader, signWebhook } from './webhooks/signing.js';

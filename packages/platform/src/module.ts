@@ -1,4 +1,4 @@
-import type { IdtModule } from '@idt/core';
+import type { IdtModule, OutboundResolver } from '@idt/core';
 import type { AnnouncementsService } from './announcements/service.js';
 import type { ChangelogService } from './changelog/service.js';
 import type { FlagsService } from './flags/service.js';
@@ -21,9 +21,15 @@ export interface PlatformOptions {
   /**
    * Webhook delivery. `allowPrivateHosts` (also `IDT_WEBHOOKS_ALLOW_PRIVATE_HOSTS=true`)
    * accepts loopback and private hosts and plain http: local demos and tests
-   * only. `jobIntervalMs`: how often due deliveries are sent (1,000).
+   * only; cloud metadata addresses stay refused. `jobIntervalMs`: how often
+   * due deliveries are sent (1,000). `resolve`: resolves endpoint host names
+   * (the system resolver by default; tests inject one).
    */
-  readonly webhooks?: { readonly allowPrivateHosts?: boolean; readonly jobIntervalMs?: number };
+  readonly webhooks?: {
+    readonly allowPrivateHosts?: boolean;
+    readonly jobIntervalMs?: number;
+    readonly resolve?: OutboundResolver;
+  };
 }
 
 /** The services of the platform module (`idt.services.platform`). */
@@ -88,6 +94,7 @@ export function platform(options: PlatformOptions = {}): IdtModule<'platform', P
         webhooks: {
           allowPrivateHosts: options.webhooks?.allowPrivateHosts ?? ctx.env.IDT_WEBHOOKS_ALLOW_PRIVATE_HOSTS === 'true',
           ...(options.webhooks?.jobIntervalMs ? { jobIntervalMs: options.webhooks.jobIntervalMs } : {}),
+          ...(options.webhooks?.resolve ? { resolve: options.webhooks.resolve } : {}),
         },
       });
       return {

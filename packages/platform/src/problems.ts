@@ -56,7 +56,8 @@ export const PlatformCodes = registerProblemCodes('@idt/platform', {
   },
   'Webhooks.PrivateHostRefused': {
     kind: 'BusinessRule',
-    description: 'The URL points to a loopback or private address, which this deployment does not allow.',
+    description:
+      'The URL points to a loopback or private address, which this deployment does not allow, or to a cloud metadata address, which no deployment allows.',
   },
   'Announcements.InvalidStatusTransition': {
     kind: 'BusinessRule',

@@ -1,6 +1,7 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createManualClock, type ManualClock } from '@idt/core';
+import type { AddressInfo, Socket } from 'node:net';
+import { createManualClock, type ManualClock, type OutboundResolver } from '@idt/core';
 import {
   mintAccessToken,
   mintServiceToken,
@@ -16,9 +17,68 @@ import { caller, expectJson, expectProblem, seedWorld, type World } from './help
 
 const JOB = 'platform.webhooks.deliver';
 
-/** A test server's options: deliveries to local receivers allowed, the delivery job run by the tests alone. */
+/** What the test servers' resolver answers, by host name (other names do not resolve). */
+const dnsAnswers = new Map<string, string[]>();
+const resolve: OutboundResolver = async (hostname) => {
+  const addresses = dnsAnswers.get(hostname);
+  if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+  return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+};
+
+/**
+ * A test server's options: deliveries to local receivers allowed, host names
+ * resolved by {@link dnsAnswers}, the delivery job run by the tests alone.
+ */
 function webhookServer(dialect: TestDialect, clock: ManualClock) {
-  return { dialect, clock, modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000 } } } };
+  return {
+    dialect,
+    clock,
+    modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000, resolve } } },
+  };
+}
+
+/** Cloud metadata targets as an endpoint URL might name them: IPv4, IPv6, mapped and other embedded forms, other IPv4 spellings, names. */
+const METADATA_URLS = [
+  'https://169.254.169.254/latest',
+  'http://169.254.169.254/latest/meta-data/',
+  'http://169.254.170.2/v2/credentials',
+  'http://100.100.100.200/latest/meta-data/',
+  'http://192.0.0.192/latest/',
+  'http://168.63.129.16/machine',
+  'http://[fd00:ec2::254]/latest',
+  'http://[fd20:ce::254]/computeMetadata/v1/',
+  'http://[fe80::a9fe:a9fe]/openstack',
+  'http://[::ffff:169.254.169.254]/latest',
+  'http://[0:0:0:0:0:ffff:a9fe:a9fe]/latest',
+  'http://[64:ff9b::169.254.169.254]/latest',
+  'http://2852039166/latest',
+  'http://0xa9fea9fe/latest',
+  'http://0251.0376.0251.0376/latest',
+  'http://metadata.google.internal/computeMetadata/v1/',
+  'http://METADATA.google.internal./computeMetadata/v1/',
+  'http://metadata.goog/',
+  'http://metadata/computeMetadata/v1/',
+  'http://instance-data/latest/',
+  'http://instance-data.ec2.internal/latest/',
+];
+
+/** Names {@link dnsAnswers} resolves to a metadata address. */
+const RESOLVES_TO_METADATA: Record<string, string[]> = {
+  'imds.example.test': ['169.254.169.254'],
+  'imds6.example.test': ['fd00:ec2::254'],
+  'mapped.example.test': ['::ffff:169.254.169.254'],
+  'mixed.example.test': ['127.0.0.1', '100.100.100.200'],
+};
+for (const [host, addresses] of Object.entries(RESOLVES_TO_METADATA)) dnsAnswers.set(host, addresses);
+
+/** Records every address a client socket of this process tries to connect to (node:net's diagnostics channel). */
+function watchConnections() {
+  const attempts: string[] = [];
+  const onSocket = (message: unknown) => {
+    (message as { socket: Socket }).socket.on('connectionAttempt', (ip: string) => attempts.push(ip));
+  };
+  subscribe('net.client.socket', onSocket);
+  return { attempts, stop: () => unsubscribe('net.client.socket', onSocket) };
 }
 
 interface Received {
@@ -390,6 +450,110 @@ describe.each(testDialects())('webhooks over HTTP on %s', (dialect) => {
     for (const { endpoint } of [changelog, announcements, inquiries]) {
       await expectJson(await call('DELETE', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin() }), 204);
     }
+  });
+
+  it('refuses every metadata address, spelling and name with 422 even with private hosts allowed, storing nothing', async () => {
+    const { endpoint } = await createEndpoint();
+    const endpoints = async () => Number((await server.database.db('platform_webhook_endpoints').count({ n: '*' }))[0]?.n);
+    const before = await endpoints();
+    const targets = [...METADATA_URLS, ...Object.keys(RESOLVES_TO_METADATA).map((host) => `https://${host}/hooks`)];
+    for (const url of targets) {
+      const created = await expectProblem(
+        await call('POST', '/v1/webhooks/endpoints', { token: await admin(), body: { url } }),
+        422,
+        'Webhooks.PrivateHostRefused',
+      );
+      expect(created.detail, url).toMatch(
+        /is a cloud metadata address, which is refused even where private hosts are allowed\.$/,
+      );
+      await expectProblem(
+        await call('PATCH', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin(), body: { url } }),
+        422,
+        'Webhooks.PrivateHostRefused',
+      );
+    }
+    expect(await endpoints()).toBe(before);
+    const stored = await expectJson(await call('GET', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin() }));
+    expect(stored.url).toBe(receiver.url);
+    // Loopback, a private name and a name that does not resolve yet stay accepted: the setting is on.
+    dnsAnswers.set('lan.example.test', ['10.0.0.9']);
+    for (const url of ['http://[::1]:9/hooks', 'http://lan.example.test/hooks', 'http://later.example.test/hooks']) {
+      await expectJson(await call('PATCH', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin(), body: { url } }));
+    }
+    await expectJson(await call('DELETE', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin() }), 204);
+  });
+
+  it('refuses at delivery a stored metadata URL and a name that now resolves to a metadata address, connecting nowhere', async () => {
+    const port = new URL(receiver.url).port;
+    dnsAnswers.set('rebind.example.test', ['127.0.0.1']);
+    const stored = await createEndpoint();
+    const rebound = await createEndpoint({ url: `http://rebind.example.test:${port}/hooks` });
+    // A URL stored before the rule (written to the table directly), and a name whose answer changed since its registration.
+    await server.database
+      .db('platform_webhook_endpoints')
+      .where({ id: stored.endpoint.id })
+      .update({ url: 'http://[::ffff:169.254.169.254]/latest/meta-data/' });
+    dnsAnswers.set('rebind.example.test', ['169.254.169.254']);
+    for (const { endpoint } of [stored, rebound]) {
+      await expectJson(await call('POST', `/v1/webhooks/endpoints/${endpoint.id}/test`, { token: await admin() }), 202);
+    }
+    const watch = watchConnections();
+    try {
+      await server.idt.runJobs(JOB);
+    } finally {
+      watch.stop();
+    }
+    expect(watch.attempts.filter((address) => address !== '127.0.0.1')).toEqual([]);
+    expect(receiver.received).toHaveLength(0);
+    const errors = async (id: string) =>
+      (await expectJson(await call('GET', `/v1/webhooks/endpoints/${id}/deliveries`, { token: await admin() }))).items.map(
+        (item: { status: string; responseStatus: number | null; error: string }) => [
+          item.status,
+          item.responseStatus,
+          item.error,
+        ],
+      );
+    expect(await errors(stored.endpoint.id)).toEqual([['pending', null, 'metadata host refused']]);
+    expect(await errors(rebound.endpoint.id)).toEqual([
+      [
+        'pending',
+        null,
+        'The host rebind.example.test resolves to 169.254.169.254, a cloud metadata address, which is always refused',
+      ],
+    ]);
+    for (const { endpoint } of [stored, rebound]) {
+      await expectJson(await call('DELETE', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin() }), 204);
+    }
+  });
+
+  it('does not follow a redirect to a metadata address', async () => {
+    const { endpoint } = await createEndpoint();
+    receiver.replies.push(
+      { status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data/iam/security-credentials/' } },
+      { status: 307, headers: { location: 'http://metadata.google.internal/computeMetadata/v1/' } },
+    );
+    for (let sent = 0; sent < 2; sent++) {
+      await expectJson(await call('POST', `/v1/webhooks/endpoints/${endpoint.id}/test`, { token: await admin() }), 202);
+    }
+    const watch = watchConnections();
+    try {
+      await server.idt.runJobs(JOB);
+    } finally {
+      watch.stop();
+    }
+    // One request per message, both to the receiver; nothing went to the Location.
+    expect(receiver.received).toHaveLength(2);
+    expect(watch.attempts.filter((address) => address !== '127.0.0.1')).toEqual([]);
+    const log = await expectJson(await call('GET', `/v1/webhooks/endpoints/${endpoint.id}/deliveries`, { token: await admin() }));
+    expect(
+      log.items
+        .map((item: { status: string; responseStatus: number; error: string }) => [item.responseStatus, item.error])
+        .sort(),
+    ).toEqual([
+      [302, 'redirect not followed'],
+      [307, 'redirect not followed'],
+    ]);
+    await expectJson(await call('DELETE', `/v1/webhooks/endpoints/${endpoint.id}`, { token: await admin() }), 204);
   });
 });
 

@@ -8,6 +8,7 @@ import {
   type EventOutbox,
   type Logger,
   type ModuleJob,
+  type OutboundResolver,
   type Route,
   silentLogger,
 } from '@idt/core';
@@ -56,8 +57,15 @@ export interface KnexPlatformOptions {
   readonly announcementJobIntervalMs?: number;
   /** The registered events (the bus's catalog), read once every module registered its own: webhooks subscribe to them. */
   readonly catalog?: () => EventCatalog;
-  /** Webhook delivery: loopback and private hosts (local demos and tests only), and how often the delivery job runs (1,000 ms). */
-  readonly webhooks?: { readonly allowPrivateHosts?: boolean; readonly jobIntervalMs?: number };
+  /**
+   * Webhook delivery: loopback and private hosts (local demos and tests only; metadata addresses stay refused),
+   * how often the delivery job runs (1,000 ms), and the resolver of endpoint host names (the system's by default).
+   */
+  readonly webhooks?: {
+    readonly allowPrivateHosts?: boolean;
+    readonly jobIntervalMs?: number;
+    readonly resolve?: OutboundResolver;
+  };
   /** The server secret (`ctx.secret`): webhook endpoint secrets are sealed under a key derived from it. */
   readonly secret: string;
   /** Creates in-app notifications (the notifications module's service); without it, announcements notify nobody. */
@@ -120,13 +128,15 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
     return WEBHOOK_EVENT_TYPES.filter((entry) => entry.source === undefined || events.has(entry.source));
   };
   const allowPrivateHosts = options.webhooks?.allowPrivateHosts ?? false;
+  const resolve = options.webhooks?.resolve ? { resolve: options.webhooks.resolve } : {};
   const webhooks = createWebhooksService({
     store: createKnexWebhooksStore(db, outbox, createSecretBox(options.secret, WEBHOOK_SECRET_PURPOSE), invalidator),
     invalidator,
     directory,
-    sender: createWebhookSender({ allowPrivateHosts, timeoutMs: WEBHOOK_TIMEOUT_MS }),
+    sender: createWebhookSender({ allowPrivateHosts, timeoutMs: WEBHOOK_TIMEOUT_MS, ...resolve }),
     eventTypes: offered,
     allowPrivateHosts,
+    ...resolve,
     ...clock,
   });
   const notices = createPlatformNoticeHandlers({

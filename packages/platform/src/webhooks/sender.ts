@@ -1,7 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
-import { guardedLookup, isNonPublicAddress } from '@idt/oidc';
+import { createOutboundLookup, type OutboundResolver, refuseHost } from '@idt/core';
 
 /** What one HTTP attempt gave. */
 export interface WebhookSendResult {
@@ -18,23 +17,27 @@ export type WebhookSender = (url: string, headers: Record<string, string>, body:
 
 /** Options of {@link createWebhookSender}. */
 export interface WebhookSenderOptions {
-  /** Deliver to loopback and private hosts (local demos and tests only). */
+  /**
+   * Deliver to loopback and private hosts (local demos and tests only).
+   * Cloud metadata and link-local addresses stay refused whatever it says.
+   */
   readonly allowPrivateHosts: boolean;
   readonly timeoutMs: number;
-}
-
-/** Whether a URL's host is a loopback or private literal address. */
-export function isPrivateLiteral(url: URL): boolean {
-  const literal = url.hostname.replace(/^\[|\]$/g, '');
-  return isIP(literal) !== 0 && isNonPublicAddress(literal);
+  /** Resolves the endpoints' host names; the system resolver by default (tests inject one). */
+  readonly resolve?: OutboundResolver;
 }
 
 /**
- * Creates the sender: node:http(s) with the SSRF guard of back-channel
- * logout (the address is resolved once, checked and used for the
- * connection), a timeout, and no redirects (a 3xx is an answer, a failure).
+ * Creates the sender: node:http(s) with the outbound guard of `@idt/core`
+ * (the address is resolved once, checked and used for the connection;
+ * metadata addresses refused always, private ones unless allowed), a
+ * timeout, and no redirects (a 3xx is an answer, a failure).
  */
 export function createWebhookSender(options: WebhookSenderOptions): WebhookSender {
+  const lookup = createOutboundLookup({
+    allowPrivate: options.allowPrivateHosts,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  });
   return (target, headers, body) =>
     new Promise((resolve) => {
       const started = performance.now();
@@ -49,14 +52,15 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:')
         return done(0, undefined, `unsupported protocol ${url.protocol}`);
-      if (!options.allowPrivateHosts && isPrivateLiteral(url)) return done(0, undefined, 'private host refused');
+      const refused = refuseHost(url.hostname, options.allowPrivateHosts);
+      if (refused) return done(0, undefined, refused.reason === 'metadata' ? 'metadata host refused' : 'private host refused');
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
       const request = send(
         url,
         {
           method: 'POST',
           headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-          lookup: guardedLookup(options.allowPrivateHosts) as never,
+          lookup,
           timeout: options.timeoutMs,
           // One connection per attempt: nothing pooled outlives it, and every attempt resolves and checks the host again.
           agent: false,

@@ -1,8 +1,5 @@
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
-import { type Clock, newId, type Page, systemClock, toPage } from '@idt/core';
+import { type Clock, checkOutboundUrl, newId, type OutboundResolver, type Page, systemClock, toPage } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
-import { isNonPublicAddress } from '@idt/oidc';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import { type PlatformActor, type PlatformDirectory, requirePlatformAdministrator } from '../access.js';
 import { createKeyedCache } from '../cache.js';
@@ -30,8 +27,13 @@ export interface WebhooksServiceOptions {
   readonly sender: WebhookSender;
   /** The event types this composition offers. */
   readonly eventTypes: () => readonly WebhookEventType[];
-  /** Accept loopback and private hosts (local demos and tests only). */
+  /**
+   * Accept loopback and private hosts (local demos and tests only). Cloud
+   * metadata and link-local addresses stay refused whatever it says.
+   */
   readonly allowPrivateHosts: boolean;
+  /** Resolves endpoint host names when they are registered; the system resolver by default. */
+  readonly resolve?: OutboundResolver;
   readonly clock?: Clock;
   readonly random?: () => number;
   /** `user-agent` of the requests. */
@@ -138,22 +140,23 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
     }
   }
 
-  /** Refuses loopback and private hosts (resolved now; deliveries resolve and check again). */
+  /**
+   * Refuses cloud metadata hosts always, and loopback and private hosts unless
+   * allowed (resolved now; deliveries resolve and check again). A name that
+   * does not resolve is refused unless private hosts are allowed (a local
+   * receiver may not be up yet).
+   */
   async function checkUrl(raw: string): Promise<void> {
     const url = new URL(raw);
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (!options.allowPrivateHosts) {
-      let addresses: string[];
-      try {
-        addresses = isIP(host) !== 0 ? [host] : (await lookup(host, { all: true })).map((entry) => entry.address);
-      } catch {
-        throw new ValidationProblem({ url: ['The host does not resolve.'] });
-      }
-      if (addresses.some(isNonPublicAddress)) {
-        throw new ProblemError('Webhooks.PrivateHostRefused', `${url.hostname} is a loopback or private address.`);
-      }
-      if (url.protocol !== 'https:') throw new ValidationProblem({ url: ['Use https.'] });
+    const check = await checkOutboundUrl(url, {
+      allowPrivate: options.allowPrivateHosts,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+    });
+    if (!check.ok) {
+      if (check.reason !== 'unresolvable') throw new ProblemError('Webhooks.PrivateHostRefused', check.message);
+      if (!options.allowPrivateHosts) throw new ValidationProblem({ url: ['The host does not resolve.'] });
     }
+    if (!options.allowPrivateHosts && url.protocol !== 'https:') throw new ValidationProblem({ url: ['Use https.'] });
   }
 
   function matches(endpoint: EndpointRoute, eventType: string, organizationId: string | null): boolean {

@@ -1,6 +1,7 @@
 import { startTestServer, type TestServer, testDialects } from '@idt/testing';
 import { validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { caller, seedWorld } from './accounts-helpers.js';
 
 const admin = {
   email: 'ada@example.com',
@@ -173,5 +174,17 @@ describe('reference server under a deployment path prefix', () => {
     const document = (await (await server.fetch('/openapi/v1.json')).json()) as { servers: Array<{ url: string }> };
     expect(document.servers[0]?.url).toBe(server.url);
     expect(await (await server.fetch('/scalar')).text()).toContain('src="/idt/scalar/standalone.js"');
+  });
+
+  it("answers a 201's Location with the prefix, a path the client can follow", async () => {
+    const world = await seedWorld(server);
+    const call = caller(server);
+    const created = await call('POST', '/v1/identity/organizations', { token: world.outsiderToken, body: { name: 'Prefixed' } });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    const location = created.headers.get('location') ?? '';
+    expect(location).toBe(`/idt/v1/identity/organizations/${id}`);
+    const followed = await fetch(new URL(location, server.url), { headers: { authorization: `Bearer ${world.outsiderToken}` } });
+    expect(followed.status).not.toBe(404);
   });
 });

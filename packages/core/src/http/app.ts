@@ -293,6 +293,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       ids,
       clientIp,
       options.publicBaseUrl,
+      prefix,
     );
     const response = await route.handler(ctx);
     // A response for a credential is nobody else's: no shared or browser cache keeps it unless the handler says so.
@@ -376,6 +377,7 @@ class PipelineContext implements RouteContext {
     ids: { requestId: string; traceId: string },
     readonly clientIp: string,
     readonly baseUrl: string,
+    readonly prefix: string,
   ) {
     this.#incoming = incoming;
     this.#info = info;

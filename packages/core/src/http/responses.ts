@@ -5,7 +5,7 @@ import { LightResponse } from './light.js';
  *
  * @example
  * return json({ setupRequired: true });
- * return json(record, { status: 201, headers: { location: `/v1/things/${record.id}` } });
+ * return json(record, { status: 201, headers: { location: `${ctx.prefix}/v1/things/${record.id}` } });
  */
 export function json(body: unknown, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
   return new LightResponse(JSON.stringify(body), {

@@ -72,6 +72,11 @@ export interface RouteContext<TParams = Record<string, string>, TQuery = Record<
   readonly signal: AbortSignal;
   /** The public base URL of the API, prefix included, e.g. `https://id.example.com/idt`. */
   readonly baseUrl: string;
+  /**
+   * The deployment path prefix (`''` or `/segment`), for paths written into
+   * answers: a 201's `location: \`${prefix}/v1/things/${id}\``.
+   */
+  readonly prefix: string;
 }
 
 /** A route: method, path, schemas, policy and the handler, all in one place. */

@@ -129,10 +129,13 @@ export function createInquiryRoutes(inquiries: InquiriesService): Route[] {
         },
         404: notFound,
       },
-      handler: async ({ principal, params, body }) => {
+      handler: async ({ prefix, principal, params, body }) => {
         const created = await inquiries.addComment(caller(principal), params.id, body);
         const inquiryId = encodeURIComponent(params.id.trim().toLowerCase());
-        return json(created, { status: 201, headers: { location: `/v1/inquiries/${inquiryId}/comments/${created.id}` } });
+        return json(created, {
+          status: 201,
+          headers: { location: `${prefix}/v1/inquiries/${inquiryId}/comments/${created.id}` },
+        });
       },
     }),
     defineRoute({

@@ -78,9 +78,9 @@ export function createAnnouncementRoutes(announcements: AnnouncementsService): R
           headers: { Location: '`/v1/admin/announcements/{id}`' },
         },
       },
-      handler: async ({ principal, body }) => {
+      handler: async ({ prefix, principal, body }) => {
         const created = await announcements.create(callerOf(principal), body);
-        return json(created, { status: 201, headers: { location: `/v1/admin/announcements/${created.id}` } });
+        return json(created, { status: 201, headers: { location: `${prefix}/v1/admin/announcements/${created.id}` } });
       },
     }),
     defineRoute({

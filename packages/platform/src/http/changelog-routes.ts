@@ -97,9 +97,9 @@ export function createChangelogRoutes(changelog: ChangelogService): Route[] {
         201: { description: 'The entry', schema: ChangelogEntryResponse, headers: { Location: '`/v1/admin/changelog/{id}`' } },
         409: { description: 'The version exists (`Changelog.VersionExists`)' },
       },
-      handler: async ({ principal, body }) => {
+      handler: async ({ prefix, principal, body }) => {
         const created = await changelog.create(callerOf(principal), body);
-        return json(created, { status: 201, headers: { location: `/v1/admin/changelog/${created.id}` } });
+        return json(created, { status: 201, headers: { location: `${prefix}/v1/admin/changelog/${created.id}` } });
       },
     }),
     defineRoute({

@@ -206,9 +206,12 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
         201: { description: 'The flag', schema: FlagResponse, headers: { Location: '`/v1/platform/flags/{key}`' } },
         409: { description: 'The key is taken (`FeatureFlags.KeyExists`)' },
       },
-      handler: async ({ principal, body }) => {
+      handler: async ({ prefix, principal, body }) => {
         const created = await flags.create(callerOf(principal), body);
-        return json(created, { status: 201, headers: { location: `/v1/platform/flags/${encodeURIComponent(created.key)}` } });
+        return json(created, {
+          status: 201,
+          headers: { location: `${prefix}/v1/platform/flags/${encodeURIComponent(created.key)}` },
+        });
       },
     }),
     defineRoute({

@@ -54,7 +54,7 @@ export function createWebhookRoutes(webhooks: WebhooksService): Route[] {
       operationId: 'createWebhookEndpoint',
       summary: 'Create a webhook endpoint',
       description:
-        'The answer carries the signing secret (`whsec_…`) this once. Loopback and private hosts are 422 `Webhooks.PrivateHostRefused` unless the deployment allows them; then plain http is accepted too.',
+        'The answer carries the signing secret (`whsec_…`) this once. Loopback and private hosts are 422 `Webhooks.PrivateHostRefused` unless the deployment allows them; then plain http is accepted too. Cloud metadata hosts (169.254.169.254 and the like, or a name resolving to one) are 422 whatever the deployment allows.',
       tags: TAGS,
       permissions: PERMISSIONS,
       request: { body: EndpointInput },
@@ -65,11 +65,11 @@ export function createWebhookRoutes(webhooks: WebhooksService): Route[] {
           schema: EndpointCreated,
           headers: { Location: '`/v1/webhooks/endpoints/{id}`' },
         },
-        422: { description: 'A loopback or private host (`Webhooks.PrivateHostRefused`)' },
+        422: { description: 'A loopback, private or cloud metadata host (`Webhooks.PrivateHostRefused`)' },
       },
-      handler: async ({ principal, body }) => {
+      handler: async ({ prefix, principal, body }) => {
         const created = await webhooks.create(callerOf(principal), body);
-        return json(created, { status: 201, headers: { location: `/v1/webhooks/endpoints/${created.endpoint.id}` } });
+        return json(created, { status: 201, headers: { location: `${prefix}/v1/webhooks/endpoints/${created.endpoint.id}` } });
       },
     }),
     defineRoute({

@@ -50,7 +50,7 @@ export function createStorageRoutes(storage: StorageService): Route[] {
         415: { description: 'Not a multipart/form-data body (`Http.ClientError`)' },
         503: { description: 'Virus scanning is on and the scanner could not check the file (`Storage.ScanUnavailable`)' },
       },
-      handler: async ({ principal, request }) => {
+      handler: async ({ prefix, principal, request }) => {
         const actor = caller(principal);
         storage.authorizeUpload(actor);
         const upload = await readMultipartUpload(request, {
@@ -58,7 +58,7 @@ export function createStorageRoutes(storage: StorageService): Route[] {
           stage: (content, info) => storage.stage(content, info),
         });
         const uploaded = await storage.complete(actor, upload.staged, upload.fields);
-        return json(uploaded, { status: 201, headers: { location: `/v1/storage/files/${uploaded.fileId}` } });
+        return json(uploaded, { status: 201, headers: { location: `${prefix}/v1/storage/files/${uploaded.fileId}` } });
       },
     }),
     defineRoute({

@@ -19,9 +19,9 @@ export function createOrganizationRoutes(organizations: OrganizationsService): R
       ratePolicy: 'registration',
       request: { body: CreateOrganizationInput },
       responses: { 201: { description: 'The organization', schema: OrganizationRecord } },
-      handler: async ({ principal, body }) => {
+      handler: async ({ prefix, principal, body }) => {
         const created = await organizations.create(actorOf(principal), body);
-        return json(created, { status: 201, headers: { location: `/v1/identity/organizations/${created.id}` } });
+        return json(created, { status: 201, headers: { location: `${prefix}/v1/identity/organizations/${created.id}` } });
       },
     }),
     defineRoute({

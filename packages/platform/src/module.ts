@@ -87,6 +87,7 @@ export function platform(options: PlatformOptions = {}): IdtModule<'platform', P
         secret: ctx.secret,
         clock: ctx.clock,
         logger: ctx.logger,
+        pathPrefix: ctx.config.pathPrefix,
         ...(options.settings ? { settings: options.settings } : {}),
         ...(options.announcementJobIntervalMs ? { announcementJobIntervalMs: options.announcementJobIntervalMs } : {}),
         catalog: () => ctx.events.catalog(),

@@ -51,6 +51,8 @@ export interface KnexPlatformOptions {
   readonly invalidator: CacheInvalidator;
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** The deployment path prefix, for routes named in problem details. */
+  readonly pathPrefix?: string;
   /** Setting definitions besides the built-in ones. */
   readonly settings?: readonly SettingDefinition[];
   /** How often the announcement job runs, in milliseconds (60,000 by default). */
@@ -107,6 +109,7 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
     directory,
     invalidator,
     ...clock,
+    ...(options.pathPrefix ? { pathPrefix: options.pathPrefix } : {}),
   });
   const flags = createFlagsService({
     store: createKnexFlagsStore({ db, outbox, invalidator }),

@@ -45,6 +45,8 @@ export interface SettingsServiceOptions {
   readonly clock?: Clock;
   /** Evicts the value caches when any instance changes a value; without it nothing is cached. */
   readonly invalidator?: CacheInvalidator;
+  /** The deployment path prefix (`''` or `/segment`), for the route named in `Settings.SystemKeyBlocked`. */
+  readonly pathPrefix?: string;
 }
 
 /** Settings: organization values, user overrides, platform-wide `system.*` values, and the merged view. */
@@ -71,10 +73,10 @@ export interface SettingsService {
   resolve(organizationId: string | null, userId: string | null): Promise<Record<string, JsonValue>>;
 }
 
-function systemBlocked(): ProblemError {
+function systemBlocked(pathPrefix: string): ProblemError {
   return new ProblemError(
     'Settings.SystemKeyBlocked',
-    'system.* settings are platform-wide; platform administrators change them on /v1/platform/settings/{key}.',
+    `system.* settings are platform-wide; platform administrators change them on ${pathPrefix}/v1/platform/settings/{key}.`,
   );
 }
 
@@ -118,6 +120,7 @@ function toMap(records: readonly SettingValueRecord[]): Map<string, JsonValue> {
 export function createSettingsService(options: SettingsServiceOptions): SettingsService {
   const { store, registry, directory } = options;
   const clock = options.clock ?? systemClock;
+  const pathPrefix = options.pathPrefix ?? '';
   const cache = createKeyedCache<Map<string, JsonValue>>(SETTINGS_CACHE, options.invalidator);
 
   const systemValues = () => cache.get('system', async () => toMap(await store.list('system', null, null)));
@@ -150,14 +153,14 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
   /** The definition of a key writable on the organization surface (`undefined` for custom keys). */
   function organizationKey(key: string): SettingDefinition | undefined {
     const found = classifySettingKey(key, registry);
-    if (found.kind === 'system') throw systemBlocked();
+    if (found.kind === 'system') throw systemBlocked(pathPrefix);
     if (found.kind === 'unknown') throw unknownKey(key);
     return found.kind === 'defined' ? found.definition : undefined;
   }
 
   function userKey(key: string): SettingDefinition {
     const found = classifySettingKey(key, registry);
-    if (found.kind === 'system') throw systemBlocked();
+    if (found.kind === 'system') throw systemBlocked(pathPrefix);
     if (found.kind === 'unknown') throw unknownKey(key);
     if (found.kind === 'custom' || !found.definition.userOverridable) {
       throw new ProblemError('Settings.NotOverridable', `'${key}' is decided by the organization; users cannot override it.`);

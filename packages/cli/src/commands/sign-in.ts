@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { IDT_ICON_LINK } from '@idt/core';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -38,7 +39,7 @@ function pkce(): { verifier: string; challenge: string } {
 /** The page the browser shows after the redirect. */
 function page(title: string, text: string): string {
   const escaped = (value: string) => value.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
-  return `<!doctype html><html lang="en"><meta charset="utf-8"><title>${escaped(title)}</title><body style="font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto"><h1>${escaped(title)}</h1><p id="result">${escaped(text)}</p></body></html>`;
+  return `<!doctype html><html lang="en"><meta charset="utf-8">${IDT_ICON_LINK}<title>${escaped(title)}</title><body style="font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto"><h1>${escaped(title)}</h1><p id="result">${escaped(text)}</p></body></html>`;
 }
 
 /**

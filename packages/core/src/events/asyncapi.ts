@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { compareCodeUnits } from '../compare.js';
+import { IDT_ICON_LINK } from '../http/favicon.js';
 import { escapeHtml, html, json, text } from '../http/responses.js';
 import { defineRoute, type Route } from '../http/route.js';
 import type { EventCatalog, EventDefinition } from './types.js';
@@ -233,6 +234,7 @@ export function generateEventFlowchart(catalog: EventCatalog): string {
 const VIEWER_CSP = [
   "default-src 'none'",
   "style-src 'unsafe-inline'",
+  'img-src data:',
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
@@ -292,6 +294,7 @@ ${consumerTable(consumersOf(event.type))}
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
+${IDT_ICON_LINK}
 <style>${VIEWER_STYLE}</style>
 </head>
 <body>

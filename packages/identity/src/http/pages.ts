@@ -1,4 +1,4 @@
-import { escapeHtml, type HeaderReader, html, type LightResponse } from '@idt/core';
+import { escapeHtml, type HeaderReader, html, IDT_ICON_LINK, type LightResponse } from '@idt/core';
 
 function qualityOf(accept: string, matches: (type: string) => boolean): number {
   let best = 0;
@@ -56,6 +56,7 @@ ${Object.entries(form.fields)
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(options.title)}</title>
+${IDT_ICON_LINK}
 <style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem}</style>
 </head>
 <body>
@@ -69,7 +70,8 @@ ${formHtml}</main>
   return html(body, {
     status: options.status,
     headers: {
-      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+      'content-security-policy':
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'",
       'referrer-policy': 'no-referrer',
     },
   });

@@ -23,23 +23,8 @@ export function createHonoApp(idt: ExampleIdt): Hono {
   const app = new Hono();
   app.get('/', (c) => c.html('<a href="/idt/.well-known/openid-configuration">OpenID configuration</a>'));
   // The peer address keys idt's rate limits (behind a proxy, set IDT_TRUST_PROXY=true instead).
-  app.all('/idt/*', async (c) =>
-    closeAfterRefusedBody(await idt.fetch(c.req.raw, { remoteAddress: getConnInfo(c).remote.address })),
-  );
+  app.all('/idt/*', (c) => idt.fetch(c.req.raw, { remoteAddress: getConnInfo(c).remote.address }));
   return app;
-}
-
-/**
- * idt answers a body over its limit with 413 without reading the rest of it.
- * `@hono/node-server` cannot reuse a connection whose request body was left
- * half read: it closes it a moment later, under the client's next request.
- * `Connection: close` on the 413 tells the client to open a new one instead.
- */
-function closeAfterRefusedBody(response: Response): Response {
-  if (response.status !== 413) return response;
-  const headers = new Headers(response.headers);
-  headers.set('connection', 'close');
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 
 /** Options of {@link startHonoApp}: where to listen, and createIdt's options (database, env, mailer...). */

@@ -182,12 +182,13 @@ describe('HTTP pipeline', () => {
     expect(await problem(response)).toMatchObject({ code: 'Http.ClientError', title: 'Unsupported Media Type' });
   });
 
-  it('answers an oversized body with 413 without reading it all', async () => {
+  it('answers an oversized body with 413 without reading it all, and closes the connection', async () => {
     const body = JSON.stringify({ name: 'x'.repeat(2_000_000) });
     const response = await app().fetch(
       new Request('http://api.test/v1/things', { method: 'POST', headers: { 'content-type': 'application/json' }, body }),
     );
     expect(response.status).toBe(413);
+    expect(response.headers.get('connection')).toBe('close');
   });
 
   it('answers validation failures with errors keyed by camelCase member path', async () => {

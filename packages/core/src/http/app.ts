@@ -336,6 +336,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
               : json(rendered.body, { status: rendered.status, headers: rendered.headers });
         // An error describes this request only (a 404 is otherwise heuristically cacheable).
         if (!response.headers.has('cache-control')) response.headers.set('cache-control', 'no-store');
+        // A body refused for its size is left unread: closing the connection spares reading the rest
+        // of it to reuse the connection (node:http would, and some Fetch hosts cannot reuse it at all).
+        if (rendered.status === 413) response.headers.set('connection', 'close');
       }
     }
     response.headers.set('x-request-id', requestId);

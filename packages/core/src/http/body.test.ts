@@ -1,4 +1,4 @@
-import { ValidationProblem } from '@idt/problem';
+import { ProblemError, ValidationProblem } from '@idt/problem';
 import { describe, expect, it } from 'vitest';
 import { decodeComponent, isSafeText, parseParams, readFormBody, readJsonBody } from './body.js';
 
@@ -73,5 +73,30 @@ describe('readFormBody', () => {
       email: 'a@b',
       n: 'é',
     });
+  });
+});
+
+describe('content codings', () => {
+  const encoded = (encoding: string) =>
+    new Request('http://localhost/', {
+      method: 'POST',
+      body: '{"name":"x"}',
+      headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+    });
+
+  it('refuses a compressed body with 415 and Accept-Encoding: identity, rather than reading it as text', async () => {
+    for (const encoding of ['gzip', 'br', 'deflate', 'identity, gzip']) {
+      const error = await readJsonBody(encoded(encoding)).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(ProblemError);
+      expect(error).toMatchObject({ code: 'Http.ClientError', status: 415, headers: { 'accept-encoding': 'identity' } });
+    }
+  });
+
+  it('reads a body whose coding is identity', async () => {
+    expect(await readJsonBody(encoded('identity'))).toEqual({ name: 'x' });
+    expect(await readJsonBody(encoded(' Identity '))).toEqual({ name: 'x' });
   });
 });

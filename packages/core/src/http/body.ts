@@ -138,9 +138,12 @@ export function decodeUtf8Strict(bytes: Uint8Array): string | undefined {
  * Reads a request body up to `maxBytes`, refusing more with 413 without
  * reading the rest.
  *
- * @throws ProblemError 413 when too large; ValidationProblem 400 when the bytes are not valid UTF-8.
+ * @throws ProblemError 415 for a body with a content coding (gzip, br ...); 413 when too large;
+ *   ValidationProblem 400 when the bytes are not valid UTF-8.
  */
 export async function readBodyText(request: BodySource, maxBytes: number): Promise<string> {
+  const encoding = request.headers.get('content-encoding');
+  if (encoding !== null && !isIdentityEncoding(encoding)) throw unsupportedEncoding();
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   if (!request.body) return '';
@@ -159,6 +162,22 @@ export async function readBodyText(request: BodySource, maxBytes: number): Promi
   const text = decodeUtf8Strict(Buffer.concat(chunks));
   if (text === undefined) throw unsafeTextProblem(['']);
   return text;
+}
+
+/** Whether a `Content-Encoding` value leaves the bytes as they are (`identity`, or nothing listed). */
+function isIdentityEncoding(value: string): boolean {
+  return value.split(',').every((coding) => {
+    const name = coding.trim().toLowerCase();
+    return name === '' || name === 'identity';
+  });
+}
+
+/** A compressed body is refused rather than read as text: RFC 9110 15.5.16, with the codings taken. */
+function unsupportedEncoding(): ProblemError {
+  return new ProblemError('Http.ClientError', 'Send the request body without a Content-Encoding (identity).', {
+    status: 415,
+    headers: { 'accept-encoding': 'identity' },
+  });
 }
 
 function tooLarge(maxBytes: number): ProblemError {

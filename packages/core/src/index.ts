@@ -10,8 +10,8 @@
  */
 import './problems.js';
 
-export type { AuthenticatorOptions, CredentialResolver } from './auth/authenticator.js';
-export { createAuthenticator, readCookie } from './auth/authenticator.js';
+export type { AuthenticatorOptions, CredentialResolver, VerifiedBearerToken } from './auth/authenticator.js';
+export { createAuthenticator, readCookie, verifyBearerToken } from './auth/authenticator.js';
 export type { JwtClaims, JwtErrorReason, JwtVerifier, JwtVerifierOptions, VerificationJwk } from './auth/jwt.js';
 export { createJwtVerifier, JwtError, signJwt } from './auth/jwt.js';
 export type {

@@ -2,7 +2,7 @@ import { ProblemError, UnauthorizedError } from '@idt/problem';
 import type { RequestHead } from '../http/light.js';
 import { isUuid } from '../ids.js';
 import { type JwtClaims, JwtError, type JwtVerifier } from './jwt.js';
-import type { AuthenticationInfo, Authenticator, Principal } from './principal.js';
+import type { AuthenticationInfo, AuthenticationResult, Authenticator, Principal } from './principal.js';
 
 /**
  * Turns verified credentials into principals; implemented by the identity
@@ -48,6 +48,51 @@ function invalidToken(description: string): UnauthorizedError {
   });
 }
 
+/** An access token the API accepts: its verified claims and its caller. */
+export interface VerifiedBearerToken extends AuthenticationResult {
+  readonly claims: JwtClaims;
+}
+
+/**
+ * The API's bearer check (SPEC 5.1), for any endpoint that must judge an
+ * access token the same way: the token's shape, signature, `typ`, issuer,
+ * audience and times (the verifier's), then the revocation watermarks, the
+ * user, the client and the membership of the token's organization (the
+ * resolver's). The tenant is the token's `org_id`, else `tenantHeader`; a
+ * header naming another organization than the token's is refused.
+ *
+ * @throws UnauthorizedError when the token is malformed, invalid, expired or revoked, or its subject is gone.
+ * @throws ProblemError `Tenant.Forbidden` when the caller may not work in the tenant.
+ *
+ * @example
+ * const { claims, principal } = await verifyBearerToken(verifier, resolver, token);
+ */
+export async function verifyBearerToken(
+  verifier: JwtVerifier,
+  resolver: CredentialResolver,
+  token: string,
+  tenantHeader: string | null = null,
+): Promise<VerifiedBearerToken> {
+  let claims: JwtClaims;
+  try {
+    // A token verified before needs no promise of its own.
+    const cached = verifier.cached(token);
+    if (!cached && !TOKEN68.test(token)) throw invalidToken(BEARER_USAGE);
+    claims = cached ?? (await verifier.verify(token));
+  } catch (error) {
+    if (error instanceof JwtError) throw invalidToken(error.message);
+    throw error;
+  }
+  const orgClaim = typeof claims.org_id === 'string' ? claims.org_id : null;
+  if (orgClaim && tenantHeader && tenantHeader !== orgClaim.toLowerCase()) {
+    throw new ProblemError(
+      'Tenant.Forbidden',
+      "X-Tenant-Id names another organization than the token's; re-authorize with the organization hint to switch.",
+    );
+  }
+  return { principal: await resolver.resolveToken(claims, orgClaim ?? tenantHeader), claims };
+}
+
 /**
  * Reads one cookie from a `Cookie` header: the first one of that name, without
  * the double quotes RFC 6265 allows around a value, percent-decoded when it is.
@@ -72,8 +117,8 @@ export function readCookie(header: string | null, name: string): string | undefi
 
 /**
  * The credential reader of the HTTP pipeline (SPEC 5.1, 5.5): an
- * `X-Api-Key` header, else a `Bearer` access token verified locally, else
- * (when configured) the sign-in session cookie. The tenant is the token's
+ * `X-Api-Key` header, else a `Bearer` access token verified locally
+ * ({@link verifyBearerToken}), else (when configured) the sign-in session cookie. The tenant is the token's
  * `org_id`, else the `X-Tenant-Id` header; a header naming another
  * organization than the token's is refused with 403 `Tenant.Forbidden`.
  *
@@ -93,27 +138,6 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return header.trim().toLowerCase();
   }
 
-  async function fromBearer(token: string, tenantHeader: string | null): Promise<Principal> {
-    let claims: JwtClaims;
-    try {
-      // A token verified before needs no promise of its own.
-      const cached = verifier.cached(token);
-      if (!cached && !TOKEN68.test(token)) throw invalidToken(BEARER_USAGE);
-      claims = cached ?? (await verifier.verify(token));
-    } catch (error) {
-      if (error instanceof JwtError) throw invalidToken(error.message);
-      throw error;
-    }
-    const orgClaim = typeof claims.org_id === 'string' ? claims.org_id : null;
-    if (orgClaim && tenantHeader && tenantHeader !== orgClaim.toLowerCase()) {
-      throw new ProblemError(
-        'Tenant.Forbidden',
-        "X-Tenant-Id names another organization than the token's; re-authorize with the organization hint to switch.",
-      );
-    }
-    return resolver.resolveToken(claims, orgClaim ?? tenantHeader);
-  }
-
   return {
     async authenticate(request: RequestHead, _info: AuthenticationInfo) {
       const tenantHeader = requestedTenant(request);
@@ -128,7 +152,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         const scheme = BEARER_SCHEME.exec(authorization);
         const token = scheme ? authorization.slice(scheme[0].length).trimEnd() : '';
         if (token === '') throw invalidToken(BEARER_USAGE);
-        return { principal: await fromBearer(token, tenantHeader) };
+        return verifyBearerToken(verifier, resolver, token, tenantHeader);
       }
       if (options.sessionCookie && resolver.resolveSession) {
         const value = readCookie(request.headers.get('cookie'), options.sessionCookie.name);

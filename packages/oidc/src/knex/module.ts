@@ -22,6 +22,7 @@ import {
   type Route,
   silentLogger,
   systemClock,
+  verifyBearerToken,
 } from '@idt/core';
 import { type CacheInvalidator, evictFrom, type SigningKeyStore, type WindowCounter } from '@idt/core/knex';
 import {
@@ -49,6 +50,7 @@ import { ASSETS_BASE, createInteractionHandler, INTERACTION_BASE } from '../inte
 import { createLogoutPages } from '../interactions/logout-pages.js';
 import { createProviderErrorRenderer, setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
+import { createAccessTokenIntrospection } from '../policy/access-token-introspection.js';
 import { createFamilyRevocation, familyWatermarksForgettableBefore } from '../policy/family-revocation.js';
 import { grantStillApplies, organizationHintError } from '../policy/organization.js';
 import { rateLimitRefusal } from '../policy/rate-limit-refusal.js';
@@ -58,7 +60,7 @@ import { createSuccessorDerivation } from '../policy/refresh-rotation.js';
 import { createSignInLockout } from '../policy/sign-in-lockout.js';
 import { clientMetadata, createOidcProvider, OIDC_ROUTES } from '../provider/create-provider.js';
 import { loadOidcProvider } from '../provider/load.js';
-import { installProviderMiddleware } from '../provider/middleware.js';
+import { installProviderMiddleware, NO_STORE_HEADERS } from '../provider/middleware.js';
 import {
   CLIENT_CACHE_IDLE_MS,
   CLIENT_CACHE_MAX,
@@ -197,6 +199,8 @@ interface GuardedRequest {
   readonly query: Params | undefined;
   /** The URL-encoded form body, read and parsed once here; the rate limiter reads its `client_id`. */
   readonly form: Params | undefined;
+  /** The form body's text (checked UTF-8), when the form was read. */
+  readonly formText?: string;
 }
 
 /** Whether HTTP Basic client credentials (form-encoded, then Base64) decode to safe text. */
@@ -259,7 +263,7 @@ function readProviderForm(req: IncomingMessage, query: Params | undefined): Prom
       const text = decodeUtf8Strict(body);
       if (text === undefined) return resolve(unsafeDescription('The request body'));
       const form = checkParams(text);
-      resolve(typeof form === 'string' ? form : { req: withBody(req, body), query, form });
+      resolve(typeof form === 'string' ? form : { req: withBody(req, body), query, form, formText: text });
     };
     const onError = (error: Error) => {
       settle();
@@ -291,6 +295,33 @@ function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
   return copy;
 }
 
+/**
+ * A POST to the authorization endpoint as the GET oidc-provider serves
+ * (OpenID Connect Core 3.1.2.1: the endpoint takes both): the form body,
+ * already read and checked by the guard, becomes the query; the URL's own
+ * query is dropped, as the parameters of a POST are its form's. Every check
+ * of a GET then applies unchanged (PKCE, redirect URI, organization hint,
+ * response mode, interactions and cookies). A POST without a form carries
+ * no parameters. oidc-provider's own POST route would need the single
+ * sign-on cookie to be `SameSite=None`; it stays `Lax`, so a cross-site POST
+ * arrives without it and the person signs in again.
+ */
+function authorizationPostAsGet(request: GuardedRequest, pathname: string): { request: GuardedRequest; rawUrl: string } {
+  const { req } = request;
+  const rawUrl = request.formText ? `${pathname}?${request.formText}` : pathname;
+  const copy = new IncomingMessage(req.socket);
+  copy.method = 'GET';
+  copy.url = rawUrl;
+  const { 'content-type': _type, 'content-length': _length, 'transfer-encoding': _encoding, ...headers } = req.headers;
+  copy.headers = headers;
+  copy.httpVersionMajor = req.httpVersionMajor;
+  copy.httpVersionMinor = req.httpVersionMinor;
+  copy.httpVersion = req.httpVersion;
+  copy.complete = true;
+  copy.iterator = (() => bufferedIterator(Buffer.alloc(0))) as IncomingMessage['iterator'];
+  return { request: { req: copy, query: request.form, form: undefined }, rawUrl };
+}
+
 /** An async iterator of one chunk: what `Readable.iterator()` gives for a buffered body, without an async generator. */
 function bufferedIterator(body: Buffer): AsyncIterableIterator<Buffer> {
   let done = body.byteLength === 0;
@@ -311,7 +342,7 @@ function bufferedIterator(body: Buffer): AsyncIterableIterator<Buffer> {
 
 /** Answers 400 `invalid_request` the way oidc-provider words its errors. */
 function invalidRequest(res: ServerResponse, description: string): true {
-  res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', ...NO_STORE_HEADERS });
   res.end(JSON.stringify({ error: 'invalid_request', error_description: description }));
   return true;
 }
@@ -448,6 +479,11 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   };
 
   const providerErrorPage = createProviderErrorRenderer({ assets, logger });
+  // Introspection judges idt's access tokens with the API's own bearer check.
+  const introspectAccessToken = createAccessTokenIntrospection({
+    check: (token) => verifyBearerToken(options.verifier, options.resolver, token),
+    clock,
+  });
 
   let provider: Provider;
   let callback: (req: IncomingMessage, res: ServerResponse) => unknown;
@@ -487,6 +523,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
       settle: (request) => Adapter.settle(request),
       assets,
       logoutPages,
+      introspectAccessToken,
       logger,
       async onLogout(ended) {
         await options
@@ -602,21 +639,37 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     if (path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX)) return interactions(req, res);
     if (accountPages && isAccountPath(path)) return accountPages(req, res);
     if (!isProviderPath(path)) return false;
-    return serveProvider(req, res, rawUrl, path);
+    return serveProvider(req, res, rawUrl, pathname, path);
   }
 
-  function serveProvider(req: IncomingMessage, res: ServerResponse, rawUrl: string, path: string): boolean | Promise<boolean> {
+  function serveProvider(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rawUrl: string,
+    pathname: string,
+    path: string,
+  ): boolean | Promise<boolean> {
     const guarded = guardProviderRequest(req, rawUrl);
     if (typeof guarded === 'string') return invalidRequest(res, guarded);
     if (guarded instanceof Promise) {
       return guarded.then((checked) =>
-        typeof checked === 'string' ? invalidRequest(res, checked) : limitAndMount(checked, res, rawUrl, path),
+        typeof checked === 'string' ? invalidRequest(res, checked) : limitAndMount(checked, res, rawUrl, pathname, path),
       );
     }
-    return limitAndMount(guarded, res, rawUrl, path);
+    return limitAndMount(guarded, res, rawUrl, pathname, path);
   }
 
-  function limitAndMount(request: GuardedRequest, res: ServerResponse, rawUrl: string, path: string): boolean | Promise<boolean> {
+  function limitAndMount(
+    request: GuardedRequest,
+    res: ServerResponse,
+    rawUrl: string,
+    pathname: string,
+    path: string,
+  ): boolean | Promise<boolean> {
+    if (path === OIDC_ROUTES.authorization && request.req.method === 'POST') {
+      const asGet = authorizationPostAsGet(request, pathname);
+      return limitAndMount(asGet.request, res, asGet.rawUrl, pathname, path);
+    }
     const limited = rateLimited(request, res, path);
     if (limited === true) return true;
     if (limited === false) return mount(request.req, res, rawUrl);

@@ -9,6 +9,7 @@ describe('rate-limit refusal of the provider endpoints', () => {
       'content-type': 'application/problem+json',
       'retry-after': '42',
       'cache-control': 'no-store',
+      pragma: 'no-cache',
     });
     expect(refusal.body).toEqual({
       type: 'about:blank',

@@ -17,7 +17,7 @@ export interface RateLimitRefusalBody extends ProblemDocument {
 /** A rendered 429 of the provider endpoints. */
 export interface RateLimitRefusal {
   readonly status: 429;
-  /** `Content-Type: application/problem+json`, `Retry-After` and `Cache-Control: no-store`. */
+  /** `Content-Type: application/problem+json`, `Retry-After`, `Cache-Control: no-store` and `Pragma: no-cache`. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: RateLimitRefusalBody;
 }
@@ -47,7 +47,8 @@ export function rateLimitRefusal(
   const problem = rendered.body as ProblemDocument;
   return {
     status: 429,
-    headers: { ...rendered.headers, 'cache-control': 'no-store' },
+    // A token endpoint's answer, so with both of RFC 6749 5.1's caching headers.
+    headers: { ...rendered.headers, 'cache-control': 'no-store', pragma: 'no-cache' },
     body: { ...problem, error: RATE_LIMIT_OAUTH_ERROR, error_description: problem.detail },
   };
 }

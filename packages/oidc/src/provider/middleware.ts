@@ -5,8 +5,10 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { LogoutPages } from '../interactions/logout-pages.js';
 import { renderPage, renderUnavailablePage } from '../interactions/pages.js';
 import { type FrontchannelTarget, renderFrontchannelPage } from '../logout/frontchannel.js';
+import type { AccessTokenIntrospection } from '../policy/access-token-introspection.js';
 import type { ClientLockout } from '../policy/client-lockout.js';
 import { applyPageSecurityHeaders } from '../policy/security-headers.js';
+import { unauthorizedClient } from '../policy/unauthorized-client.js';
 import { basicClientId } from './basic-auth.js';
 import { OIDC_ROUTES, USERINFO_PATH } from './create-provider.js';
 import { installContextRelease } from './release-context.js';
@@ -36,10 +38,26 @@ export interface ProviderMiddlewareOptions {
   readonly assets: string;
   /** Renders the logout request of a browser without a session. */
   readonly logoutPages: Pick<LogoutPages, 'withoutSession'>;
+  /**
+   * Introspects one of idt's JWT access tokens for the authenticated client
+   * (`createAccessTokenIntrospection`). Without it, oidc-provider's
+   * `unsupported_token_type` answer stands.
+   */
+  readonly introspectAccessToken?: (client: { readonly clientId: string }, token: string) => Promise<AccessTokenIntrospection>;
   readonly logger: Logger;
 }
 
 const CLIENT_AUTH_ROUTES = new Set(['token', 'revocation', 'introspection', 'pushed_authorization_request']);
+
+/** The `ctx.state` flag of an introspection request whose JWT oidc-provider refused, after authenticating the client. */
+const STRUCTURED_TOKEN = 'idtStructuredToken';
+
+/**
+ * The caching headers of every answer of the client-authenticated endpoints:
+ * `Cache-Control: no-store` and `Pragma: no-cache` (RFC 6749 5.1, for the
+ * HTTP/1.0 caches the token response must not be kept by either).
+ */
+export const NO_STORE_HEADERS = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 /**
  * Runs the rest of the request, then writes what the storage adapter left
@@ -72,8 +90,11 @@ async function runSettled(
 /**
  * Pre- and post-middleware around oidc-provider's routes: the discovery
  * document's logout flags and userinfo endpoint, refusal of response modes
- * other than `query`, invalid-client auditing and lockout, and the logout
- * aftermath (identity session end, back- and front-channel notification).
+ * other than `query`, the answers of the client-authenticated endpoints
+ * (`no-store` and `Pragma: no-cache`, introspection of JWT access tokens,
+ * `unauthorized_client`), invalid-client auditing and lockout, and the
+ * logout aftermath (identity session end, back- and front-channel
+ * notification).
  */
 export function installProviderMiddleware(provider: Provider, options: ProviderMiddlewareOptions): void {
   const { lockout, logger } = options;
@@ -84,6 +105,11 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
   // A database outage is temporary: 503 with Retry-After rather than oidc-provider's 500 server_error.
   provider.on('server_error', (ctx: { state: Record<string, unknown> }, error: unknown) => {
     ctx.state.serverError = error;
+  });
+  // oidc-provider refuses every JWT at introspection (it only knows the tokens it stores), once the client is
+  // authenticated; idt answers its own access tokens in its place (below). patches.test.ts checks that order.
+  provider.on('introspection.error', (ctx: { state: Record<string, unknown> }, error: unknown) => {
+    if ((error as { error?: unknown }).error === 'unsupported_token_type') ctx.state[STRUCTURED_TOKEN] = true;
   });
   provider.use(async (ctx, next) => {
     try {
@@ -106,7 +132,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
     const html = ctx.response.is('html') || (typeof ctx.body !== 'object' && ctx.accepts('json', 'html') === 'html');
     ctx.status = 503;
     ctx.set('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
-    ctx.set('cache-control', 'no-store');
+    ctx.set(NO_STORE_HEADERS);
     if (html) {
       ctx.type = 'html';
       applyPageSecurityHeaders(ctx);
@@ -153,9 +179,26 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
     }
 
     if (CLIENT_AUTH_ROUTES.has(route)) {
+      ctx.set(NO_STORE_HEADERS);
+      const authenticated = (oidc.oidc.entities as { Client?: { clientId: string } }).Client;
+      const token = oidc.oidc.params?.token;
+      if (
+        route === 'introspection' &&
+        ctx.state[STRUCTURED_TOKEN] === true &&
+        options.introspectAccessToken &&
+        authenticated &&
+        typeof token === 'string'
+      ) {
+        // The token is JWT-shaped (maybe ours): the answer is the API's bearer check's, whatever the hint.
+        ctx.status = 200;
+        ctx.body = await options.introspectAccessToken(authenticated, token);
+      } else if (ctx.status === 400 && (route === 'token' || route === 'pushed_authorization_request')) {
+        const refusal = unauthorizedClient(ctx.body, oidc.oidc.params?.grant_type);
+        if (refusal) ctx.body = refusal;
+      }
       const body = ctx.body as { error?: string; error_description?: string } | undefined;
       const clientId =
-        (oidc.oidc.entities as { Client?: { clientId: string } }).Client?.clientId ??
+        authenticated?.clientId ??
         (oidc.oidc.params?.client_id as string | undefined) ??
         basicClientId(oidc.get('authorization'));
       if (ctx.status === 401 && body?.error === 'invalid_client') {

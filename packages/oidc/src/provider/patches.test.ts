@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { createManualClock } from '@idt/core';
 import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../clients/service.js';
+import { NOT_ALLOWED_FOR_CLIENT } from '../policy/unauthorized-client.js';
 import { loadOidcProvider } from './load.js';
 import { patchProvider } from './patches.js';
 import { scopeProviderRequestContext } from './request-context.js';
@@ -132,5 +133,58 @@ describe('oidc-provider under the patches', () => {
 
     await (provider.AccessToken as unknown as { revokeByGrantId(id: string): Promise<void> }).revokeByGrantId('grant-1');
     expect(ended).toEqual(['grant-1']);
+  });
+});
+
+// middleware.ts and knex/module.ts answer some requests in oidc-provider's place; these tests fail when
+// what they rely on changes.
+describe('oidc-provider under the answers idt gives in its place', () => {
+  it('introspection: a JWT is refused with unsupported_token_type only after client authentication', () => {
+    // middleware.ts answers a JWT access token itself once oidc-provider refused it for an authenticated client.
+    expectInOrder(source('actions/introspection.js'), [
+      '...clientAuth,',
+      'rejectDupes.bind(undefined, {}),',
+      'async function validateTokenPresence(ctx, next) {',
+      'rejectStructuredTokens,',
+      'async function renderTokenResponse(ctx) {',
+    ]);
+    expectInOrder(source('shared/reject_structured_tokens.js'), [
+      'tokenIsJWT = !!decodeProtectedHeader(params.token);',
+      'if (tokenIsJWT) {',
+      'throw new UnsupportedTokenType(',
+    ]);
+    expectInOrder(source('helpers/errors.js'), ["export const UnsupportedTokenType = E('unsupported_token_type');"]);
+    expectInOrder(source('helpers/initialize_app.js'), [
+      "post('introspection', routes.introspection, error('introspection.error'),",
+    ]);
+    expectInOrder(source('shared/error_handler.js'), ['} else if (eventName) {', 'provider.emit(eventName, ctx, err);']);
+  });
+
+  it('token endpoint: a grant type the client is not registered for is invalid_request with a fixed description', () => {
+    // middleware.ts answers unauthorized_client instead (RFC 6749 5.2).
+    expectInOrder(source('actions/token.js'), [
+      '...clientAuth,',
+      'async function supportedGrantTypeCheck(ctx, next) {',
+      'async function allowedGrantTypeCheck(ctx, next) {',
+      'if (!ctx.oidc.client.grantTypeAllowed(ctx.oidc.params.grant_type)) {',
+      `throw new InvalidRequest('${NOT_ALLOWED_FOR_CLIENT.grantType}');`,
+    ]);
+    expectInOrder(source('actions/authorization/response_parameters.js'), [
+      'if (!ctx.oidc.client.responseTypeAllowed(params.response_type)) {',
+      `throw new InvalidRequest('${NOT_ALLOWED_FOR_CLIENT.responseType}');`,
+    ]);
+  });
+
+  it('authorization endpoint: POST is routed only with SameSite=None session cookies, so idt serves it as a GET', () => {
+    // knex/module.ts hands a POST's form to the GET route; the GET reads its parameters from the query.
+    expectInOrder(source('helpers/initialize_app.js'), [
+      "get('authorization', routes.authorization, authError, ...authorization);",
+      'if (enableHttpPostMethods) {',
+      "post('authorization', routes.authorization, authError, ...authorization);",
+    ]);
+    expectInOrder(source('helpers/configuration.js'), [
+      "if (this.enableHttpPostMethods && this.cookies.long.sameSite?.toLowerCase() !== 'none') {",
+    ]);
+    expectInOrder(source('shared/assemble_params.js'), ["const params = ctx.method === 'POST' ? ctx.oidc.body : ctx.query;"]);
   });
 });

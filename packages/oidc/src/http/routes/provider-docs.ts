@@ -31,10 +31,57 @@ const oauthError = (description: string) => ({ description, schema: OAuthError }
 /** The form of revocation (RFC 7009) and introspection (RFC 7662): a token, its type hint and form client credentials. */
 const TokenReferenceForm = z.object({
   token: z.string(),
-  token_type_hint: z.enum(['access_token', 'refresh_token']).optional(),
+  token_type_hint: z
+    .string()
+    .optional()
+    .describe('`access_token` or `refresh_token`: a hint only; a token of another type is still found'),
   client_id: z.string().optional(),
   client_secret: z.string().optional(),
 });
+
+/** The parameters of an authorization request: the query of a GET, the form of a POST. */
+const AuthorizationParameters = z.object({
+  client_id: z.string().describe('The application'),
+  response_type: z.enum(['code']),
+  redirect_uri: z.string().describe('One of the redirect URIs the application registered, exactly'),
+  scope: z.string().describe('Space-separated, with `openid`, e.g. `openid profile email offline_access`'),
+  state: z.string().describe('An opaque value the application checks on return'),
+  code_challenge: z.string().describe('BASE64URL(SHA-256(code_verifier))'),
+  code_challenge_method: z.enum(['S256']),
+  nonce: z.string().optional(),
+  prompt: z.enum(['none', 'login', 'consent']).optional(),
+  login_hint: z.string().optional(),
+  organization: z.string().optional().describe('First-party clients: an organization id, `select` (choice page) or `none`'),
+});
+
+/** The answer of the introspection endpoint (RFC 7662 section 2.2). */
+const IntrospectionResponse = z
+  .object({
+    active: z.boolean().describe("`false` alone for a token that is not active, or not the asking client's"),
+    token_type: z.literal('Bearer').optional().describe('Access tokens'),
+    client_id: z.string().optional().describe('The client the token was issued to: the asking client'),
+    sub: z.string().optional().describe("The user, or the service account's client id"),
+    scope: z.string().optional(),
+    org_id: z.string().optional().describe('The organization the token works in (access tokens)'),
+    exp: z.number().int().optional(),
+    iat: z.number().int().optional(),
+    iss: z.string().optional(),
+    aud: z.union([z.string(), z.array(z.string())]).optional(),
+    jti: z.string().optional(),
+    sid: z.string().optional().describe("The single sign-on session of a user's token"),
+  })
+  .describe('`{"active": false}`, or the members of an active token');
+
+const AUTHORIZE_DESCRIPTION =
+  'Opens the sign-in pages in a browser; after sign-in (and consent for third-party applications) the browser returns to `redirect_uri` with `code` and `state` in the query. Errors before the client and redirect URI are known show an error page with the OAuth error code and a trace id.';
+
+const AUTHORIZE_RESPONSES = {
+  302: { description: 'To the sign-in pages, or back to `redirect_uri` with `code` (or `error`)' },
+  400: {
+    description: 'An HTML error page (unknown client, unregistered redirect URI, bad request)',
+    contentType: 'text/html',
+  },
+} as const;
 
 /**
  * The "how to get a token" text of the API reference (the tag's
@@ -127,34 +174,23 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       operationId: 'oidcAuthorize',
       summary: 'Start a sign-in (authorization code with PKCE)',
       openApi: plain,
-      description:
-        'Opens the sign-in pages in a browser; after sign-in (and consent for third-party applications) the browser returns to `redirect_uri` with `code` and `state` in the query. Errors before the client and redirect URI are known show an error page with the OAuth error code and a trace id.',
+      description: AUTHORIZE_DESCRIPTION,
       ratePolicy: 'auth',
-      request: {
-        query: z.object({
-          client_id: z.string().describe('The application'),
-          response_type: z.enum(['code']),
-          redirect_uri: z.string().describe('One of the redirect URIs the application registered, exactly'),
-          scope: z.string().describe('Space-separated, with `openid`, e.g. `openid profile email offline_access`'),
-          state: z.string().describe('An opaque value the application checks on return'),
-          code_challenge: z.string().describe('BASE64URL(SHA-256(code_verifier))'),
-          code_challenge_method: z.enum(['S256']),
-          nonce: z.string().optional(),
-          prompt: z.enum(['none', 'login', 'consent']).optional(),
-          login_hint: z.string().optional(),
-          organization: z
-            .string()
-            .optional()
-            .describe('First-party clients: an organization id, `select` (choice page) or `none`'),
-        }),
-      },
-      responses: {
-        302: { description: 'To the sign-in pages, or back to `redirect_uri` with `code` (or `error`)' },
-        400: {
-          description: 'An HTML error page (unknown client, unregistered redirect URI, bad request)',
-          contentType: 'text/html',
-        },
-      },
+      request: { query: AuthorizationParameters },
+      responses: AUTHORIZE_RESPONSES,
+      handler: neverCalled,
+    }),
+    defineRoute({
+      ...common,
+      method: 'POST',
+      path: OIDC_ROUTES.authorization,
+      operationId: 'oidcAuthorizePost',
+      summary: 'Start a sign-in with a form-encoded POST (OpenID Connect Core 3.1.2.1)',
+      openApi: plain,
+      description: `The parameters of a GET, as a form body (the URL's query is not read); every check of a GET applies. ${AUTHORIZE_DESCRIPTION} The single sign-on cookie is \`SameSite=Lax\`: a browser does not send it with a cross-site POST, so a person signed in already signs in again.`,
+      ratePolicy: 'auth',
+      request: { bodyKind: 'form', body: AuthorizationParameters },
+      responses: AUTHORIZE_RESPONSES,
       handler: neverCalled,
     }),
     defineRoute({
@@ -190,7 +226,9 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
             id_token: z.string().optional(),
           }),
         },
-        400: oauthError('`invalid_grant`, `invalid_request`, `invalid_scope`, …'),
+        400: oauthError(
+          '`invalid_grant`, `invalid_request`, `invalid_scope`, `unauthorized_client` (a grant type the client is not registered for), `unsupported_grant_type`, …',
+        ),
         401: oauthError('`invalid_client`'),
       },
       handler: neverCalled,
@@ -220,8 +258,9 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       method: 'POST',
       path: OIDC_ROUTES.revocation,
       operationId: 'oidcRevoke',
-      summary: 'Revoke a refresh or access token (RFC 7009)',
-      description: 'A refresh token ends its whole token family.',
+      summary: 'Revoke a refresh token (RFC 7009)',
+      description:
+        'A refresh token ends its whole token family, its access tokens included. Access tokens are JWTs that are not stored: one is answered `unsupported_token_type`; revoke its refresh token, or end the session.',
       ratePolicy: 'auth',
       openApi: clientAuth,
       request: {
@@ -237,6 +276,8 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       path: OIDC_ROUTES.introspection,
       operationId: 'oidcIntrospect',
       summary: "Introspect one of the client's own tokens (RFC 7662)",
+      description:
+        'Access tokens (JWTs) and refresh tokens. An access token is active exactly while the API would accept it (signature, expiry without clock skew, logout, family revocation, deactivation, membership); only the client it was issued to sees more than `{active: false}`.',
       ratePolicy: 'auth',
       openApi: clientAuth,
       request: {
@@ -244,7 +285,8 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
         body: TokenReferenceForm,
       },
       responses: {
-        200: { description: "`{active: false}` or the token's claims", schema: z.object({ active: z.boolean() }).loose() },
+        200: { description: "`{active: false}` or the token's members", schema: IntrospectionResponse },
+        400: oauthError('`invalid_request` (no `token`)'),
         401: oauthError('`invalid_client`'),
       },
       handler: neverCalled,

@@ -167,6 +167,7 @@ describe.each(testDialects())('the auth rate limit of the provider endpoints on 
     expect(response.status).toBe(429);
     expect(response.headers.get('content-type')).toBe('application/problem+json');
     expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(response.headers.get('pragma')).toBe('no-cache');
     const retryAfter = Number(response.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);

@@ -207,6 +207,37 @@ describe.each(testDialects())('logout on %s', (dialect) => {
     expect(session.revoked_at).toBeTruthy();
   });
 
+  it('takes RP-initiated logout by a form POST as by GET (RP-Initiated Logout 1.0 section 2)', async () => {
+    const client = await appWithLogout();
+    const { config, tokens, browser } = await login(client);
+    const sid = tokens.claims()?.sid as string;
+    const endpoint = oidcClient.buildEndSessionUrl(config, {});
+    const form = new URLSearchParams({
+      id_token_hint: tokens.id_token ?? '',
+      post_logout_redirect_uri: SIGNED_OUT,
+      state: 'posted',
+    });
+    const confirm = await browser.request(`${endpoint.origin}${endpoint.pathname}?state=ignored`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toContain('data-autosubmit');
+    const interstitial = await browser.submit({ form: 'logout', fields: { logout: 'yes' } });
+    expect(interstitial.status).toBe(200);
+    expect(interstitial.body).toContain(`${SIGNED_OUT}?state=posted`);
+    const session = await server.database.db('identity_sessions').where({ id: sid }).first();
+    expect(session.revoked_at).toBeTruthy();
+
+    const unsafe = await browser.request(`${endpoint.origin}${endpoint.pathname}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'state=a%00b',
+    });
+    expect(unsafe.status).toBe(400);
+  });
+
   it('retries a failing receiver once after the retry delay', async () => {
     const client = await appWithLogout({ frontchannelLogoutUri: null });
     const { config, tokens, browser } = await login(client);

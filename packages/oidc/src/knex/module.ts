@@ -295,9 +295,13 @@ function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
   return copy;
 }
 
+/** The endpoints OpenID Connect requires to take GET and POST alike. */
+const GET_OR_POST_PATHS: ReadonlySet<string> = new Set([OIDC_ROUTES.authorization, OIDC_ROUTES.end_session]);
+
 /**
- * A POST to the authorization endpoint as the GET oidc-provider serves
- * (OpenID Connect Core 3.1.2.1: the endpoint takes both): the form body,
+ * A POST to the authorization or end-session endpoint as the GET
+ * oidc-provider serves (OpenID Connect Core 3.1.2.1 and RP-Initiated Logout
+ * 1.0 section 2: each takes both): the form body,
  * already read and checked by the guard, becomes the query; the URL's own
  * query is dropped, as the parameters of a POST are its form's. Every check
  * of a GET then applies unchanged (PKCE, redirect URI, organization hint,
@@ -306,7 +310,7 @@ function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
  * sign-on cookie to be `SameSite=None`; it stays `Lax`, so a cross-site POST
  * arrives without it and the person signs in again.
  */
-function authorizationPostAsGet(request: GuardedRequest, pathname: string): { request: GuardedRequest; rawUrl: string } {
+function postAsGet(request: GuardedRequest, pathname: string): { request: GuardedRequest; rawUrl: string } {
   const { req } = request;
   const rawUrl = request.formText ? `${pathname}?${request.formText}` : pathname;
   const copy = new IncomingMessage(req.socket);
@@ -666,8 +670,8 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     pathname: string,
     path: string,
   ): boolean | Promise<boolean> {
-    if (path === OIDC_ROUTES.authorization && request.req.method === 'POST') {
-      const asGet = authorizationPostAsGet(request, pathname);
+    if (request.req.method === 'POST' && GET_OR_POST_PATHS.has(path)) {
+      const asGet = postAsGet(request, pathname);
       return limitAndMount(asGet.request, res, asGet.rawUrl, pathname, path);
     }
     const limited = rateLimited(request, res, path);

@@ -40,6 +40,14 @@ const TokenReferenceForm = z.object({
 });
 
 /** The parameters of an authorization request: the query of a GET, the form of a POST. */
+/** The parameters of RP-initiated logout (GET query or POST form). */
+const LogoutParameters = z.object({
+  id_token_hint: z.string().optional(),
+  post_logout_redirect_uri: z.string().optional(),
+  state: z.string().optional(),
+  client_id: z.string().optional(),
+});
+
 const AuthorizationParameters = z.object({
   client_id: z.string().describe('The application'),
   response_type: z.enum(['code']),
@@ -242,14 +250,21 @@ export function createProviderDocsRoutes(options: ProviderDocsOptions): Route[] 
       openApi: plain,
       description: 'Shows a confirmation page; confirming ends the sign-in session and every token minted under it.',
       ratePolicy: false,
-      request: {
-        query: z.object({
-          id_token_hint: z.string().optional(),
-          post_logout_redirect_uri: z.string().optional(),
-          state: z.string().optional(),
-          client_id: z.string().optional(),
-        }),
-      },
+      request: { query: LogoutParameters },
+      responses: { 200: { description: 'The logout confirmation page', contentType: 'text/html' } },
+      handler: neverCalled,
+    }),
+    defineRoute({
+      ...common,
+      method: 'POST',
+      path: OIDC_ROUTES.end_session,
+      operationId: 'oidcLogoutPost',
+      summary: 'RP-initiated logout with a form-encoded POST (RP-Initiated Logout 1.0 section 2)',
+      openApi: plain,
+      description:
+        "The parameters of a GET, as a form body (the URL's query is not read); shows the same confirmation page, whose confirmation ends the sign-in session and every token minted under it.",
+      ratePolicy: false,
+      request: { bodyKind: 'form', body: LogoutParameters },
       responses: { 200: { description: 'The logout confirmation page', contentType: 'text/html' } },
       handler: neverCalled,
     }),

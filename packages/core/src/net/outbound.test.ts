@@ -82,6 +82,10 @@ describe('classifyAddress', () => {
       '64:ff9b::169.254.169.254',
       '64:ff9b::a9fe:a9fe',
       '2002:a9fe:a9fe::',
+      '64:ff9b:1::a9fe:a9fe',
+      // Teredo: a metadata server address, and a client address 169.254.169.254 (inverted: 5601:5601).
+      '2001:0:a9fe:a9fe::1',
+      '2001:0:4136:e378:8000:63bf:5601:5601',
     ]) {
       expect(classifyAddress(address), address).toBe('metadata');
     }
@@ -120,6 +124,8 @@ describe('classifyAddress', () => {
       '::8.8.8.8',
       '64:ff9b::8.8.8.8',
       '64:ff9b:1::1',
+      '64:ff9b:1::808:808',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2',
       '2002:7f00:1::',
       '2002:0a00:0001::',
       'not-an-ip',

@@ -149,10 +149,19 @@ function classifyV6(address: bigint): OutboundAddressKind {
   const embedded = Number(address & LOW_32);
   // IPv4-mapped ::ffff:a.b.c.d: the connection is IPv4 to a.b.c.d.
   if (address >> 32n === 0xffffn) return classifyV4(embedded);
-  // IPv4-compatible ::a.b.c.d (deprecated), SIIT ::ffff:0:a.b.c.d and NAT64 64:ff9b::a.b.c.d: never public.
+  // IPv4-compatible ::a.b.c.d (deprecated), SIIT ::ffff:0:a.b.c.d, NAT64 64:ff9b::a.b.c.d and the
+  // local-use translation prefix 64:ff9b:1::/48 (RFC 8215, its /96 layout): never public.
   const compatible = address >> 32n === 0n && address > 1n;
-  const translated = address >> 32n === 0xffff_0000n || address >> 32n === 0x64_ff9b_0000_0000_0000_0000n;
+  const translated =
+    address >> 32n === 0xffff_0000n || address >> 32n === 0x64_ff9b_0000_0000_0000_0000n || address >> 80n === 0x64_ff9b_0001n;
   if (compatible || translated) return classifyV4(embedded) === 'metadata' ? 'metadata' : 'non-public';
+  // Teredo 2001::/32 tunnels to its server's IPv4 address (bits 32 to 63) and the client's (the last 32 bits,
+  // inverted): a tunnel endpoint, never a webhook receiver.
+  if (address >> 96n === 0x2001_0000n) {
+    const server = Number((address >> 64n) & LOW_32);
+    const client = Number(~address & LOW_32);
+    return classifyV4(server) === 'metadata' || classifyV4(client) === 'metadata' ? 'metadata' : 'non-public';
+  }
   // 6to4 2002:a.b.c.d::/48 carries the IPv4 address in bits 16 to 47.
   if (address >> 112n === 0x2002n) {
     const kind = classifyV4(Number((address >> 80n) & LOW_32));

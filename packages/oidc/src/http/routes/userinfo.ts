@@ -2,11 +2,14 @@ import {
   type CredentialResolver,
   defineRoute,
   type HeaderReader,
+  type JwtClaims,
   type JwtVerifier,
   json,
   type LightResponse,
   type Route,
+  verifyBearerToken,
 } from '@idt/core';
+import { ProblemError, UnauthorizedError } from '@idt/problem';
 import type { AccountDirectory } from '../../interactions/directory.js';
 import { LOGIN_SCOPE_CLAIMS, USERINFO_PATH } from '../../provider/create-provider.js';
 import { OAUTH_ERRORS, OPENID_TAG } from './provider-docs.js';
@@ -24,20 +27,20 @@ function bearerError(status: 401 | 403, error: 'invalid_token' | 'insufficient_s
 /**
  * `GET|POST /connect/userinfo` (SPEC 4.3): the claims the access token's
  * scopes release (SPEC 2.3). Access tokens are JWTs for the API, so idt
- * serves userinfo itself: the token is verified like any bearer token and
- * checked for revocation; claims follow the token's organization.
+ * serves userinfo itself: the token passes the API's own bearer check
+ * (`verifyBearerToken`: signature, times, revocation, user, client, membership); claims follow the token's organization.
  */
 export function createUserinfoRoutes(verifier: JwtVerifier, resolver: CredentialResolver, directory: AccountDirectory): Route[] {
   const handler = async ({ headers }: { headers: HeaderReader }) => {
     const header = headers.get('authorization') ?? '';
     const match = /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(header);
     if (!match?.[1]) return bearerError(401, 'invalid_token', 'Send the access token as Authorization: Bearer');
-    let claims: Awaited<ReturnType<JwtVerifier['verify']>>;
+    let claims: JwtClaims;
     try {
-      claims = await verifier.verify(match[1]);
-      await resolver.resolveToken(claims, typeof claims.org_id === 'string' ? claims.org_id : null);
+      ({ claims } = await verifyBearerToken(verifier, resolver, match[1]));
     } catch (error) {
-      return bearerError(401, 'invalid_token', (error as Error).message.replace(/"/g, "'"));
+      if (!(error instanceof UnauthorizedError || error instanceof ProblemError)) throw error;
+      return bearerError(401, 'invalid_token', error.message.replace(/"/g, "'"));
     }
     const scopes = new Set(String(claims.scope ?? '').split(' '));
     if (!scopes.has('openid') || claims.sub === claims.client_id) {

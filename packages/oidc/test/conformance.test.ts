@@ -387,6 +387,19 @@ describe.each(testDialects())('relying-party conformance with oauth4webapi on %s
     expect(await introspect(client, rotated.refresh_token ?? '')).toEqual({ active: false });
   });
 
+  it('revokes a refresh token, refuses a JWT access token as unsupported_token_type, with both caching headers', async () => {
+    const client = await application('Revoke');
+    const { tokens } = await signInByPost(client);
+    const refused = await oauth.revocationRequest(as, rp(client), basic(client), tokens.access_token, insecure);
+    expectNoStore(refused);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: 'unsupported_token_type' });
+    const revoked = await oauth.revocationRequest(as, rp(client), basic(client), tokens.refresh_token ?? '', insecure);
+    expectNoStore(revoked);
+    await oauth.processRevocationResponse(revoked);
+    expect(await introspect(client, tokens.refresh_token ?? '')).toEqual({ active: false });
+  });
+
   it('answers active: false once the user is deactivated', async () => {
     const email = `leaving-${dialect}@example.com`;
     const userId = await registerUser(server, email, PASSWORD);

@@ -73,6 +73,11 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
       frontchannel_logout_session_supported: true,
       backchannel_logout_supported: true,
       backchannel_logout_session_supported: true,
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      introspection_endpoint: `${server.url}/connect/introspect`,
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      revocation_endpoint: `${server.url}/connect/revoke`,
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     });
     const jwks = (await (await server.fetch('/.well-known/jwks.json')).json()) as { keys: Array<Record<string, unknown>> };
     expect(jwks.keys.map((key) => key.alg).sort()).toEqual(['ES256', 'RS256']);

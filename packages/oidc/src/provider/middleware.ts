@@ -175,6 +175,10 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
       body.backchannel_logout_supported = true;
       body.backchannel_logout_session_supported = true;
       body.grant_types_supported = ['authorization_code', 'refresh_token', 'client_credentials'];
+      // Introspection and revocation authenticate clients as the token endpoint does (RFC 8414 section 2:
+      // without these members a client may assume client_secret_basic alone).
+      body.introspection_endpoint_auth_methods_supported = body.token_endpoint_auth_methods_supported;
+      body.revocation_endpoint_auth_methods_supported = body.token_endpoint_auth_methods_supported;
       return;
     }
 

@@ -458,6 +458,11 @@ describe.each(testDialects())('hostile input (%s)', (dialect) => {
             kind,
             `${server.url}/connect/authorize?${formBody(authorize, name, kind)}`,
           ),
+          await send(`POST /connect/authorize ${name}`, kind, `${server.url}/connect/authorize`, {
+            method: 'POST',
+            headers: form,
+            body: formBody(authorize, name, kind),
+          }),
         );
       }
       for (const name of Object.keys(token)) {
@@ -483,9 +488,13 @@ describe.each(testDialects())('hostile input (%s)', (dialect) => {
       for (const name of Object.keys(endSession)) {
         exchanges.push(
           await send(`GET /connect/logout ${name}`, kind, `${server.url}/connect/logout?${formBody(endSession, name, kind)}`),
+          await send(`POST /connect/logout ${name}`, kind, `${server.url}/connect/logout`, {
+            method: 'POST',
+            headers: form,
+            body: formBody(endSession, name, kind),
+          }),
         );
       }
-      // POST on the logout endpoint itself is off (oidc-provider's `enableHttpPostMethods`); its confirmation takes a form.
       for (const name of Object.keys(logoutConfirm)) {
         exchanges.push(
           await send(`POST /connect/logout/confirm ${name}`, kind, `${server.url}/connect/logout/confirm`, {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -10,8 +11,15 @@ import { createCacheInvalidator } from './cache/invalidator.js';
 import { type Clock, systemClock } from './clock.js';
 import { ConfigError, type IdtConfig, type IdtConfigOverrides, loadConfig } from './config/config.js';
 import { coreMigrations } from './db/core-migrations.js';
-import { createDatabase } from './db/database.js';
-import { assertMigrated, type MigrationSet, orderMigrationSets, runMigrations } from './db/migrations.js';
+import { createDatabase, sqliteFilename } from './db/database.js';
+import {
+  assertMigrated,
+  emptyDatabaseStatus,
+  type MigrationSet,
+  orderMigrationSets,
+  PendingMigrationsError,
+  runMigrations,
+} from './db/migrations.js';
 import { createAsyncApiRoutes } from './events/asyncapi.js';
 import { createEventBus, type EventBus } from './events/bus.js';
 import { createApiDocsRoutes } from './http/api-docs.js';
@@ -80,8 +88,10 @@ export interface CreateIdtOptions<Modules extends readonly AnyIdtModule[]> {
   readonly docs?: boolean | { readonly title?: string; readonly description?: string };
   /**
    * What to do about pending migrations: `'check'` (default outside Testing)
-   * refuses to start naming `idt migrate`, `'run'` applies them, `'skip'`
-   * (default in Testing) does nothing.
+   * refuses to start with a {@link PendingMigrationsError} naming `'run'` and
+   * `npx idt migrate`, and opens nothing it would have to create (a SQLite
+   * file that does not exist); `'run'` applies them; `'skip'` (default in
+   * Testing) does nothing.
    */
   readonly migrations?: 'check' | 'run' | 'skip';
 }
@@ -145,7 +155,8 @@ export interface Idt<Modules extends readonly AnyIdtModule[] = readonly AnyIdtMo
  * handler.
  *
  * @throws ConfigError listing every invalid setting of the core and of each module.
- * @throws PendingMigrationsError when migrations are pending and `migrations` is `'check'`.
+ * @throws PendingMigrationsError when migrations are pending and `migrations` is `'check'`: its
+ *   message is one line naming both fixes (`migrations: 'run'`, `npx idt migrate --config …`).
  *
  * @example
  * import { createIdt } from '@idt/core';
@@ -191,6 +202,13 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
   // A knex instance is a function, not an object: anything but a URL (or nothing) is the host's own pool.
   const hostDb = typeof options.database === 'string' || options.database === undefined ? undefined : options.database;
   const ownsDb = hostDb === undefined;
+  const migrationPolicy = options.migrations ?? (config.environment === 'Testing' ? 'skip' : 'check');
+  // A SQLite file that does not exist has every migration pending: refuse before opening it, which
+  // would create it (and its directory), so that a start that fails leaves nothing behind.
+  const sqliteFile = ownsDb ? sqliteFilename(config.databaseUrl) : undefined;
+  if (migrationPolicy === 'check' && sqliteFile !== undefined && !existsSync(sqliteFile)) {
+    throw new PendingMigrationsError(emptyDatabaseStatus(migrationSets));
+  }
   const db = hostDb ?? createDatabase(config.databaseUrl);
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
@@ -201,7 +219,6 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
   if (ownsDb) closers.push(() => db.destroy());
 
   try {
-    const migrationPolicy = options.migrations ?? (config.environment === 'Testing' ? 'skip' : 'check');
     if (migrationPolicy === 'run') await runMigrations(db, migrationSets);
     else if (migrationPolicy === 'check') await assertMigrated(db, migrationSets);
 

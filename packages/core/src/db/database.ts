@@ -68,8 +68,7 @@ function preparedStatementsParameter(url: string): { connectionString: string; o
  */
 export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex.Config {
   if (url.startsWith('sqlite:')) {
-    const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    const filename = file === ':memory:' ? ':memory:' : resolve(file);
+    const filename = sqliteFilename(url) ?? ':memory:';
     if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
     const busyTimeout = options.busyTimeoutMs ?? 5000;
     return {
@@ -111,6 +110,20 @@ export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex
     return config;
   }
   throw new TypeError(`Unsupported database URL "${redactDatabaseUrl(url)}": use sqlite:<file> or postgres://…`);
+}
+
+/**
+ * The absolute path of the file a `sqlite:` URL names (`sqlite:./data/idt.sqlite`,
+ * `sqlite:///var/lib/idt.sqlite`), resolved against the working directory;
+ * `undefined` for `sqlite::memory:` and for other engines.
+ *
+ * @example
+ * sqliteFilename('sqlite:./data/idt.sqlite'); // '/srv/app/data/idt.sqlite' when run in /srv/app
+ */
+export function sqliteFilename(url: string): string | undefined {
+  if (!url.startsWith('sqlite:')) return undefined;
+  const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  return file === ':memory:' ? undefined : resolve(file);
 }
 
 /** The parts of a better-sqlite3 connection {@link databaseConfig} touches. */

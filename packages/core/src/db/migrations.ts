@@ -27,15 +27,22 @@ export interface MigrationSetStatus {
   pending: string[];
 }
 
-/** Thrown when a server would start on a database with pending migrations. */
+/**
+ * Thrown when a server would start on a database with pending migrations.
+ * Its message is one line naming both ways to apply them (`migrations: 'run'`
+ * in `createIdt`'s options, or `npx idt migrate --config <your config module>`
+ * before starting), so a host can print `error.message` alone; the migrations
+ * themselves are in {@link PendingMigrationsError.pending}.
+ */
 export class PendingMigrationsError extends Error {
+  /** The sets with pending migrations, each listing them by name. */
   readonly pending: MigrationSetStatus[];
   constructor(pending: MigrationSetStatus[]) {
-    const list = pending.flatMap((set) => set.pending.map((name) => `${set.owner}: ${name}`));
+    const sets = pending.filter((set) => set.pending.length > 0);
+    const count = sets.reduce((sum, set) => sum + set.pending.length, 0);
+    const owners = sets.map((set) => `${set.owner}: ${set.pending.length}`).join(', ');
     super(
-      `The database has ${list.length} pending migration(s); run \`idt migrate\` (or \`npm run migrate\`) first:\n${list
-        .map((line) => `  - ${line}`)
-        .join('\n')}`,
+      `The database has ${count} pending migration${count === 1 ? '' : 's'} (${owners}). Apply them at startup with migrations: 'run' in the options of createIdt, or before starting with \`npx idt migrate --config <your config module>\` (from @idt/cli).`,
     );
     this.name = 'PendingMigrationsError';
     this.pending = pending;
@@ -103,19 +110,48 @@ export async function runMigrations(db: Knex, sets: readonly MigrationSet[]): Pr
   return report;
 }
 
+/**
+ * What a set has applied and what is pending, read without writing: a
+ * migrations table that does not exist yet means nothing is applied (knex's
+ * own listing would create it, and its lock table).
+ *
+ * @throws Error when the database records a migration the set does not have (a newer version applied it).
+ */
 async function migrationStatusOf(db: Knex, set: MigrationSet): Promise<MigrationSetStatus> {
-  const [completed, pending] = (await db.migrate.list(sourceOf(set))) as [
-    Array<string | { name: string }>,
-    Array<Migration | { file: string }>,
-  ];
-  return {
-    owner: set.owner,
-    applied: completed.map((entry) => (typeof entry === 'string' ? entry : entry.name)),
-    pending: pending.map((entry) => ('name' in entry ? entry.name : entry.file)),
-  };
+  const names = migrationNames(set);
+  const applied = (await db.schema.hasTable(set.tableName))
+    ? (await db(set.tableName).orderBy('id').select<Array<{ name: string }>>('name')).map((row) => row.name)
+    : [];
+  const known = new Set(names);
+  const unknown = applied.filter((name) => !known.has(name));
+  if (unknown.length > 0) {
+    throw new Error(
+      `${set.owner}: the database records migrations this version does not have (${unknown.join(', ')}); a newer version of it migrated this database`,
+    );
+  }
+  const done = new Set(applied);
+  return { owner: set.owner, applied, pending: names.filter((name) => !done.has(name)) };
 }
 
-/** What every set has applied and what is pending, in dependency order. */
+/** The names of a set's migrations in the order they apply (code units, as knex orders them). */
+function migrationNames(set: MigrationSet): string[] {
+  const names = set.migrations.map((migration) => migration.name);
+  if (new Set(names).size !== names.length) {
+    const duplicate = names.find((name, index) => names.indexOf(name) !== index);
+    throw new Error(`${set.owner} has two migrations named ${duplicate}`);
+  }
+  return names.sort(compareCodeUnits);
+}
+
+/**
+ * The status of a database that has none of the sets' tables (a SQLite file
+ * that does not exist yet): every migration pending, in dependency order.
+ */
+export function emptyDatabaseStatus(sets: readonly MigrationSet[]): MigrationSetStatus[] {
+  return orderMigrationSets(sets).map((set) => ({ owner: set.owner, applied: [], pending: migrationNames(set) }));
+}
+
+/** What every set has applied and what is pending, in dependency order. Reads only: creates no table. */
 export async function migrationStatus(db: Knex, sets: readonly MigrationSet[]): Promise<MigrationSetStatus[]> {
   const report: MigrationSetStatus[] = [];
   for (const set of orderMigrationSets(sets)) report.push(await migrationStatusOf(db, set));
@@ -123,9 +159,10 @@ export async function migrationStatus(db: Knex, sets: readonly MigrationSet[]): 
 }
 
 /**
- * Refuses to go on while any migration is pending.
+ * Refuses to go on while any migration is pending. Reads only: a database
+ * without idt's tables is left without them.
  *
- * @throws PendingMigrationsError naming `idt migrate`.
+ * @throws PendingMigrationsError naming `migrations: 'run'` and `npx idt migrate`.
  */
 export async function assertMigrated(db: Knex, sets: readonly MigrationSet[]): Promise<void> {
   const status = await migrationStatus(db, sets);

@@ -1,21 +1,21 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { oidcClient, redeemCode, signIn } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { installedPackages, type PackedPackage, packPackages, quickInstallEnv, ROOT, userEnv } from './support/pack.js';
 import { createPostgresDatabase } from './support/postgres.js';
 
 /**
  * Installs @idt/problem, @idt/core, @idt/identity and @idt/oidc from the
- * tarballs `npm pack` makes (what the registry would serve) into a fresh
- * project with nothing but `pg` beside them, then runs a server script there
- * on plain Node and signs in through it with openid-client.
+ * tarballs `npm run pack:packages` makes (what the registry would serve) into
+ * a fresh project with nothing but `pg` beside them, then runs a server script
+ * there on plain Node and signs in through it with openid-client.
+ * test/embedding-docs.test.ts installs them as docs/embedding.md says.
  */
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PACKAGES = ['problem', 'core', 'identity', 'oidc'] as const;
 const run = promisify(execFile);
 
@@ -26,12 +26,6 @@ interface Manifest {
   readonly name: string;
   readonly version: string;
   readonly exports?: Record<string, unknown>;
-}
-
-interface PackResult {
-  readonly name: string;
-  readonly filename: string;
-  readonly files: ReadonlyArray<{ readonly path: string }>;
 }
 
 /** What the server script prints once it is ready. */
@@ -55,68 +49,6 @@ function exportTargets(value: unknown): string[] {
   if (typeof value === 'string') return [value.replace(/^\.\//, '')];
   if (value && typeof value === 'object') return Object.values(value).flatMap(exportTargets);
   return [];
-}
-
-/** The newest modification time under a folder, tests excluded. */
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (!entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds a package unless its `dist` is complete and newer than its sources. */
-async function ensureBuilt(pkg: string): Promise<void> {
-  const dir = join(ROOT, 'packages', pkg);
-  const entry = join(dir, 'dist', 'index.js');
-  const complete = exportTargets(manifestOf(pkg).exports).every((target) => existsSync(join(dir, target)));
-  const sources = Math.max(newestSource(join(dir, 'src')), statSync(join(dir, 'tsup.config.ts')).mtimeMs);
-  if (complete && statSync(entry).mtimeMs >= sources) return;
-  await run('npm', ['run', 'build', '--workspace', `packages/${pkg}`], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
-}
-
-/** Waits until every file a package exports exists (another build may be writing its declarations). */
-async function awaitExports(pkg: string): Promise<void> {
-  const dir = join(ROOT, 'packages', pkg);
-  const targets = exportTargets(manifestOf(pkg).exports);
-  const deadline = Date.now() + 60_000;
-  while (!targets.every((target) => existsSync(join(dir, target)))) {
-    if (Date.now() > deadline) throw new Error(`packages/${pkg} is missing ${targets.filter((t) => !existsSync(join(dir, t)))}`);
-    // Real I/O: polls the file system while a build writes the declarations.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
-
-/** The environment of a child process as a user's shell would have it: no npm, vitest or idt variables of this run. */
-function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (/^(npm_|vitest|idt_)|^node_(options|path)$/i.test(name)) continue;
-    env[name] = value;
-  }
-  return { ...env, ...extra };
-}
-
-/** Every installed package folder under a node_modules tree, nested ones included, as `name` or `@scope/name`. */
-function installedPackages(nodeModules: string): Array<{ name: string; path: string }> {
-  const found: Array<{ name: string; path: string }> = [];
-  if (!existsSync(nodeModules)) return found;
-  for (const entry of readdirSync(nodeModules, { withFileTypes: true })) {
-    if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
-    const path = join(nodeModules, entry.name);
-    const packages = entry.name.startsWith('@')
-      ? readdirSync(path, { withFileTypes: true })
-          .filter((scoped) => scoped.isDirectory())
-          .map((scoped) => ({ name: `${entry.name}/${scoped.name}`, path: join(path, scoped.name) }))
-      : [{ name: entry.name, path }];
-    for (const pkg of packages) {
-      found.push(pkg, ...installedPackages(join(pkg.path, 'node_modules')));
-    }
-  }
-  return found;
 }
 
 /** The server a user writes: identity + oidc on node:http, Postgres, an in-memory mailer (so no nodemailer). */
@@ -180,7 +112,7 @@ const adminUrl = inject('postgresAdminUrl');
 describe.skipIf(!adminUrl)('the packed packages installed into a fresh project (Postgres, no optional peers)', () => {
   let scratch = '';
   let project = '';
-  const packed = new Map<string, PackResult>();
+  const packed = new Map<string, PackedPackage>();
   let database: { url: string; drop(): Promise<void> } | undefined;
   let child: ChildProcess | undefined;
   let output = '';
@@ -192,29 +124,22 @@ describe.skipIf(!adminUrl)('the packed packages installed into a fresh project (
     const databasePromise = createPostgresDatabase(adminUrl);
     databasePromise.catch(() => undefined);
 
-    for (const pkg of PACKAGES) await ensureBuilt(pkg);
-    for (const pkg of PACKAGES) await awaitExports(pkg);
-    const { stdout } = await run(
-      'npm',
-      ['pack', '--json', '--pack-destination', scratch, ...PACKAGES.flatMap((pkg) => ['--workspace', `packages/${pkg}`])],
-      { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 },
-    );
-    for (const result of JSON.parse(stdout) as PackResult[]) packed.set(result.name, result);
+    for (const result of await packPackages(join(scratch, 'tarballs'))) packed.set(result.name, result);
 
     mkdirSync(project);
     const dependencies: Record<string, string> = { pg: '^8.16.0' };
     for (const pkg of PACKAGES) {
-      const tarball = packed.get(manifestOf(pkg).name)?.filename;
-      if (!tarball) throw new Error(`npm pack made no tarball of @idt/${pkg}`);
-      dependencies[manifestOf(pkg).name] = `file:${join(scratch, tarball)}`;
+      const tarball = packed.get(manifestOf(pkg).name)?.file;
+      if (!tarball) throw new Error(`npm run pack:packages made no tarball of @idt/${pkg}`);
+      dependencies[manifestOf(pkg).name] = `file:${tarball}`;
     }
     writeFileSync(
       join(project, 'package.json'),
       `${JSON.stringify({ name: 'idt-pack-install', private: true, type: 'module', dependencies }, null, 2)}\n`,
     );
-    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], {
+    await run('npm', ['install'], {
       cwd: project,
-      env: userEnv(),
+      env: userEnv(await quickInstallEnv(join(scratch, 'prebuilds'))),
       maxBuffer: 64 * 1024 * 1024,
     });
 
@@ -262,7 +187,7 @@ describe.skipIf(!adminUrl)('the packed packages installed into a fresh project (
   it('packs every file the exports maps name', () => {
     for (const pkg of PACKAGES) {
       const manifest = manifestOf(pkg);
-      const files = new Set(packed.get(manifest.name)?.files.map((file) => file.path));
+      const files = new Set(packed.get(manifest.name)?.files);
       const missing = exportTargets(manifest.exports).filter((target) => !files.has(target));
       expect({ package: manifest.name, missing }).toEqual({ package: manifest.name, missing: [] });
       expect(files.has('README.md')).toBe(true);

@@ -122,7 +122,11 @@ main(command).then(
         `Fix: set each variable above in ${file} or the environment (docs/configuration.md); in Development (IDT_ENVIRONMENT=Development) neither IDT_KEY_ENCRYPTION_SECRET nor IDT_SMTP_URL is required.`,
       );
     } else if (error instanceof PendingMigrationsError) {
-      console.error(error.message);
+      // The reference server's operators run `npm start` or `npm run migrate`, not createIdt.
+      const names = error.pending.flatMap((set) => set.pending.map((name) => `  - ${set.owner}: ${name}`));
+      console.error(
+        `The database has ${names.length} pending migration(s); run \`npm run migrate\` (or \`npx idt migrate\`) first, or serve with \`node dist/main.js start\`, which applies them:\n${names.join('\n')}`,
+      );
     } else if (explained !== error) {
       console.error((explained as Error).message);
     } else {

@@ -17,6 +17,7 @@ export {
   codeTokenRequest,
   discover,
   oidcClient,
+  quietStockProviderWarnings,
   redeemCode,
   refreshTokenRequest,
   registerClient,

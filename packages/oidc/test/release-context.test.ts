@@ -1,7 +1,8 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Provider from 'oidc-provider';
+import { quietStockProviderWarnings } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadOidcProvider } from '../src/provider/load.js';
 import { installContextRelease } from '../src/provider/release-context.js';
 
 const CLIENT = { id: 'release-test', secret: 'release-test-secret-release-test-secret' };
@@ -29,7 +30,10 @@ function basic(): string {
   return `Basic ${Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64')}`;
 }
 
+quietStockProviderWarnings();
+
 beforeAll(async () => {
+  const { Provider } = await loadOidcProvider();
   server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { createManualClock } from '@idt/core';
+import { quietStockProviderWarnings } from '@idt/testing';
 import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../clients/service.js';
 import { NOT_ALLOWED_FOR_CLIENT } from '../policy/unauthorized-client.js';
@@ -27,6 +28,8 @@ function expectInOrder(text: string, fragments: string[]) {
     from = at + fragment.length;
   }
 }
+
+quietStockProviderWarnings();
 
 describe('oidc-provider under the patches', () => {
   it('is the exact version package.json pins', () => {

@@ -17,7 +17,6 @@ export {
   codeTokenRequest,
   discover,
   oidcClient,
-  quietStockProviderWarnings,
   redeemCode,
   refreshTokenRequest,
   registerClient,

@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { quietStockProviderWarnings } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quietStockProviderWarnings } from '../../../test/support/quiet.js';
 import { loadOidcProvider } from '../src/provider/load.js';
 import { installContextRelease } from '../src/provider/release-context.js';
 

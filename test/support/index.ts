@@ -1,5 +1,7 @@
 export type { CallOptions, World } from './api.js';
 export { caller, expectJson, expectProblem, outboxEvents, seedWorld } from './api.js';
+export type { BadBody } from './bad-bodies.js';
+export { BAD_BODIES, describeBadBodies, OVERSIZED_SETUP, postBody, SETUP_ADMIN } from './bad-bodies.js';
 export type { BrowserResponse, HtmlForm, SubmitOptions } from './browser.js';
 export { Browser, parseForms } from './browser.js';
 export type { SkippingClock } from './clock.js';

@@ -1,10 +1,13 @@
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  BAD_BODIES,
   createTestDatabase,
   describeExampleApp,
   expectProblem,
+  postBody,
   registerFlowClient,
+  SETUP_ADMIN,
   type TestDatabase,
   testDialects,
 } from '@idt/testing';
@@ -38,69 +41,6 @@ async function serve(listener: RequestListener): Promise<{ origin: string; close
 }
 
 const SETUP = '/idt/v1/identity/setup/admin';
-const ADMIN = {
-  email: 'ada@example.com',
-  password: 'correct horse battery staple',
-  firstName: 'Ada',
-  lastName: 'Lovelace',
-  organizationName: 'Analytical Engines',
-};
-const OVERSIZED = JSON.stringify({ ...ADMIN, firstName: 'A'.repeat(1_048_576) });
-
-/** Bad bodies for `POST /idt/v1/identity/setup/admin`, and idt's own answer when it reads each itself (SPEC 7.1). */
-const BAD_BODIES = [
-  {
-    name: 'malformed JSON',
-    type: 'application/json',
-    body: '{"email": "ada@example.com",',
-    status: 400,
-    detail: 'The request body is not valid JSON.',
-  },
-  {
-    name: 'JSON sent as text/plain',
-    type: 'text/plain',
-    body: JSON.stringify(ADMIN),
-    status: 415,
-    detail: 'Send the body as application/json.',
-  },
-  {
-    name: 'an XML body',
-    type: 'application/xml',
-    body: '<admin email="ada@example.com"/>',
-    status: 415,
-    detail: 'Send the body as application/json.',
-  },
-  {
-    name: 'a body over 1 MiB',
-    type: 'application/json',
-    body: OVERSIZED,
-    status: 413,
-    detail: 'The request body exceeds 1048576 bytes.',
-  },
-  {
-    name: 'a chunked body over 1 MiB',
-    type: 'application/json',
-    body: OVERSIZED,
-    chunked: true,
-    status: 413,
-    detail: 'The request body exceeds 1048576 bytes.',
-  },
-];
-
-/** Posts a body; `chunked` streams it without a Content-Length. */
-function post(url: string, type: string, body: string, chunked = false, headers: Record<string, string> = {}): Promise<Response> {
-  const init = { method: 'POST', headers: { 'content-type': type, ...headers } };
-  if (!chunked) return fetch(url, { ...init, body });
-  const bytes = new TextEncoder().encode(body);
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      for (let at = 0; at < bytes.length; at += 65_536) controller.enqueue(bytes.subarray(at, at + 65_536));
-      controller.close();
-    },
-  });
-  return fetch(url, { ...init, body: stream, duplex: 'half' } as RequestInit);
-}
-
 describeExampleApp('Express 5 with idt under /idt', startExpressApp, testDialects(), (started) => {
   it('reads the JSON body express.json() parsed first', async () => {
     const host = await serve(createParsersFirstApp(started.app().idt));
@@ -185,7 +125,7 @@ describe('Express 5: bad bodies to idt answer its problem documents', () => {
 
   it.each(BAD_BODIES)('answers $name through the example app, where idt reads its own bodies', async (bad) => {
     const problem = await expectProblem(
-      await post(`${idtFirst()}${SETUP}`, bad.type, bad.body, bad.chunked),
+      await postBody(`${idtFirst()}${SETUP}`, bad.type, bad.body, bad.chunked),
       bad.status,
       'Http.ClientError',
     );
@@ -193,16 +133,16 @@ describe('Express 5: bad bodies to idt answer its problem documents', () => {
   });
 
   it.each(BAD_BODIES)('answers $name the same when express.json() runs first, through createBodyErrorHandler', async (bad) => {
-    const response = await post(`${parsersFirst.origin}${SETUP}`, bad.type, bad.body, bad.chunked);
+    const response = await postBody(`${parsersFirst.origin}${SETUP}`, bad.type, bad.body, bad.chunked);
     const problem = await expectProblem(response, bad.status, 'Http.ClientError');
     expect(problem.detail).toBe(bad.detail);
   });
 
   it('answers the parsers’ other refusals under /idt with a problem document, with idt’s response headers', async () => {
-    const charset = await post(
+    const charset = await postBody(
       `${parsersFirst.origin}${SETUP}`,
       'application/json; charset=latin1',
-      JSON.stringify(ADMIN),
+      JSON.stringify(SETUP_ADMIN),
       false,
       {
         'x-request-id': 'bad-charset-1',
@@ -218,7 +158,7 @@ describe('Express 5: bad bodies to idt answer its problem documents', () => {
     });
     expect(refused.traceId).toMatch(/^[0-9a-f]{32}$/);
 
-    const encoding = await post(`${parsersFirst.origin}${SETUP}`, 'application/json', JSON.stringify(ADMIN), false, {
+    const encoding = await postBody(`${parsersFirst.origin}${SETUP}`, 'application/json', JSON.stringify(SETUP_ADMIN), false, {
       'content-encoding': 'compress',
     });
     const unsupported = await expectProblem(encoding, 415, 'Http.ClientError');
@@ -226,11 +166,11 @@ describe('Express 5: bad bodies to idt answer its problem documents', () => {
   });
 
   it('leaves the parsers’ errors outside /idt to Express', async () => {
-    const response = await post(`${parsersFirst.origin}/orders`, 'application/json', '{"item":');
+    const response = await postBody(`${parsersFirst.origin}/orders`, 'application/json', '{"item":');
     expect(response.status).toBe(400);
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
     // Express's own page: the path `/idtx` is not under `/idt` either.
-    const lookalike = await post(`${parsersFirst.origin}/idtx/v1/identity/setup/admin`, 'application/json', '{"item":');
+    const lookalike = await postBody(`${parsersFirst.origin}/idtx/v1/identity/setup/admin`, 'application/json', '{"item":');
     expect(lookalike.headers.get('content-type')).toMatch(/^text\/html/);
   });
 

@@ -26,6 +26,7 @@ export {
   signIn,
   signInApplication,
 } from './oidc.js';
+export { METADATA_URLS, RESOLVES_TO_METADATA, tableResolver, watchConnections } from './outbound.js';
 export { freePort } from './ports.js';
 export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';

@@ -1,68 +1,19 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import type { OutboundResolver } from '@idt/core';
+import type { AddressInfo } from 'node:net';
 import { createKnexClientStore } from '@idt/oidc/knex';
-import { startTestServer, type TestServer, testDialects } from '@idt/testing';
+import {
+  METADATA_URLS,
+  RESOLVES_TO_METADATA,
+  startTestServer,
+  type TestServer,
+  tableResolver,
+  testDialects,
+  watchConnections,
+} from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBackchannelNotifier, createClientService } from '../src/index.js';
 import { caller, clientRow, expectJson, expectProblem, register, seedWorld, unique } from './clients-support.js';
-
-/** Cloud metadata targets as a client might write them: IPv4, IPv6, mapped and other embedded forms, other IPv4 spellings, names. */
-const METADATA_URIS = [
-  'http://169.254.169.254/latest',
-  'https://169.254.169.254/latest',
-  'http://169.254.170.2/v2/credentials',
-  'http://100.100.100.200/latest/meta-data/',
-  'http://192.0.0.192/latest/',
-  'http://168.63.129.16/machine',
-  'http://[fd00:ec2::254]/latest',
-  'http://[fd20:ce::254]/computeMetadata/v1/',
-  'http://[fe80::a9fe:a9fe]/openstack',
-  'http://[::ffff:169.254.169.254]/latest',
-  'http://[::ffff:a9fe:a9fe]/latest',
-  'http://[64:ff9b::169.254.169.254]/latest',
-  'http://2852039166/latest',
-  'http://0xa9fea9fe/latest',
-  'http://0251.0376.0251.0376/latest',
-  'http://metadata.google.internal/computeMetadata/v1/',
-  'http://Metadata.Google.Internal./computeMetadata/v1/',
-  'http://metadata.goog/',
-  'http://metadata/computeMetadata/v1/',
-  'http://instance-data/latest/',
-  'http://instance-data.ec2.internal/latest/',
-];
-
-/** Names the injected resolver answers with a metadata address. */
-const RESOLVES_TO_METADATA: Record<string, string[]> = {
-  'imds.example.test': ['169.254.169.254'],
-  'imds6.example.test': ['fd00:ec2::254'],
-  'mapped.example.test': ['::ffff:169.254.169.254'],
-  'mixed.example.test': ['127.0.0.1', '100.100.100.200'],
-};
-
-/** A resolver answering from a table (other names do not resolve); records what it was asked. */
-function tableResolver(table: Record<string, string[]>) {
-  const asked: string[] = [];
-  const resolve: OutboundResolver = async (hostname) => {
-    asked.push(hostname);
-    const addresses = table[hostname];
-    if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
-    return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
-  return { resolve, asked };
-}
-
-/** Records every address a client socket of this process tries to connect to (node:net's diagnostics channel). */
-function watchConnections() {
-  const attempts: string[] = [];
-  const onSocket = (message: unknown) => {
-    (message as { socket: Socket }).socket.on('connectionAttempt', (ip: string) => attempts.push(ip));
-  };
-  subscribe('net.client.socket', onSocket);
-  return { attempts, stop: () => unsubscribe('net.client.socket', onSocket) };
-}
 
 /** A local receiver answering with the queued replies (200 once the queue is empty). */
 async function startReceiver() {
@@ -141,7 +92,7 @@ describe('back-channel logout delivery guard', () => {
       limits,
     });
     const targets = [
-      ...METADATA_URIS,
+      ...METADATA_URLS,
       ...Object.keys(RESOLVES_TO_METADATA).map((host) => `http://${host}:${receiver.port}/logout`),
     ].map((uri, index) => ({ clientId: `client-${index}`, backchannelLogoutUri: uri }));
     const watch = watchConnections();
@@ -231,7 +182,7 @@ describe.each(testDialects())('back-channel logout URIs at client registration o
     const token = world.a.tokens.admin;
     const existing = await register(server, token, world.a.organization.id, app({ backchannelLogoutUri: 'http://10.0.0.5/bc' }));
     const before = await clientCount();
-    for (const uri of METADATA_URIS) {
+    for (const uri of METADATA_URLS) {
       const created = await expectProblem(
         await call('POST', orgClients(), { token, body: app({ backchannelLogoutUri: uri }) }),
         400,

@@ -1,14 +1,17 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { createManualClock, type ManualClock, type OutboundResolver } from '@idt/core';
+import type { AddressInfo } from 'node:net';
+import { createManualClock, type ManualClock } from '@idt/core';
 import {
+  METADATA_URLS,
   mintAccessToken,
   mintServiceToken,
+  RESOLVES_TO_METADATA,
   startTestServer,
   type TestDialect,
   type TestServer,
+  tableResolver,
   testDialects,
+  watchConnections,
 } from '@idt/testing';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -17,13 +20,8 @@ import { caller, expectJson, expectProblem, seedWorld, type World } from './help
 
 const JOB = 'platform.webhooks.deliver';
 
-/** What the test servers' resolver answers, by host name (other names do not resolve). */
-const dnsAnswers = new Map<string, string[]>();
-const resolve: OutboundResolver = async (hostname) => {
-  const addresses = dnsAnswers.get(hostname);
-  if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
-  return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-};
+/** What the test servers' resolver answers, by host name (other names do not resolve); tests add names as they go. */
+const { resolve, answers: dnsAnswers } = tableResolver(RESOLVES_TO_METADATA);
 
 /**
  * A test server's options: deliveries to local receivers allowed, host names
@@ -35,50 +33,6 @@ function webhookServer(dialect: TestDialect, clock: ManualClock) {
     clock,
     modules: { platform: { webhooks: { allowPrivateHosts: true, jobIntervalMs: 3_600_000, resolve } } },
   };
-}
-
-/** Cloud metadata targets as an endpoint URL might name them: IPv4, IPv6, mapped and other embedded forms, other IPv4 spellings, names. */
-const METADATA_URLS = [
-  'https://169.254.169.254/latest',
-  'http://169.254.169.254/latest/meta-data/',
-  'http://169.254.170.2/v2/credentials',
-  'http://100.100.100.200/latest/meta-data/',
-  'http://192.0.0.192/latest/',
-  'http://168.63.129.16/machine',
-  'http://[fd00:ec2::254]/latest',
-  'http://[fd20:ce::254]/computeMetadata/v1/',
-  'http://[fe80::a9fe:a9fe]/openstack',
-  'http://[::ffff:169.254.169.254]/latest',
-  'http://[0:0:0:0:0:ffff:a9fe:a9fe]/latest',
-  'http://[64:ff9b::169.254.169.254]/latest',
-  'http://2852039166/latest',
-  'http://0xa9fea9fe/latest',
-  'http://0251.0376.0251.0376/latest',
-  'http://metadata.google.internal/computeMetadata/v1/',
-  'http://METADATA.google.internal./computeMetadata/v1/',
-  'http://metadata.goog/',
-  'http://metadata/computeMetadata/v1/',
-  'http://instance-data/latest/',
-  'http://instance-data.ec2.internal/latest/',
-];
-
-/** Names {@link dnsAnswers} resolves to a metadata address. */
-const RESOLVES_TO_METADATA: Record<string, string[]> = {
-  'imds.example.test': ['169.254.169.254'],
-  'imds6.example.test': ['fd00:ec2::254'],
-  'mapped.example.test': ['::ffff:169.254.169.254'],
-  'mixed.example.test': ['127.0.0.1', '100.100.100.200'],
-};
-for (const [host, addresses] of Object.entries(RESOLVES_TO_METADATA)) dnsAnswers.set(host, addresses);
-
-/** Records every address a client socket of this process tries to connect to (node:net's diagnostics channel). */
-function watchConnections() {
-  const attempts: string[] = [];
-  const onSocket = (message: unknown) => {
-    (message as { socket: Socket }).socket.on('connectionAttempt', (ip: string) => attempts.push(ip));
-  };
-  subscribe('net.client.socket', onSocket);
-  return { attempts, stop: () => unsubscribe('net.client.socket', onSocket) };
 }
 
 interface Received {

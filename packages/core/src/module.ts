@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
 import type { CredentialResolver } from './auth/authenticator.js';
@@ -7,19 +7,20 @@ import type { Principal } from './auth/principal.js';
 import type { CacheInvalidator } from './cache/invalidator.js';
 import type { Clock } from './clock.js';
 import type { IdtConfig } from './config/config.js';
+import type { Env } from './config/env.js';
 import type { MigrationSet } from './db/migrations.js';
 import type { EventBus } from './events/bus.js';
 import type { EventDefinition, EventHandlerDefinition } from './events/types.js';
 import type { RequestGate, RequestInfo, RequestRateLimiter } from './http/app.js';
 import type { RequestHead } from './http/light.js';
+import type { NodeSurfaceHandler } from './http/node-adapter.js';
 import type { Route } from './http/route.js';
 import type { SigningKeyStore } from './keys/store.js';
 import type { Logger } from './logger.js';
 import type { Mailer } from './mail/mailer.js';
 import type { WindowCounter } from './rate-limit/window-counter.js';
 
-/** Environment variables as a module reads them (`process.env` by default). */
-export type Env = Readonly<Record<string, string | undefined>>;
+export type { Env };
 
 /** One environment variable a module reads, for `idt env` and the configuration guide. */
 export interface EnvironmentVariable {
@@ -51,8 +52,7 @@ export interface ModuleJob {
   run(): Promise<unknown>;
 }
 
-/** A node:http handler that may decline a request; answers `true` when it took it. */
-export type NodeSurfaceHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+export type { NodeSurfaceHandler };
 
 /**
  * A surface that is not a {@link Route}: a handler with its own HTTP stack,

@@ -131,6 +131,15 @@ export type {
   InvitationsStore,
   StoredInvitation,
 } from './invitations/store.js';
+export type {
+  ActiveMembership,
+  ActiveMemberships,
+  MemberDirectory,
+  MemberDirectoryStore,
+  PermittedMember,
+  PermittedMemberScope,
+} from './memberships/member-directory.js';
+export { createMemberDirectory } from './memberships/member-directory.js';
 export type { EnrollmentOutcome, MembershipsService, MembershipsServiceOptions } from './memberships/service.js';
 export { createMembershipsService, MemberListQuery, SetMemberRolesInput } from './memberships/service.js';
 export type {
@@ -189,6 +198,7 @@ export type {
   StartSessionOptions,
 } from './sessions/service.js';
 export { createSessionService } from './sessions/service.js';
+export { OidcSessionEndedEvent } from './sessions/single-sign-on-events.js';
 export type { NewSession, SessionEndReason, SessionStore, StoredSession } from './sessions/store.js';
 export type { SetupResult, SetupService, SetupServiceOptions } from './setup/service.js';
 export { createSetupService, SetupAdminInput } from './setup/service.js';

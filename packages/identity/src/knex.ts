@@ -15,7 +15,7 @@ export type { CredentialsFeature, CredentialsServices } from './knex/features/cr
 export { createCredentialsFeature } from './knex/features/credentials.js';
 export { createKnexInvitationsStore } from './knex/invitations-store.js';
 export type { PermittedMember } from './knex/members-with-permission.js';
-export { membersWithPermission } from './knex/members-with-permission.js';
+export { createKnexMemberDirectoryStore, membersWithPermission } from './knex/members-with-permission.js';
 export { createKnexMembershipsStore } from './knex/memberships-store.js';
 export { identityMigrations } from './knex/migrations.js';
 export type { KnexIdentity, KnexIdentityOptions } from './knex/module.js';

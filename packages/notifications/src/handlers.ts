@@ -9,11 +9,11 @@ import {
 } from '@idt/core';
 import {
   type EmailChangeService,
+  type MemberDirectory,
   UserEmailChangedEvent,
   UserEmailChangeRequestedEvent,
   UserSessionEvictedEvent,
 } from '@idt/identity';
-import { membersWithPermission } from '@idt/identity/knex';
 import { InquirySubmittedEvent } from '@idt/inquiries';
 import type { Knex } from 'knex';
 import { NOTIFICATION_MAILS_TABLE } from './knex/migrations.js';
@@ -30,6 +30,8 @@ export interface NotificationHandlerOptions {
   readonly baseUrl: string;
   /** The identity module's e-mail change service: the confirmation link of a pending change. */
   readonly emailChange: Pick<EmailChangeService, 'pendingConfirmation'>;
+  /** The identity module's member directory: who holds `InquiriesRead`. */
+  readonly members: Pick<MemberDirectory, 'withPermission'>;
 }
 
 /**
@@ -71,7 +73,7 @@ export function createNotificationHandlers(options: NotificationHandlerOptions):
       event: InquirySubmittedEvent,
       description: 'Notifies (in-app and by mail, unless opted out) every member holding InquiriesRead of a new inquiry.',
       async handle({ id, payload }) {
-        const staff = await membersWithPermission(db, 'InquiriesRead', { organizationId: payload.organizationId });
+        const staff = await options.members.withPermission('InquiriesRead', { organizationId: payload.organizationId });
         const title = `New inquiry from ${payload.name}`.slice(0, 200);
         const message = `${payload.name} (${payload.email}) sent an inquiry about ${payload.projectType}.`.slice(0, 2000);
         const actionUrl = `/v1/inquiries/${payload.inquiryId}`;

@@ -42,6 +42,7 @@ export function notifications(): IdtModule<'notifications', NotificationsService
         publisher: { notificationCreated: (notification) => hub?.notificationCreated(notification) },
       });
       hub = realtimeHubOf(ctx, (id) => service.find(id));
+      const identity = ctx.module<IdentityServices>('identity');
       return {
         services: { service, hub },
         routes: [...createNotificationRoutes(service), ...hub.routes],
@@ -54,7 +55,8 @@ export function notifications(): IdtModule<'notifications', NotificationsService
             clock: ctx.clock,
             logger: ctx.logger,
             baseUrl: ctx.config.publicBaseUrl,
-            emailChange: ctx.module<IdentityServices>('identity').credentials.emailChange,
+            emailChange: identity.credentials.emailChange,
+            members: identity.members,
           }),
           ...hub.handlers,
         ],

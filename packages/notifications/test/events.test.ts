@@ -37,6 +37,7 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
       logger: server.idt.logger,
       baseUrl: server.url,
       emailChange: server.idt.services.identity.credentials.emailChange,
+      members: server.idt.services.identity.members,
     }).find((candidate) => candidate.name === name);
     if (!handler) throw new Error(`No handler ${name}`);
     return handler;

@@ -1,24 +1,13 @@
-import { defineEvent, type PendingEvent } from '@idt/core';
-import { z } from 'zod';
+import type { PendingEvent } from '@idt/core';
+import { OidcSessionEndedEvent } from '@idt/identity';
 
 /**
  * A single sign-on session ended (logout, revocation, eviction or user
- * deactivation): its clients are notified over the back channel.
+ * deactivation): its clients are notified over the back channel. The
+ * provider publishes it; its definition is `@idt/identity`'s, so that
+ * modules below the provider can subscribe to it.
  */
-export const OidcSessionEndedEvent = defineEvent({
-  type: 'OidcSessionEndedEvent',
-  module: 'oidc',
-  description: 'A single sign-on session ended; relying parties that took part are notified over the back channel.',
-  schema: z.object({
-    userId: z.string(),
-    sessionId: z.string(),
-    /** Space-separated ids of the clients that took part in the session. */
-    clientIds: z.string(),
-    /** logout, revoked, evicted, deactivated */
-    reason: z.string(),
-    endedAt: z.string(),
-  }),
-});
+export { OidcSessionEndedEvent };
 
 /** The {@link OidcSessionEndedEvent} of a session that ended at `endedAt`. */
 export function sessionEnded(

@@ -1,4 +1,5 @@
 import type { IdtModule, OutboundResolver } from '@idt/core';
+import type { IdentityServices } from '@idt/identity';
 import type { AnnouncementsService } from './announcements/service.js';
 import type { ChangelogService } from './changelog/service.js';
 import type { FlagsService } from './flags/service.js';
@@ -91,6 +92,7 @@ export function platform(options: PlatformOptions = {}): IdtModule<'platform', P
         ...(options.settings ? { settings: options.settings } : {}),
         ...(options.announcementJobIntervalMs ? { announcementJobIntervalMs: options.announcementJobIntervalMs } : {}),
         catalog: () => ctx.events.catalog(),
+        members: ctx.module<IdentityServices>('identity').members,
         ...(ctx.has('notifications') ? { notifier: ctx.module<{ service: PlatformNotifier }>('notifications').service } : {}),
         webhooks: {
           allowPrivateHosts: options.webhooks?.allowPrivateHosts ?? ctx.env.IDT_WEBHOOKS_ALLOW_PRIVATE_HOSTS === 'true',

@@ -1,6 +1,6 @@
 import { ProblemError, UnauthorizedError } from '@idt/problem';
-import type { RequestHead } from '../http/light.js';
 import { isUuid } from '../ids.js';
+import type { RequestHead } from '../request-head.js';
 import { type JwtClaims, JwtError, type JwtVerifier } from './jwt.js';
 import type { AuthenticationInfo, AuthenticationResult, Authenticator, Principal } from './principal.js';
 

@@ -1,4 +1,4 @@
-import type { RequestHead } from '../http/light.js';
+import type { RequestHead } from '../request-head.js';
 
 /** How a caller authenticated. */
 export type PrincipalKind = 'user' | 'service' | 'apiKey';

@@ -1,5 +1,7 @@
-import type { Env } from '../module.js';
 import { ConfigError } from './config.js';
+
+/** Environment variables as a module reads them (`process.env` by default). */
+export type Env = Readonly<Record<string, string | undefined>>;
 
 /**
  * Reads a module's environment variables and collects every problem, so a

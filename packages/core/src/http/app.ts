@@ -10,10 +10,11 @@ import {
 } from '@idt/problem';
 import type { z } from 'zod';
 import { $ZodAsyncError } from 'zod/v4/core';
-import type { Authenticator, Principal, RateLimitDecision } from '../auth/principal.js';
+import type { Authenticator, Principal } from '../auth/principal.js';
 import type { Environment, RatePolicyName } from '../config/config.js';
 import { asDatabaseUnavailable } from '../db/unavailable.js';
 import { type Logger, silentLogger } from '../logger.js';
+import { type RequestRateLimiter, ratePartition } from '../rate-limit/partition.js';
 import { DEFAULT_MAX_BODY_BYTES, parseParams, readFormBody, readJsonBody, unsafeTextProblem } from './body.js';
 import { clientIpOf } from './client-ip.js';
 import { IDT_ICON_LINK } from './favicon.js';
@@ -26,7 +27,8 @@ import {
   type RequestHead,
   toFetchResponse,
 } from './light.js';
-import { escapeHtml, html, json, strictTransportSecurityFor } from './responses.js';
+import { markup, unsafeRaw } from './markup.js';
+import { html, json, strictTransportSecurityFor } from './responses.js';
 import type { Route, RouteContext } from './route.js';
 import { Router } from './router.js';
 
@@ -61,11 +63,7 @@ export interface GateRequest {
   readonly request: RequestHead;
 }
 
-/** Counts requests against fixed windows (see `createRateLimiter`). */
-export interface RequestRateLimiter {
-  /** The decision; a limiter may answer synchronously when it needs no I/O. */
-  hit(policy: RatePolicyName, partitionKey: string): Promise<RateLimitDecision> | RateLimitDecision;
-}
+export type { RequestRateLimiter };
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -237,7 +235,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
     const policy = route.ratePolicy === undefined ? 'global' : route.ratePolicy;
     if (policy && options.rateLimiter) {
-      const key = partitionKey(policy, principal, clientIp);
+      const key = ratePartition(policy, principal, clientIp);
       const hit = options.rateLimiter.hit(policy, key);
       const decision = 'then' in hit ? await hit : hit;
       if (!decision.allowed) {
@@ -418,14 +416,14 @@ function exposedStatePage(
   const { 'content-type': _problemType, ...rest } = headers;
   const title = problem.code === 'Setup.Required' ? 'Setup is not finished' : 'Service unavailable';
   return html(
-    `<!doctype html>
+    markup`<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title>${IDT_ICON_LINK}</head>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title}</title>${unsafeRaw(IDT_ICON_LINK)}</head>
 <body>
 <main>
-<h1>${escapeHtml(title)}</h1>
-<p>${escapeHtml(problem.detail)}</p>
-<p><small>Code <code>${escapeHtml(problem.code)}</code> · trace id <code>${escapeHtml(traceId)}</code></small></p>
+<h1>${title}</h1>
+<p>${problem.detail}</p>
+<p><small>Code <code>${problem.code}</code> · trace id <code>${traceId}</code></small></p>
 </main>
 </body>
 </html>
@@ -465,16 +463,10 @@ function validate(schema: z.ZodType | undefined, value: unknown): unknown {
 
 /**
  * The rate-limit partition of a request (SPEC 8.1): organization, else user,
- * else client IP; the registration policy skips the organization.
+ * else client IP; the registration policy skips the organization. The one
+ * rule of every surface, {@link ratePartition}, applied to the principal.
  */
-export function partitionKey(policy: RatePolicyName, principal: Principal | null, clientIp: string): string {
-  if (principal) {
-    if (policy !== 'registration' && principal.organizationId) return `org:${principal.organizationId}`;
-    if (principal.userId) return `user:${principal.userId}`;
-    return `client:${principal.subject}`;
-  }
-  return `ip:${clientIp}`;
-}
+export const partitionKey: (policy: RatePolicyName, principal: Principal | null, clientIp: string) => string = ratePartition;
 
 function resolveClientIp(request: RequestHead, info: RequestInfo, trustProxy: boolean): string {
   return clientIpOf(request.headers.get('x-forwarded-for'), info.remoteAddress, trustProxy) ?? 'unknown';

@@ -5,18 +5,9 @@
  * `Request`, which saves most of the per-request cost of undici's classes.
  */
 
-/** Header access as the pipeline needs it; `Headers` has it. */
-export interface HeaderReader {
-  get(name: string): string | null;
-}
+import type { HeaderReader, RequestHead } from '../request-head.js';
 
-/** The parts of a request the pipeline reads; a Fetch `Request` has them all. */
-export interface RequestHead {
-  readonly method: string;
-  /** The absolute request URL. */
-  readonly url: string;
-  readonly headers: HeaderReader;
-}
+export type { HeaderReader, RequestHead };
 
 /** A request as the pipeline sees it: its head, its body, and the Fetch `Request` on demand. */
 export interface IncomingRequest extends RequestHead {

@@ -1,7 +1,7 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import type { NodeSurfaceHandler } from '../module.js';
 import type { RequestInfo } from './app.js';
+import type { NodeSurfaceHandler } from './node-adapter.js';
 
 /** The largest request body the bridge hands to a node handler (the provider's forms are a few KiB). */
 const MAX_BRIDGED_BODY_BYTES = 1024 * 1024;

@@ -2,10 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ProblemError, renderProblem, resolveTraceId } from '@idt/problem';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/unavailable.js';
 import type { Logger } from '../logger.js';
-import type { NodeSurfaceHandler } from '../module.js';
-import { nodeRequestInfo, requestUrl, toIncomingRequest, writeFetchResponse } from '../node.js';
 import type { HttpApp, RequestInfo } from './app.js';
 import { mediaTypeOf } from './body.js';
+import { type NodeSurfaceHandler, nodeRequestInfo, requestUrl, toIncomingRequest, writeFetchResponse } from './node-adapter.js';
 import { strictTransportSecurityFor } from './responses.js';
 
 /** A node:http `(req, res)` handler of a composed idt; also an Express or Connect middleware. */

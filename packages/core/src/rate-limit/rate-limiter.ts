@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { RateLimitDecision } from '../auth/principal.js';
 import { type Clock, systemClock } from '../clock.js';
 import type { RateLimitSetting, RatePolicyName } from '../config/config.js';
-import type { RequestRateLimiter } from '../http/app.js';
+import type { RequestRateLimiter } from './partition.js';
 import { createWindowCounter } from './window-counter.js';
 
 /** Options of {@link createRateLimiter}. */

@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import { createCredentialResolver } from '../access/credential-resolver.js';
 import type { ClientLookup } from '../access/store.js';
 import { createSetupRoutes } from '../http/routes/setup.js';
+import { createMemberDirectory, type MemberDirectory } from '../memberships/member-directory.js';
 import { createArgon2Hasher, type PasswordHasher } from '../passwords.js';
 import { createSetupService, type SetupService } from '../setup/service.js';
 import { createSignInService, type SignInService } from '../sign-in/service.js';
@@ -13,6 +14,7 @@ import { createKnexAccessStore } from './access-store.js';
 import { type AccountsFeature, createAccountsFeature } from './features/accounts.js';
 import type { FeatureContext, IdentitySettings } from './features/context.js';
 import { type CredentialsFeature, createCredentialsFeature } from './features/credentials.js';
+import { createKnexMemberDirectoryStore } from './members-with-permission.js';
 import { createKnexSetupStore } from './setup-store.js';
 import { createKnexSignInStore } from './sign-in-store.js';
 
@@ -40,6 +42,8 @@ export interface KnexIdentity {
   readonly signIn: SignInService;
   readonly accounts: AccountsFeature['services'];
   readonly credentials: CredentialsFeature['services'];
+  /** Who holds a permission in an organization: for the modules that notify people. */
+  readonly members: MemberDirectory;
   /** Turns verified credentials into principals (plug into `createAuthenticator`). */
   readonly resolver: CredentialResolver & { permissionsOf(userId: string, organizationId: string): Promise<Set<string>> };
   readonly routes: readonly Route[];
@@ -100,6 +104,7 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     signIn,
     accounts: accounts.services,
     credentials: credentials.services,
+    members: createMemberDirectory(createKnexMemberDirectoryStore(options.db)),
     resolver,
     routes: [...createSetupRoutes(setup), ...features.flatMap((feature) => feature.routes)],
     events: features.flatMap((feature) => feature.events),

@@ -19,11 +19,11 @@ import { ALL_KEYS, type CacheInvalidator, type WindowCounter } from '@idt/core/k
 import {
   MembershipRemovedEvent,
   MembershipSuspendedEvent,
+  OidcSessionEndedEvent,
   UserDeactivatedEvent,
   UserSessionEvictedEvent,
   UserSessionRevokedEvent,
 } from '@idt/identity';
-import { OidcSessionEndedEvent } from '@idt/oidc';
 import { ProblemError, renderProblem, UnauthorizedError } from '@idt/problem';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-import { type Clock, createTtlCache, pathsUnder } from '@idt/core';
+import { type Clock, createTtlCache, pathsUnder, ratePartition } from '@idt/core';
 import { basicClientId } from '../provider/basic-auth.js';
 import { OIDC_ROUTES } from '../provider/create-provider.js';
 
@@ -60,7 +60,7 @@ export function requestClientId(request: ClientNamingRequest): string | undefine
   return basicClientId(request.authorization) ?? single(request.form?.client_id);
 }
 
-/** Who a request is counted for. */
+/** Who a provider request is counted for: the organization of the client it names, and the caller's address. */
 export interface AuthSubject {
   readonly organizationId?: string | null;
   readonly userId?: string | null;
@@ -69,19 +69,18 @@ export interface AuthSubject {
 }
 
 /**
- * The Auth policy's partition (SPEC 8.1): the organization, else the user,
- * else the caller's IP address. The provider's endpoints know the
- * organization through the client a request names; the sign-in pages, and
- * requests naming no client or an unknown one, fall back to the IP.
+ * The Auth policy's partition of a provider request: core's one rule
+ * ({@link ratePartition}, SPEC 8.1) under the `auth` policy. The provider's
+ * endpoints know the organization through the client a request names; the
+ * sign-in pages, and requests naming no client or an unknown one, fall back
+ * to the IP.
  *
  * @example
  * authPartition({ organizationId: 'org-1', ip: '192.0.2.1' }); // 'org:org-1'
  * authPartition({ ip: '192.0.2.1' });                          // 'ip:192.0.2.1'
  */
 export function authPartition(subject: AuthSubject): string {
-  if (subject.organizationId) return `org:${subject.organizationId}`;
-  if (subject.userId) return `user:${subject.userId}`;
-  return `ip:${subject.ip ?? 'unknown'}`;
+  return ratePartition('auth', subject, subject.ip);
 }
 
 /** Client ids are at most this long (the column's width): longer ones are unknown without a lookup. */

@@ -1,16 +1,17 @@
-import { membersWithPermission } from '@idt/identity/knex';
+import type { MemberDirectory } from '@idt/identity';
 import type { Knex } from 'knex';
 import type { PlatformDirectory } from '../access.js';
 
 /**
  * The {@link PlatformDirectory} over identity's tables (`@idt/identity`'s
  * migrations run first): the platform organization is the active one with
- * `is_platform`.
+ * `is_platform`. Who holds a permission is the identity module's answer
+ * (its `members` service).
  *
  * @example
- * const directory = createKnexPlatformDirectory(db);
+ * const directory = createKnexPlatformDirectory(db, idt.services.identity.members);
  */
-export function createKnexPlatformDirectory(db: Knex): PlatformDirectory {
+export function createKnexPlatformDirectory(db: Knex, members: Pick<MemberDirectory, 'withPermission'>): PlatformDirectory {
   return {
     async isPlatformOrganization(organizationId) {
       const row = await db('identity_organizations')
@@ -32,8 +33,8 @@ export function createKnexPlatformDirectory(db: Knex): PlatformDirectory {
       return roles.map((role) => role.toLowerCase());
     },
     async members(organizationId, permission, role) {
-      const members = await membersWithPermission(db, permission, { organizationId, ...(role === undefined ? {} : { role }) });
-      return members.map(({ userId, organizationId: organization }) => ({ userId, organizationId: organization }));
+      const permitted = await members.withPermission(permission, { organizationId, ...(role === undefined ? {} : { role }) });
+      return permitted.map(({ userId, organizationId: organization }) => ({ userId, organizationId: organization }));
     },
     async platformAdministrators() {
       return (await db('identity_memberships as m')

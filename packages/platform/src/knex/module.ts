@@ -13,6 +13,7 @@ import {
   silentLogger,
 } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
+import type { MemberDirectory } from '@idt/identity';
 import type { Knex } from 'knex';
 import { type AnnouncementsService, createAnnouncementsService } from '../announcements/service.js';
 import { type ChangelogService, createChangelogService } from '../changelog/service.js';
@@ -72,6 +73,8 @@ export interface KnexPlatformOptions {
   readonly secret: string;
   /** Creates in-app notifications (the notifications module's service); without it, announcements notify nobody. */
   readonly notifier?: PlatformNotifier;
+  /** Who holds a permission: the identity module's `members` service. */
+  readonly members: Pick<MemberDirectory, 'withPermission'>;
 }
 
 /** The platform module on knex: its services, routes, events, handlers and jobs. */
@@ -95,13 +98,13 @@ export interface KnexPlatform {
  * `platformMigrations`, after `@idt/core` and `@idt/identity`).
  *
  * @example
- * const platform = createKnexPlatform({ db, outbox: bus, invalidator, secret });
+ * const platform = createKnexPlatform({ db, outbox: bus, invalidator, secret, members: identity.members });
  * routes.push(...platform.routes);
  */
 export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
   const { db, outbox, invalidator } = options;
   const clock = options.clock ? { clock: options.clock } : {};
-  const directory = createKnexPlatformDirectory(db);
+  const directory = createKnexPlatformDirectory(db, options.members);
   const registry = createSettingRegistry([...builtInSettings, ...(options.settings ?? [])]);
   const settings = createSettingsService({
     store: createKnexSettingsStore({ db, outbox, invalidator }),

@@ -66,7 +66,7 @@ export type {
 export { defineEvent, defineEventHandler } from './events/types.js';
 export type { ApiDocsOptions } from './http/api-docs.js';
 export { createApiDocsRoutes, resolveScalarScript } from './http/api-docs.js';
-export type { GateRequest, HttpApp, HttpAppOptions, RequestGate, RequestInfo, RequestRateLimiter } from './http/app.js';
+export type { GateRequest, HttpApp, HttpAppOptions, RequestGate, RequestInfo } from './http/app.js';
 export { createHttpApp, partitionKey, resolveRequestId } from './http/app.js';
 export type { BodySource } from './http/body.js';
 export {
@@ -89,6 +89,8 @@ export type { HealthRoutesOptions, ReadinessCheck } from './http/health.js';
 export { createHealthRoutes } from './http/health.js';
 export type { HandlerResponse, HeaderReader, IncomingRequest, RequestHead } from './http/light.js';
 export { incomingFromRequest, LightHeaders, LightResponse, toFetchResponse } from './http/light.js';
+export type { MarkupValue } from './http/markup.js';
+export { escapeHtml, joinMarkup, markup, SafeHtml, unsafeRaw } from './http/markup.js';
 export type { OpenApiDocument, OpenApiOptions } from './http/openapi.js';
 export { generateOpenApiDocument } from './http/openapi.js';
 export type { CursorPage, CursorPageRequest, CursorPageSlice, Page, PageCursor, PageRequest, PageSlice } from './http/paging.js';
@@ -104,7 +106,6 @@ export {
   toPage,
 } from './http/paging.js';
 export {
-  escapeHtml,
   html,
   json,
   noContent,
@@ -213,5 +214,7 @@ export {
   systemResolver,
 } from './net/outbound.js';
 export { CoreCodes } from './problems.js';
+export type { RateCaller, RequestRateLimiter } from './rate-limit/partition.js';
+export { ratePartition } from './rate-limit/partition.js';
 export type { Throttle } from './throttle.js';
 export { createThrottle } from './throttle.js';

@@ -122,7 +122,7 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
       },
     },
     async setup(ctx) {
-      const { createKnexOidc, isOidcSurfacePath } = await import('./knex/module.js');
+      const { createKnexOidc } = await import('./knex/module.js');
       // Set once the module exists: the account page's sign-in link reads the clients through it.
       let demoClients: (() => Promise<readonly StoredClient[]>) | undefined;
       const identity = ctx.module<IdentityServices>('identity');
@@ -196,7 +196,7 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
       return {
         services: module,
         routes: [...module.routes, ...logRoutes, ...landingRoutes, ...docsRoutes],
-        surfaces: [{ name: 'openid-provider', matches: isOidcSurfacePath, node: module.nodeHandler }],
+        surfaces: module.surfaces,
         events: module.events,
         handlers: module.handlers,
         jobs: module.jobs,

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { compareCodeUnits } from '../compare.js';
 import { IDT_ICON_LINK } from '../http/favicon.js';
-import { escapeHtml, html, json, text } from '../http/responses.js';
+import { joinMarkup, markup, type SafeHtml, unsafeRaw } from '../http/markup.js';
+import { html, json, text } from '../http/responses.js';
 import { defineRoute, type Route } from '../http/route.js';
 import type { EventCatalog, EventDefinition } from './types.js';
 
@@ -250,7 +251,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 `;
 
 /** The server-rendered catalog page: every event with its publisher, consumers and payload schema. */
-function renderViewer(catalog: EventCatalog, document: AsyncApiDocument, prefix: string): string {
+function renderViewer(catalog: EventCatalog, document: AsyncApiDocument, prefix: string): SafeHtml {
   const events = sortedEvents(catalog);
   const handlers = [...catalog.handlers].sort((a, b) => compareCodeUnits(a.name, b.name));
   const anchors = new Map(events.map((event, index) => [event.type, `event-${index}`]));
@@ -259,85 +260,84 @@ function renderViewer(catalog: EventCatalog, document: AsyncApiDocument, prefix:
 
   const consumerTable = (list: CatalogHandler[], withEvent = false) =>
     list.length === 0
-      ? '<p class="none">No handler is subscribed.</p>'
-      : `<table>
-<thead><tr><th>Handler</th><th>Module</th>${withEvent ? '<th>Event</th>' : ''}<th>Description</th></tr></thead>
+      ? markup`<p class="none">No handler is subscribed.</p>`
+      : markup`<table>
+<thead><tr><th>Handler</th><th>Module</th>${withEvent && markup`<th>Event</th>`}<th>Description</th></tr></thead>
 <tbody>
-${list
-  .map(
+${joinMarkup(
+  list.map(
     (handler) =>
-      `<tr><td><code>${escapeHtml(handler.name)}</code></td><td>${escapeHtml(handler.module)}</td>${
-        withEvent ? `<td><code>${escapeHtml(handler.event)}</code></td>` : ''
-      }<td>${handler.description ? escapeHtml(handler.description) : '<span class="none">none</span>'}</td></tr>`,
-  )
-  .join('\n')}
+      markup`<tr><td><code>${handler.name}</code></td><td>${handler.module}</td>${
+        withEvent && markup`<td><code>${handler.event}</code></td>`
+      }<td>${handler.description ? handler.description : markup`<span class="none">none</span>`}</td></tr>`,
+  ),
+  '\n',
+)}
 </tbody>
 </table>`;
 
   const sections = events.map((event) => {
     const schema = JSON.stringify(payloadSchema(event), null, 2);
-    return `<section id="${escapeHtml(anchors.get(event.type) ?? '')}">
-<h2><code>${escapeHtml(event.type)}</code></h2>
-<p>${escapeHtml(event.description)}</p>
-<p class="meta">Channel <code>${escapeHtml(event.type)}</code> · published by the <strong>${escapeHtml(event.module)}</strong> module</p>
+    return markup`<section id="${anchors.get(event.type) ?? ''}">
+<h2><code>${event.type}</code></h2>
+<p>${event.description}</p>
+<p class="meta">Channel <code>${event.type}</code> · published by the <strong>${event.module}</strong> module</p>
 <h3>Consumers</h3>
 ${consumerTable(consumersOf(event.type))}
 <h3>Payload schema</h3>
-<pre>${escapeHtml(schema)}</pre>
+<pre>${schema}</pre>
 </section>`;
   });
 
   const title = document.info.title;
-  return `<!doctype html>
+  return markup`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-${IDT_ICON_LINK}
-<style>${VIEWER_STYLE}</style>
+<title>${title}</title>
+${unsafeRaw(IDT_ICON_LINK)}
+<style>${unsafeRaw(VIEWER_STYLE)}</style>
 </head>
 <body>
 <header>
-<h1>${escapeHtml(title)}</h1>
-<p class="meta">AsyncAPI ${escapeHtml(document.asyncapi)} · version ${escapeHtml(document.info.version)} · ${events.length} event(s), ${
+<h1>${title}</h1>
+<p class="meta">AsyncAPI ${document.asyncapi} · version ${document.info.version} · ${events.length} event(s), ${
     handlers.length
-  } handler(s) · <a href="${escapeHtml(`${prefix}/asyncapi/v1.json`)}">AsyncAPI document</a> · <a href="${escapeHtml(
-    `${prefix}/asyncapi/v1/flows`,
-  )}">Mermaid flows</a></p>
-<p>${escapeHtml(document.info.description ?? '')}</p>
+  } handler(s) · <a href="${`${prefix}/asyncapi/v1.json`}">AsyncAPI document</a> · <a href="${`${prefix}/asyncapi/v1/flows`}">Mermaid flows</a></p>
+<p>${document.info.description ?? ''}</p>
 </header>
 <nav>
 <h2>Events</h2>
 ${
   events.length === 0
-    ? '<p class="none">No events are registered.</p>'
-    : `<ul>
-${events
-  .map(
+    ? markup`<p class="none">No events are registered.</p>`
+    : markup`<ul>
+${joinMarkup(
+  events.map(
     (event) =>
-      `<li><a href="#${escapeHtml(anchors.get(event.type) ?? '')}"><code>${escapeHtml(event.type)}</code></a> <span class="meta">(${escapeHtml(
-        event.module,
-      )}, ${consumersOf(event.type).length} consumer(s))</span></li>`,
-  )
-  .join('\n')}
+      markup`<li><a href="#${anchors.get(event.type) ?? ''}"><code>${event.type}</code></a> <span class="meta">(${event.module}, ${
+        consumersOf(event.type).length
+      } consumer(s))</span></li>`,
+  ),
+  '\n',
+)}
 </ul>`
 }
 </nav>
 <main>
-${sections.join('\n')}
+${joinMarkup(sections, '\n')}
 ${
-  orphans.length > 0
-    ? `<section>
+  orphans.length > 0 &&
+  markup`<section>
 <h2>Handlers of unregistered events</h2>
 ${consumerTable(orphans, true)}
 </section>`
-    : ''
 }
 <section>
 <h2>Flows</h2>
 <p class="meta">Mermaid source (<code>flowchart LR</code>): publishing module → event → consuming module / handler.</p>
-<pre>${escapeHtml(generateEventFlowchart(catalog))}</pre>
+<pre>${generateEventFlowchart(catalog)}</pre>
 </section>
 </main>
 </body>

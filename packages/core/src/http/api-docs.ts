@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import { ProblemError } from '@idt/problem';
 import { IDT_ICON_LINK } from './favicon.js';
+import { markup, unsafeRaw } from './markup.js';
 import { generateOpenApiDocument, type OpenApiDocument } from './openapi.js';
 import { html, json } from './responses.js';
 import { defineRoute, type Route } from './route.js';
@@ -47,10 +48,6 @@ const VIEWER_CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
-
-function escapeAttribute(value: string): string {
-  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
 
 /**
  * `GET /openapi/v1.json` (the generated document) and `GET /scalar` (an API
@@ -105,18 +102,18 @@ export function createApiDocsRoutes(options: ApiDocsOptions): Route[] {
           agent: { disabled: true },
           mcp: { disabled: true },
         });
-        const page = `<!doctype html>
+        const page = markup`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeAttribute(options.title ?? 'idt API')} reference</title>
-${IDT_ICON_LINK}
+<title>${options.title ?? 'idt API'} reference</title>
+${unsafeRaw(IDT_ICON_LINK)}
 </head>
 <body>
 <noscript>The API reference needs JavaScript. The raw document is at <a href="${prefix}/openapi/v1.json">${prefix}/openapi/v1.json</a>.</noscript>
-<script id="api-reference" data-url="${escapeAttribute(`${prefix}/openapi/v1.json`)}" data-configuration="${escapeAttribute(configuration)}"></script>
-<script src="${escapeAttribute(`${prefix}/scalar/standalone.js`)}"></script>
+<script id="api-reference" data-url="${`${prefix}/openapi/v1.json`}" data-configuration="${configuration}"></script>
+<script src="${`${prefix}/scalar/standalone.js`}"></script>
 </body>
 </html>
 `;

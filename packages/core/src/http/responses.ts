@@ -1,4 +1,5 @@
 import { LightResponse } from './light.js';
+import type { SafeHtml } from './markup.js';
 
 /**
  * A JSON response.
@@ -19,19 +20,6 @@ export function noContent(headers: Record<string, string> = {}): LightResponse {
   return new LightResponse(null, { status: 204, headers });
 }
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/**
- * Escapes a value for HTML text and quoted attribute values (`null` and
- * `undefined` become the empty string).
- *
- * @example
- * html(`<h1>${escapeHtml(title)}</h1>`);
- */
-export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] ?? char);
-}
-
 /**
  * The `Strict-Transport-Security` value idt sends on every response when its
  * public URL is https (never over http, where browsers ignore it): one year,
@@ -45,9 +33,15 @@ export function strictTransportSecurityFor(publicBaseUrl: string): string | unde
   return publicBaseUrl.startsWith('https:') ? STRICT_TRANSPORT_SECURITY : undefined;
 }
 
-/** An HTML response that no cache keeps and no other origin frames. */
-export function html(body: string, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
-  return new LightResponse(body, {
+/**
+ * An HTML response that no cache keeps and no other origin frames; the body
+ * is best built with the `markup` tag.
+ *
+ * @example
+ * return html(markup`<h1>${title}</h1>`, { status: 404 });
+ */
+export function html(body: string | SafeHtml, init: { status?: number; headers?: Record<string, string> } = {}): LightResponse {
+  return new LightResponse(typeof body === 'string' ? body : body.text, {
     status: init.status ?? 200,
     headers: {
       'content-type': 'text/html; charset=utf-8',

@@ -1,4 +1,4 @@
-import { escapeHtml, type HeaderReader, html, IDT_ICON_LINK, type LightResponse } from '@idt/core';
+import { type HeaderReader, html, IDT_ICON_LINK, joinMarkup, type LightResponse, markup, unsafeRaw } from '@idt/core';
 
 function qualityOf(accept: string, matches: (type: string) => boolean): number {
   let best = 0;
@@ -41,28 +41,29 @@ export interface PageForm {
  */
 export function resultPage(options: { status: number; title: string; message: string; form?: PageForm }): LightResponse {
   const { form } = options;
-  const formHtml = form
-    ? `<form method="post" action="${escapeHtml(form.action)}">
-${Object.entries(form.fields)
-  .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
-  .join('\n')}
-<button type="submit">${escapeHtml(form.button)}</button>
+  const formHtml =
+    form &&
+    markup`<form method="post" action="${form.action}">
+${joinMarkup(
+  Object.entries(form.fields).map(([name, value]) => markup`<input type="hidden" name="${name}" value="${value}">`),
+  '\n',
+)}
+<button type="submit">${form.button}</button>
 </form>
-`
-    : '';
-  const body = `<!doctype html>
+`;
+  const body = markup`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(options.title)}</title>
-${IDT_ICON_LINK}
+<title>${options.title}</title>
+${unsafeRaw(IDT_ICON_LINK)}
 <style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem}</style>
 </head>
 <body>
 <main>
-<h1>${escapeHtml(options.title)}</h1>
-<p role="status">${escapeHtml(options.message)}</p>
+<h1>${options.title}</h1>
+<p role="status">${options.message}</p>
 ${formHtml}</main>
 </body>
 </html>

@@ -1,10 +1,11 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   DATABASE_RETRY_AFTER_SECONDS,
   decodeUtf8Strict,
-  escapeHtml,
   isDatabaseUnavailable,
+  joinMarkup,
+  LightResponse,
   type Logger,
+  markup,
   mediaTypeOf,
   parseParams,
   readCookie,
@@ -15,6 +16,7 @@ import { ProblemError } from '@idt/problem';
 import type { StoredClient } from '../clients/store.js';
 import { pageSecurityHeaders } from '../policy/security-headers.js';
 import type { AccountDirectory } from './directory.js';
+import { FormTooLarge, type PageHandler, type PageRequest, readBodyBytes } from './page-request.js';
 import { errorSummary, notice, renderPage, renderUnavailablePage } from './pages.js';
 import type { ConsentStore } from './stores.js';
 
@@ -63,15 +65,20 @@ export interface AccountPagesOptions {
 }
 
 const MAX_FORM_BYTES = 8 * 1024;
+/** Every account page's headers. */
+const PAGE_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'text/html; charset=utf-8', ...pageSecurityHeaders() };
 const CSRF_PURPOSE = 'account-csrf';
+const ACTIONS: ReadonlySet<string> = new Set(['sessions/revoke', 'consents/withdraw', 'email']);
 
 /** What a completed action says on the page it redirects to (Post/Redirect/Get). */
-const NOTICES: Readonly<Record<string, string>> = {
-  'session-revoked': 'The session was signed out. Applications it signed in to lose their tokens.',
-  'consent-withdrawn': 'Access withdrawn. The application has to ask again next time, and its refresh tokens stopped working.',
-  'email-requested':
+const NOTICES: ReadonlyMap<string, string> = new Map([
+  ['session-revoked', 'The session was signed out. Applications it signed in to lose their tokens.'],
+  ['consent-withdrawn', 'Access withdrawn. The application has to ask again next time, and its refresh tokens stopped working.'],
+  [
+    'email-requested',
     'If the address is free, a confirmation link is on its way to it. Your address changes when you open the link.',
-};
+  ],
+]);
 
 class FormRefused extends Error {
   constructor(
@@ -82,18 +89,18 @@ class FormRefused extends Error {
   }
 }
 
-async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
-  if (mediaTypeOf(req.headers['content-type']) !== 'application/x-www-form-urlencoded') {
+async function readForm(request: PageRequest): Promise<URLSearchParams> {
+  if (mediaTypeOf(request.headers.get('content-type')) !== 'application/x-www-form-urlencoded') {
     throw new FormRefused(415, 'Send the form as the page does (application/x-www-form-urlencoded).');
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_FORM_BYTES) throw new FormRefused(413, 'The form is too large.');
-    chunks.push(chunk as Buffer);
+  let bytes: Buffer;
+  try {
+    bytes = await readBodyBytes(request, MAX_FORM_BYTES);
+  } catch (error) {
+    if (error instanceof FormTooLarge) throw new FormRefused(413, 'The form is too large.');
+    throw error;
   }
-  const text = decodeUtf8Strict(Buffer.concat(chunks));
+  const text = decodeUtf8Strict(bytes);
   try {
     if (text === undefined) throw new Error('not UTF-8');
     parseParams(text);
@@ -116,60 +123,54 @@ function formatTime(iso: string): string {
  * one it answers 401 with a way to sign in. Its forms post to
  * `/connect/account/sessions/revoke`, `/connect/account/consents/withdraw`
  * and `/connect/account/email` with a CSRF token bound to the session, then
- * redirect back (303). Refusals are pages that change nothing. Returns a node
- * handler that answers `true` when it took the request.
+ * redirect back (303). Refusals are pages that change nothing. Returns a
+ * page handler (see `pageSurface`) that declines every other path.
  *
  * @example
  * const account = createAccountPages({ directory, consents, account: services, revokeClientGrants, findClient, sessionCookieName, tokens, pathPrefix: '' });
  */
-export function createAccountPages(options: AccountPagesOptions) {
+export function createAccountPages(options: AccountPagesOptions): PageHandler {
   const logger = options.logger ?? silentLogger;
   const base = `${options.pathPrefix}${ACCOUNT_BASE}`;
   const assets = `${options.pathPrefix}/connect/assets`;
-  const headers = { 'content-type': 'text/html; charset=utf-8', ...pageSecurityHeaders() };
 
-  const send = (res: ServerResponse, status: number, html: string, extra: Record<string, string> = {}) => {
-    res.writeHead(status, { ...headers, ...extra });
-    res.end(html);
-  };
+  const send = (status: number, html: string, extra: Record<string, string> = {}) =>
+    new LightResponse(html, { status, headers: { ...PAGE_HEADERS, ...extra } });
 
-  const problemPage = (res: ServerResponse, status: number, title: string, message: string) =>
+  const problemPage = (status: number, title: string, message: string) =>
     send(
-      res,
       status,
       renderPage(
         { title, assets },
-        `<h1>${escapeHtml(title)}</h1>
-<p>${escapeHtml(message)}</p>
-<div class="links"><a href="${escapeHtml(base)}">Back to your account</a></div>`,
+        markup`<h1>${title}</h1>
+<p>${message}</p>
+<div class="links"><a href="${base}">Back to your account</a></div>`,
       ),
     );
 
-  async function signedOut(res: ServerResponse) {
+  async function signedOut(): Promise<LightResponse> {
     const signIn = options.signInUrl ? await options.signInUrl() : undefined;
-    send(
-      res,
+    return send(
       401,
       renderPage(
         { title: 'Sign in to see your account', assets },
-        `<h1>Sign in to see your account</h1>
+        markup`<h1>Sign in to see your account</h1>
 <p>This page shows your profile, where you are signed in and the applications you allowed. It needs you to be signed in on this service, in this browser.</p>
 <p class="hint">Sign in through one of the applications that use this service, then come back to this address.</p>
-${signIn ? `<div class="links"><a href="${escapeHtml(signIn)}">Sign in with the demo application</a></div>` : ''}`,
+${signIn && markup`<div class="links"><a href="${signIn}">Sign in with the demo application</a></div>`}`,
       ),
     );
   }
 
-  async function currentSession(req: IncomingMessage) {
-    const cookie = readCookie(req.headers.cookie ?? null, options.sessionCookieName);
+  function currentSession(request: PageRequest) {
+    const cookie = readCookie(request.headers.get('cookie'), options.sessionCookieName);
     return cookie ? options.directory.findSession(cookie) : undefined;
   }
 
   async function accountPage(
-    res: ServerResponse,
     session: { sessionId: string; userId: string },
     view: { status?: number; errors?: string[]; notice?: string; email?: string } = {},
-  ) {
+  ): Promise<LightResponse> {
     const { userId, sessionId } = session;
     const [claims, sessions, consents] = await Promise.all([
       options.directory.accountClaims(userId, null),
@@ -177,73 +178,69 @@ ${signIn ? `<div class="links"><a href="${escapeHtml(signIn)}">Sign in with the 
       options.consents.list(userId),
     ]);
     const clients = await Promise.all(consents.map((consent) => options.findClient(consent.clientId)));
-    const csrf = `<input type="hidden" name="csrf" value="${escapeHtml(options.tokens.issue(CSRF_PURPOSE, sessionId))}">`;
-    const sessionItems = sessions
-      .map(
-        (entry) => `<li><span>${entry.id === sessionId ? '<strong>This browser</strong>' : 'Another browser or device'}<br>
-<span class="hint">Signed in ${escapeHtml(formatTime(entry.createdAt))} · last active ${escapeHtml(formatTime(entry.lastActivityAt))}</span></span>
-<form method="post" action="${escapeHtml(`${base}/sessions/revoke`)}">${csrf}<input type="hidden" name="session" value="${escapeHtml(entry.id)}">
-<button type="submit" class="secondary" aria-label="Sign out the session started ${escapeHtml(formatTime(entry.createdAt))}">Sign out</button></form></li>`,
-      )
-      .join('\n');
-    const consentItems = consents
-      .map((consent, index) => {
-        const client = clients[index];
-        const name = client?.branding?.displayName ?? client?.name ?? consent.clientId;
-        return `<li><span>${escapeHtml(name)}<br>
-<span class="hint">${escapeHtml(consent.scopes.join(', '))} · allowed ${escapeHtml(formatTime(consent.updatedAt))}</span></span>
-<form method="post" action="${escapeHtml(`${base}/consents/withdraw`)}">${csrf}<input type="hidden" name="client" value="${escapeHtml(consent.clientId)}">
-<button type="submit" class="secondary" aria-label="Withdraw access of ${escapeHtml(name)}">Withdraw</button></form></li>`;
-      })
-      .join('\n');
-    const body = `<h1>Your account</h1>
+    const csrf = markup`<input type="hidden" name="csrf" value="${options.tokens.issue(CSRF_PURPOSE, sessionId)}">`;
+    const sessionItems = sessions.map(
+      (
+        entry,
+      ) => markup`<li><span>${entry.id === sessionId ? markup`<strong>This browser</strong>` : 'Another browser or device'}<br>
+<span class="hint">Signed in ${formatTime(entry.createdAt)} · last active ${formatTime(entry.lastActivityAt)}</span></span>
+<form method="post" action="${base}/sessions/revoke">${csrf}<input type="hidden" name="session" value="${entry.id}">
+<button type="submit" class="secondary" aria-label="Sign out the session started ${formatTime(entry.createdAt)}">Sign out</button></form></li>`,
+    );
+    const consentItems = consents.map((consent, index) => {
+      const client = clients[index];
+      const name = client?.branding?.displayName ?? client?.name ?? consent.clientId;
+      return markup`<li><span>${name}<br>
+<span class="hint">${consent.scopes.join(', ')} · allowed ${formatTime(consent.updatedAt)}</span></span>
+<form method="post" action="${base}/consents/withdraw">${csrf}<input type="hidden" name="client" value="${consent.clientId}">
+<button type="submit" class="secondary" aria-label="Withdraw access of ${name}">Withdraw</button></form></li>`;
+    });
+    const body = markup`<h1>Your account</h1>
 ${errorSummary(view.errors ?? [])}${notice(view.notice)}
 <section aria-labelledby="profile">
 <h2 id="profile">Profile</h2>
 <dl class="facts">
-<dt>Name</dt><dd>${escapeHtml(claims?.name || '—')}</dd>
-<dt>E-mail</dt><dd>${escapeHtml(claims?.email ?? '—')}</dd>
+<dt>Name</dt><dd>${claims?.name || '—'}</dd>
+<dt>E-mail</dt><dd>${claims?.email ?? '—'}</dd>
 </dl>
-<form method="post" action="${escapeHtml(`${base}/email`)}" novalidate>
+<form method="post" action="${base}/email" novalidate>
 ${csrf}
 <label for="email">New e-mail address</label>
-<input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(view.email ?? '')}">
+<input id="email" name="email" type="email" autocomplete="email" required value="${view.email ?? ''}">
 <p class="hint">We send a confirmation link to the new address; your address changes when you open it.</p>
 <button type="submit" class="secondary">Change e-mail address</button>
 </form>
 </section>
 <section aria-labelledby="sessions">
 <h2 id="sessions">Where you are signed in</h2>
-${sessions.length ? `<ul class="account-list">${sessionItems}</ul>` : '<p class="hint">No active sessions.</p>'}
+${sessions.length ? markup`<ul class="account-list">${joinMarkup(sessionItems, '\n')}</ul>` : markup`<p class="hint">No active sessions.</p>`}
 </section>
 <section aria-labelledby="consents">
 <h2 id="consents">Applications you allowed</h2>
-${consents.length ? `<ul class="account-list">${consentItems}</ul>` : '<p class="hint">You have not allowed any application yet.</p>'}
+${consents.length ? markup`<ul class="account-list">${joinMarkup(consentItems, '\n')}</ul>` : markup`<p class="hint">You have not allowed any application yet.</p>`}
 </section>`;
-    send(res, view.status ?? 200, renderPage({ title: 'Your account', assets, scripts: ['focus.js'], wide: true }, body));
+    return send(view.status ?? 200, renderPage({ title: 'Your account', assets, scripts: ['focus.js'], wide: true }, body));
   }
 
-  async function handlePost(req: IncomingMessage, res: ServerResponse, action: string) {
-    const session = await currentSession(req);
-    if (!session) return signedOut(res);
+  async function handlePost(request: PageRequest, action: string): Promise<LightResponse> {
+    const session = await currentSession(request);
+    if (!session) return signedOut();
     let form: URLSearchParams;
     try {
-      form = await readForm(req);
+      form = await readForm(request);
     } catch (error) {
-      if (error instanceof FormRefused) return problemPage(res, error.status, 'This form could not be read', error.message);
+      if (error instanceof FormRefused) return problemPage(error.status, 'This form could not be read', error.message);
       throw error;
     }
     if (options.tokens.verify(CSRF_PURPOSE, form.get('csrf') ?? '') !== session.sessionId) {
-      return problemPage(res, 403, 'This form has expired', 'Nothing was changed. Reload your account page and try again.');
+      return problemPage(403, 'This form has expired', 'Nothing was changed. Reload your account page and try again.');
     }
-    const done = (key: string) => {
-      res.writeHead(303, { location: `${base}?done=${key}`, 'cache-control': 'no-store' });
-      res.end();
-    };
+    const done = (key: string) =>
+      new LightResponse(null, { status: 303, headers: { location: `${base}?done=${key}`, 'cache-control': 'no-store' } });
     if (action === 'sessions/revoke') {
       const id = form.get('session') ?? '';
       if (!id || !(await options.account.revokeSession(session.userId, id))) {
-        return accountPage(res, session, { status: 404, errors: ['That session is not one of yours or has already ended.'] });
+        return accountPage(session, { status: 404, errors: ['That session is not one of yours or has already ended.'] });
       }
       logger.info('account: session revoked by its user', { userId: session.userId, sessionId: id });
       return done('session-revoked');
@@ -251,66 +248,59 @@ ${consents.length ? `<ul class="account-list">${consentItems}</ul>` : '<p class=
     if (action === 'consents/withdraw') {
       const clientId = form.get('client') ?? '';
       if (!clientId || clientId.length > 200 || !(await options.consents.forget(session.userId, clientId))) {
-        return accountPage(res, session, { status: 404, errors: ['You have not allowed that application.'] });
+        return accountPage(session, { status: 404, errors: ['You have not allowed that application.'] });
       }
       await options.revokeClientGrants(session.userId, clientId);
       logger.info('account: consent withdrawn', { userId: session.userId, clientId });
       return done('consent-withdrawn');
     }
-    if (action === 'email') {
-      const email = (form.get('email') ?? '').trim();
-      try {
-        await options.account.requestEmailChange(session.userId, email);
-      } catch (error) {
-        const message = emailChangeRefusal(error);
-        if (!message) throw error;
-        return accountPage(res, session, { status: message.status, errors: [message.text], email });
-      }
-      return done('email-requested');
+    const email = (form.get('email') ?? '').trim();
+    try {
+      await options.account.requestEmailChange(session.userId, email);
+    } catch (error) {
+      const message = emailChangeRefusal(error);
+      if (!message) throw error;
+      return accountPage(session, { status: message.status, errors: [message.text], email });
     }
-    return problemPage(res, 404, 'Page not found', 'There is no such page on your account.');
+    return done('email-requested');
   }
 
-  return async function accountHandler(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) return false;
-    const action = url.pathname.slice(base.length + 1);
+  async function answer(request: PageRequest, action: string): Promise<LightResponse> {
+    if (action === '') {
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        return new LightResponse('Method Not Allowed', {
+          status: 405,
+          headers: { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' },
+        });
+      }
+      const session = await currentSession(request);
+      if (!session) return signedOut();
+      const done = request.url.searchParams.get('done');
+      const message = done === null ? undefined : NOTICES.get(done);
+      return accountPage(session, message ? { notice: message } : {});
+    }
+    if (!ACTIONS.has(action)) return problemPage(404, 'Page not found', 'There is no such page on your account.');
+    if (request.method !== 'POST') {
+      return new LightResponse('Method Not Allowed', {
+        status: 405,
+        headers: { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' },
+      });
+    }
+    return handlePost(request, action);
+  }
+
+  return async function accountPages(request) {
+    const path = request.url.pathname;
+    if (path !== base && !path.startsWith(`${base}/`)) return undefined;
     try {
-      if (action === '') {
-        if (req.method !== 'GET' && req.method !== 'HEAD') {
-          res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' });
-          res.end('Method Not Allowed');
-          return true;
-        }
-        const session = await currentSession(req);
-        if (!session) {
-          await signedOut(res);
-          return true;
-        }
-        const done = url.searchParams.get('done');
-        await accountPage(res, session, done && NOTICES[done] ? { notice: NOTICES[done] } : {});
-        return true;
-      }
-      if (!['sessions/revoke', 'consents/withdraw', 'email'].includes(action)) {
-        problemPage(res, 404, 'Page not found', 'There is no such page on your account.');
-        return true;
-      }
-      if (req.method !== 'POST') {
-        res.writeHead(405, { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' });
-        res.end('Method Not Allowed');
-        return true;
-      }
-      await handlePost(req, res, action);
+      return await answer(request, path.slice(base.length + 1));
     } catch (error) {
       logger.error('account page failed', { error });
-      if (res.headersSent) return true;
       if (isDatabaseUnavailable(error)) {
-        send(res, 503, renderUnavailablePage(assets), { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
-      } else {
-        problemPage(res, 500, 'Something went wrong', 'Nothing was changed. Try again in a moment.');
+        return send(503, renderUnavailablePage(assets), { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
       }
+      return problemPage(500, 'Something went wrong', 'Nothing was changed. Try again in a moment.');
     }
-    return true;
   };
 }
 

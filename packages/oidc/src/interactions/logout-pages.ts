@@ -1,4 +1,4 @@
-import { escapeHtml } from '@idt/core';
+import { markup, unsafeRaw } from '@idt/core';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { applyPageSecurityHeaders } from '../policy/security-headers.js';
 import { renderPage } from './pages.js';
@@ -39,14 +39,22 @@ export function createLogoutPages(options: LogoutPagesOptions): LogoutPages {
     logoutSource(ctx, form) {
       // A request that proved who sent it (a valid id_token_hint) signs out without asking.
       const hinted = Boolean((ctx.oidc.entities as { IdTokenHint?: unknown }).IdTokenHint);
-      const opened = form.replace('<form ', `<form${hinted ? ' data-autosubmit' : ''} `);
+      // oidc-provider's own form (its action and hidden xsrf field), with idt's buttons: markup as it comes.
+      const opened = unsafeRaw(
+        form
+          .replace('<form ', `<form${hinted ? ' data-autosubmit' : ''} `)
+          .replace(
+            '</form>',
+            '<button type="submit" name="logout" value="yes" autofocus>Yes, sign me out</button><button type="submit" class="secondary">No, stay signed in</button></form>',
+          ),
+      );
       applyPageSecurityHeaders(ctx, { formTargets: [options.issuer, postLogoutTarget(ctx)] });
       ctx.type = 'html';
       ctx.body = renderPage(
         { title: 'Sign out', assets, ...(hinted ? { scripts: ['autosubmit.js'] } : {}) },
-        `<h1>Sign out?</h1>
-<p>You will be signed out of every application that uses ${escapeHtml(host)}.</p>
-${opened.replace('</form>', '<button type="submit" name="logout" value="yes" autofocus>Yes, sign me out</button><button type="submit" class="secondary">No, stay signed in</button></form>')}`,
+        markup`<h1>Sign out?</h1>
+<p>You will be signed out of every application that uses ${host}.</p>
+${opened}`,
       );
     },
 
@@ -55,7 +63,7 @@ ${opened.replace('</form>', '<button type="submit" name="logout" value="yes" aut
       ctx.type = 'html';
       ctx.body = renderPage(
         { title: 'Signed out', assets },
-        '<h1>You are signed out</h1><p role="status">You can close this window.</p>',
+        markup`<h1>You are signed out</h1><p role="status">You can close this window.</p>`,
       );
     },
 
@@ -68,10 +76,10 @@ ${opened.replace('</form>', '<button type="submit" name="logout" value="yes" aut
       ctx.type = 'html';
       ctx.body = renderPage(
         { title: 'Signing out', assets, scripts: ['autosubmit.js'] },
-        `<h1>You are not signed in</h1>
+        markup`<h1>You are not signed in</h1>
 <p role="status">There is no session to end here${target ? '; continuing back to the application' : ''}.</p>
-<form method="post" action="${escapeHtml(ctx.oidc.urlFor('end_session_confirm'))}" data-autosubmit>
-<input type="hidden" name="xsrf" value="${escapeHtml(secret)}">
+<form method="post" action="${ctx.oidc.urlFor('end_session_confirm')}" data-autosubmit>
+<input type="hidden" name="xsrf" value="${secret}">
 <button type="submit" name="logout" value="yes" autofocus>Continue</button>
 </form>`,
       );

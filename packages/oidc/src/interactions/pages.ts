@@ -1,4 +1,4 @@
-import { escapeHtml, IDT_ICON_LINK, type Logger, silentLogger } from '@idt/core';
+import { IDT_ICON_LINK, joinMarkup, type Logger, markup, type SafeHtml, silentLogger, unsafeRaw } from '@idt/core';
 import { newTraceId, traceIdFromTraceparent } from '@idt/problem';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { applyPageSecurityHeaders } from '../policy/security-headers.js';
@@ -27,28 +27,34 @@ export interface PageOptions {
   readonly wide?: boolean;
 }
 
+/** idt's icon link, a constant of `@idt/core`. */
+const ICON_LINK = unsafeRaw(IDT_ICON_LINK);
+
 /** Renders a complete sign-in page around `body`. */
-export function renderPage(options: PageOptions, body: string): string {
+export function renderPage(options: PageOptions, body: SafeHtml | string): string {
+  // TEMPORARY (h48c step 2 to 3): string bodies of the pages not yet on markup.
+  if (typeof body === 'string') body = unsafeRaw(body);
   const branding = options.branding;
-  const header = branding
-    ? `<header class="brand">
-  ${branding.logo ? `<img class="logo" src="${escapeHtml(branding.logo)}" alt="" width="48" height="48">` : ''}
-  <p class="client">${escapeHtml(branding.displayName)}</p>
-  ${branding.tagline ? `<p class="tagline">${escapeHtml(branding.tagline)}</p>` : ''}
-</header>`
-    : '';
-  return `<!doctype html>
+  const header =
+    branding &&
+    markup`<header class="brand">
+  ${branding.logo && markup`<img class="logo" src="${branding.logo}" alt="" width="48" height="48">`}
+  <p class="client">${branding.displayName}</p>
+  ${branding.tagline && markup`<p class="tagline">${branding.tagline}</p>`}
+</header>`;
+  const scripts = (options.scripts ?? []).map((script) => markup`<script src="${options.assets}/${script}" defer></script>`);
+  return markup`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-${options.refresh ? `<meta http-equiv="refresh" content="${options.refresh.seconds};url=${escapeHtml(options.refresh.url)}">` : ''}
-<title>${escapeHtml(options.title)}</title>
-${IDT_ICON_LINK}
-<link rel="stylesheet" href="${escapeHtml(options.assets)}/idt.css">
-${branding?.themeStylesheet ? `<link rel="stylesheet" href="${escapeHtml(branding.themeStylesheet)}">` : ''}
-${(options.scripts ?? []).map((script) => `<script src="${escapeHtml(options.assets)}/${escapeHtml(script)}" defer></script>`).join('\n')}
+${options.refresh && markup`<meta http-equiv="refresh" content="${options.refresh.seconds};url=${options.refresh.url}">`}
+<title>${options.title}</title>
+${ICON_LINK}
+<link rel="stylesheet" href="${options.assets}/idt.css">
+${branding?.themeStylesheet && markup`<link rel="stylesheet" href="${branding.themeStylesheet}">`}
+${joinMarkup(scripts, '\n')}
 </head>
 <body>
 <main class="card${options.wide ? ' wide' : ''}">
@@ -57,22 +63,24 @@ ${body}
 </main>
 </body>
 </html>
-`;
+`.text;
 }
 
 /** An error summary at the top of a form, announced to assistive technology. */
-export function errorSummary(messages: readonly string[]): string {
-  if (messages.length === 0) return '';
-  return `<div class="error" role="alert" id="error-summary" tabindex="-1">
+export function errorSummary(messages: readonly string[]): SafeHtml {
+  if (messages.length === 0) return EMPTY;
+  return markup`<div class="error" role="alert" id="error-summary" tabindex="-1">
 <h2>There is a problem</h2>
-<ul>${messages.map((message) => `<li>${escapeHtml(message)}</li>`).join('')}</ul>
+<ul>${messages.map((message) => markup`<li>${message}</li>`)}</ul>
 </div>`;
 }
 
 /** A notice (success or information), announced politely. */
-export function notice(message: string | undefined): string {
-  return message ? `<p class="notice" role="status">${escapeHtml(message)}</p>` : '';
+export function notice(message: string | undefined): SafeHtml {
+  return message ? markup`<p class="notice" role="status">${message}</p>` : EMPTY;
 }
+
+const EMPTY = markup``;
 
 /** The stylesheet of the sign-in pages. */
 export const STYLESHEET = `:root{--primary:#1f4fd1;--primary-foreground:#fff;--bg:#f5f6f8;--fg:#1b1d21;--muted:#5b6170;--card:#fff;--border:#c9ced8;--error:#b42318;color-scheme:light dark}
@@ -208,23 +216,21 @@ export function createProviderErrorRenderer(options: ProviderErrorRendererOption
     ctx.set('x-trace-id', traceId);
     applyPageSecurityHeaders(ctx);
     const details =
-      !isServerError && out.error_description
-        ? `<p class="hint">Technical details: ${escapeHtml(out.error_description)}</p>`
-        : '';
+      !isServerError && out.error_description && markup`<p class="hint">Technical details: ${out.error_description}</p>`;
     ctx.body = renderPage(
       { title: 'Sign-in problem', assets: options.assets ?? providerAssets },
-      `<h1>Sign-in problem</h1>
-<p>${escapeHtml(providerErrorSentence(code))}</p>
+      markup`<h1>Sign-in problem</h1>
+<p>${providerErrorSentence(code)}</p>
 ${details}
 <dl class="facts">
-<dt>Error code</dt><dd><code>${escapeHtml(code)}</code></dd>
-<dt>Trace id</dt><dd><code>${escapeHtml(traceId)}</code></dd>
+<dt>Error code</dt><dd><code>${code}</code></dd>
+<dt>Trace id</dt><dd><code>${traceId}</code></dd>
 </dl>
 <p class="hint">If this keeps happening, send the trace id to the people who run this service.</p>
 <div class="links">${
         back
-          ? `<a href="${escapeHtml(back.href)}">Back to ${escapeHtml(back.name)}</a>`
-          : '<span class="hint">Go back to the application and start the sign-in again.</span>'
+          ? markup`<a href="${back.href}">Back to ${back.name}</a>`
+          : markup`<span class="hint">Go back to the application and start the sign-in again.</span>`
       }</div>`,
     );
   };
@@ -237,6 +243,6 @@ export const renderProviderError = createProviderErrorRenderer();
 export function renderUnavailablePage(assets: string): string {
   return renderPage(
     { title: 'Temporarily unavailable', assets },
-    '<h1>Temporarily unavailable</h1><p>The service cannot reach its database right now. Try again in a moment.</p>',
+    markup`<h1>Temporarily unavailable</h1><p>The service cannot reach its database right now. Try again in a moment.</p>`,
   );
 }

@@ -13,7 +13,9 @@ import {
   type EventOutbox,
   type JwtVerifier,
   type Logger,
+  type ModuleSurface,
   mediaTypeOf,
+  type NodeSurfaceHandler,
   type Principal,
   parseParams,
   pathsUnder,
@@ -48,6 +50,7 @@ import { ACCOUNT_BASE, type AccountServices, createAccountPages } from '../inter
 import type { AccountDirectory } from '../interactions/directory.js';
 import { ASSETS_BASE, createInteractionHandler, INTERACTION_BASE } from '../interactions/handler.js';
 import { createLogoutPages } from '../interactions/logout-pages.js';
+import { pageSurface } from '../interactions/page-request.js';
 import { createProviderErrorRenderer, setProviderAssetsPath } from '../interactions/pages.js';
 import { type BackchannelLimits, createBackchannelNotifier } from '../logout/backchannel.js';
 import { createAccessTokenIntrospection } from '../policy/access-token-introspection.js';
@@ -135,6 +138,12 @@ export interface KnexOidc {
   readonly clientLookup: ClientLookup;
   /** Node handler for `/connect/*`, `/.well-known/*` and the sign-in pages; returns `true` when it answered. */
   readonly nodeHandler: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+  /**
+   * The same as module surfaces: the sign-in and account pages (Fetch
+   * handlers, served through both entry points without the node bridge),
+   * then oidc-provider's endpoints (node:http).
+   */
+  readonly surfaces: readonly ModuleSurface[];
   readonly routes: readonly Route[];
   readonly events: readonly EventDefinition<any>[];
   readonly handlers: readonly EventHandlerDefinition<any>[];
@@ -166,9 +175,14 @@ const isAccountPath = pathsUnder([ACCOUNT_BASE]);
 const INTERACTION_PREFIX = `${INTERACTION_BASE}/`;
 const ASSETS_PREFIX = `${ASSETS_BASE}/`;
 
+/** Whether a path (without the deployment prefix) belongs to the sign-in or account pages. */
+function isPagePath(path: string): boolean {
+  return path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX) || isAccountPath(path);
+}
+
 /** Whether a path (without the deployment prefix) belongs to the provider or the sign-in pages. */
 export function isOidcSurfacePath(path: string): boolean {
-  return path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX) || isAccountPath(path) || isProviderPath(path);
+  return isPagePath(path) || isProviderPath(path);
 }
 
 /** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */
@@ -632,6 +646,16 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     return true;
   }
 
+  const accountBase = `${settings.pathPrefix}${ACCOUNT_BASE}`;
+  const pages = pageSurface('sign-in-pages', isPagePath, (request) => {
+    const pathname = request.url.pathname;
+    if (pathname === accountBase || pathname.startsWith(`${accountBase}/`)) {
+      return accountPages ? accountPages(request) : Promise.resolve(undefined);
+    }
+    return interactions(request);
+  });
+  const servePages = pages.node as NodeSurfaceHandler;
+
   const prefixSlash = `${settings.pathPrefix}/`;
   /** Takes the provider's requests; answers `false` synchronously for every other path. */
   function nodeHandler(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
@@ -640,8 +664,18 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     const pathname = query === -1 ? rawUrl : rawUrl.slice(0, query);
     if (settings.pathPrefix && pathname !== settings.pathPrefix && !pathname.startsWith(prefixSlash)) return false;
     const path = pathname.slice(settings.pathPrefix.length) || '/';
-    if (path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX)) return interactions(req, res);
-    if (accountPages && isAccountPath(path)) return accountPages(req, res);
+    if (isPagePath(path)) return servePages(req, res);
+    if (!isProviderPath(path)) return false;
+    return serveProvider(req, res, rawUrl, pathname, path);
+  }
+
+  /** oidc-provider's endpoints: the node surface behind the pages. */
+  function providerHandler(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
+    const rawUrl = req.url ?? '/';
+    const query = rawUrl.indexOf('?');
+    const pathname = query === -1 ? rawUrl : rawUrl.slice(0, query);
+    if (settings.pathPrefix && pathname !== settings.pathPrefix && !pathname.startsWith(prefixSlash)) return false;
+    const path = pathname.slice(settings.pathPrefix.length) || '/';
     if (!isProviderPath(path)) return false;
     return serveProvider(req, res, rawUrl, pathname, path);
   }
@@ -757,6 +791,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
       },
     },
     nodeHandler,
+    surfaces: [pages, { name: 'openid-provider', matches: isProviderPath, node: providerHandler }],
     routes,
     events: [OidcSessionEndedEvent],
     handlers: [backchannelHandler, ...sessionEndHandlers],

@@ -1,4 +1,4 @@
-import { escapeHtml } from '@idt/core';
+import { joinMarkup, markup } from '@idt/core';
 import { renderPage } from '../interactions/pages.js';
 import { pageSecurityHeaders } from '../policy/security-headers.js';
 
@@ -32,11 +32,16 @@ export function renderFrontchannelPage(options: {
   const urls = options.targets.map((target) => frontchannelUrl(target.frontchannelLogoutUri, options.issuer, options.sid));
   const html = renderPage(
     { title: 'Signing out', assets: options.assets, refresh: { url: options.continueTo, seconds: 2 } },
-    `<h1>Signing you out</h1>
+    markup`<h1>Signing you out</h1>
 <p role="status">Signing you out of every application…</p>
-<p><a href="${escapeHtml(options.continueTo)}">Continue</a></p>
+<p><a href="${options.continueTo}">Continue</a></p>
 <div class="frames" aria-hidden="true">
-${urls.map((url) => `<iframe src="${escapeHtml(url)}" title="Sign-out" tabindex="-1" sandbox="allow-same-origin allow-scripts"></iframe>`).join('\n')}
+${joinMarkup(
+  urls.map(
+    (url) => markup`<iframe src="${url}" title="Sign-out" tabindex="-1" sandbox="allow-same-origin allow-scripts"></iframe>`,
+  ),
+  '\n',
+)}
 </div>`,
   );
   return { html, headers: pageSecurityHeaders({ frameTargets: urls }) };

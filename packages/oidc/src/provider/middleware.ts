@@ -1,5 +1,5 @@
 import type { Logger } from '@idt/core';
-import { DATABASE_RETRY_AFTER_SECONDS, escapeHtml, isDatabaseUnavailable } from '@idt/core';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, markup } from '@idt/core';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { LogoutPages } from '../interactions/logout-pages.js';
@@ -155,7 +155,7 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
         applyPageSecurityHeaders(ctx);
         ctx.body = renderPage(
           { title: 'Sign-in problem', assets: options.assets },
-          `<h1>Sign-in problem</h1><p>The response mode ${escapeHtml(String(mode))} is not supported; codes are returned in the query only.</p><p class="hint">Error code: <code>invalid_request</code></p>`,
+          markup`<h1>Sign-in problem</h1><p>The response mode ${String(mode)} is not supported; codes are returned in the query only.</p><p class="hint">Error code: <code>invalid_request</code></p>`,
         );
         return;
       }

@@ -3,10 +3,10 @@ import {
   compareCodeUnits,
   defineRoute,
   type Environment,
-  escapeHtml,
   html,
   IDT_ICON_SVG,
   LightResponse,
+  markup,
   type Route,
 } from '@idt/core';
 import { ProblemError } from '@idt/problem';
@@ -129,9 +129,9 @@ export function createLandingRoutes(options: LandingOptions): Route[] {
           return html(
             renderPage(
               { title: 'idt', assets },
-              `<h1>Nothing to see here</h1>
+              markup`<h1>Nothing to see here</h1>
 <p>This is an identity service. Applications sign in through it; there is no page at this address.</p>
-<div class="links"><a href="${escapeHtml(`${prefix}/.well-known/openid-configuration`)}">OpenID Connect discovery document</a></div>`,
+<div class="links"><a href="${prefix}/.well-known/openid-configuration">OpenID Connect discovery document</a></div>`,
             ),
             { status: 404, headers },
           );
@@ -139,23 +139,23 @@ export function createLandingRoutes(options: LandingOptions): Route[] {
         // While setup is required the setup gate answers here (a page with how to finish setup for browsers).
         const demo = findDemoClient(await options.listClients());
         const tryIt = demo
-          ? `<h2>Try a sign-in</h2>
-<p><a href="${escapeHtml(demoAuthorizationUrl(options.issuer, demo.client, demo.redirectUri))}">Sign in to ${escapeHtml(demo.client.name)}</a></p>
-<p class="hint">Client <code>${escapeHtml(demo.client.clientId)}</code>; after sign-in you go to <code>${escapeHtml(demo.redirectUri)}</code>, where the application must be running. For a whole sign-in that ends in a token, run <code>npx idt sign-in --from cli.env</code> (written by <code>npx idt demo</code>).</p>`
-          : `<h2>Try a sign-in</h2>
+          ? markup`<h2>Try a sign-in</h2>
+<p><a href="${demoAuthorizationUrl(options.issuer, demo.client, demo.redirectUri)}">Sign in to ${demo.client.name}</a></p>
+<p class="hint">Client <code>${demo.client.clientId}</code>; after sign-in you go to <code>${demo.redirectUri}</code>, where the application must be running. For a whole sign-in that ends in a token, run <code>npx idt sign-in --from cli.env</code> (written by <code>npx idt demo</code>).</p>`
+          : markup`<h2>Try a sign-in</h2>
 <p class="hint">No demo application yet: run <code>npx idt demo</code> to register one (a first-party application with a <code>localhost</code> redirect URI), then reload this page.</p>`;
-        const body = `<h1>idt is running</h1>
-<p class="hint">Development environment · issuer <code>${escapeHtml(options.issuer)}</code></p>
+        const body = markup`<h1>idt is running</h1>
+<p class="hint">Development environment · issuer <code>${options.issuer}</code></p>
 <h2>For developers</h2>
 <ul>
-<li><a href="${escapeHtml(`${prefix}/scalar`)}">API reference</a> (Scalar), with the OpenID endpoints</li>
-<li><a href="${escapeHtml(`${prefix}/openapi/v1.json`)}">OpenAPI document</a></li>
-<li><a href="${escapeHtml(`${prefix}/.well-known/openid-configuration`)}">OpenID Connect discovery document</a></li>
-<li><a href="${escapeHtml(`${prefix}/health`)}">Health</a></li>
+<li><a href="${prefix}/scalar">API reference</a> (Scalar), with the OpenID endpoints</li>
+<li><a href="${prefix}/openapi/v1.json">OpenAPI document</a></li>
+<li><a href="${prefix}/.well-known/openid-configuration">OpenID Connect discovery document</a></li>
+<li><a href="${prefix}/health">Health</a></li>
 </ul>
 ${tryIt}
 <h2>Your account</h2>
-<p><a href="${escapeHtml(`${prefix}/connect/account`)}">Account page</a>: profile, sessions, applications you allowed.</p>
+<p><a href="${prefix}/connect/account">Account page</a>: profile, sessions, applications you allowed.</p>
 <p class="hint">A token for scripts: <code>npx idt token --from service.env</code>.</p>`;
         return html(renderPage({ title: 'idt (Development)', assets, wide: true }, body), { headers });
       },

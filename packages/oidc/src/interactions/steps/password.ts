@@ -1,0 +1,38 @@
+import type { LightResponse } from '@idt/core';
+import { EmailSchema } from '@idt/identity';
+import type { Interaction } from '../interaction.js';
+import { completeLogin, reuseOrStartSession } from './complete-login.js';
+import { signInPage } from './sign-in-page.js';
+
+/**
+ * The password step (`POST …/login`): checks the address and password
+ * under the address's lockout (`policy/sign-in-lockout.ts`: it counts
+ * failures only), then starts or keeps the session and completes the login.
+ */
+export async function submitPassword(interaction: Interaction, form: URLSearchParams): Promise<LightResponse> {
+  const { directory, signInLockout } = interaction.services;
+  const rawEmail = (form.get('email') ?? '').trim();
+  const password = form.get('password') ?? '';
+  const email = EmailSchema.safeParse(rawEmail);
+  if (!email.success || password === '') {
+    return signInPage(interaction, {
+      status: 400,
+      email: rawEmail,
+      errors: [!email.success ? 'Enter a valid e-mail address.' : 'Enter your password.'],
+    });
+  }
+  const attempt = await signInLockout.attempt(email.data, () => directory.verifyPassword(email.data, password));
+  if (attempt.outcome === 'locked') {
+    return signInPage(interaction, {
+      status: 429,
+      email: rawEmail,
+      errors: ['Too many failed attempts for this address. Wait 15 minutes, or sign in with an e-mail link.'],
+    });
+  }
+  if (attempt.outcome === 'wrong') {
+    return signInPage(interaction, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
+  }
+  const session = await reuseOrStartSession(interaction, attempt.account, ['pwd']);
+  interaction.setSessionCookie(session);
+  return completeLogin(interaction, session, ['pwd']);
+}

@@ -1,5 +1,5 @@
 /**
- * Knex persistence and wiring of `@idt/oidc`.
+ * Knex persistence of `@idt/oidc`, and `createKnexOidc`: the provider composed over it.
  *
  * @packageDocumentation
  */

@@ -15,7 +15,7 @@ import providerContext from 'oidc-provider/lib/helpers/als.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // oidc-provider's request context (`Provider.ctx`) is on only while the provider serves a request
-// (packages/oidc/src/provider/request-context.ts): on Node.js 20 and 22 it runs on async hooks, which
+// (patch 0 of packages/oidc/src/provider/patches.ts): on Node.js 20 and 22 it runs on async hooks, which
 // would otherwise slow every promise of every request of the process once the provider served one.
 
 /** Whether this Node.js runs AsyncLocalStorage on async hooks (Node.js 24 runs it on context frames: nothing to turn off). */

@@ -11,30 +11,11 @@ import {
 } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import type { Knex } from 'knex';
+import { CLIENT_CACHE_IDLE_MS, CLIENT_CACHE_JITTER, CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS } from '../clients/cache.js';
 import type { StoredClient } from '../clients/store.js';
+import type { AdapterPayload, OidcAdapter } from '../provider/store.js';
 
-/** The payload oidc-provider stores for a model instance. */
-export type AdapterPayload = Record<string, unknown> & {
-  grantId?: string;
-  uid?: string;
-  userCode?: string;
-  accountId?: string;
-  clientId?: string;
-  sid?: string;
-  consumed?: unknown;
-  authorizations?: Record<string, { sid?: string; grantId?: string }>;
-};
-
-/** The adapter interface of oidc-provider. */
-export interface OidcAdapter {
-  upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void>;
-  find(id: string): Promise<AdapterPayload | undefined>;
-  findByUserCode(userCode: string): Promise<AdapterPayload | undefined>;
-  findByUid(uid: string): Promise<AdapterPayload | undefined>;
-  consume(id: string): Promise<void>;
-  destroy(id: string): Promise<void>;
-  revokeByGrantId(grantId: string): Promise<void>;
-}
+export type { AdapterPayload, OidcAdapter } from '../provider/store.js';
 
 /** Options of {@link createKnexAdapterClass}. */
 export interface KnexAdapterOptions {
@@ -84,23 +65,6 @@ export interface KnexAdapterClass {
    */
   settle(request: object): Promise<void>;
 }
-
-/**
- * How long a client's metadata and instance are kept after its last request (they are evicted on
- * change anyway): a minute, so that the instances of clients that stopped calling do not stay in
- * memory (10,000 busy clients hold about 21 MiB of live heap in idt's composition), while a client
- * that keeps calling is never loaded again for it.
- */
-export const CLIENT_CACHE_IDLE_MS = 60_000;
-/**
- * The greatest age of a cached client (spread over its last fifth): it bounds an eviction that was
- * missed, and spreads the reloads of clients first seen together.
- */
-export const CLIENT_CACHE_TTL_MS = 600_000;
-/** The share of {@link CLIENT_CACHE_TTL_MS} over which cached clients' greatest ages are spread. */
-export const CLIENT_CACHE_JITTER = 0.2;
-/** How many clients' metadata and instances are kept: every client of a deployment of 10,000, with room. */
-export const CLIENT_CACHE_MAX = 20_000;
 
 /**
  * Models whose ids are bearer credentials: only their SHA-256 is stored, and

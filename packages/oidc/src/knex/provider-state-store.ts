@@ -1,57 +1,11 @@
-import type { EventOutbox, PendingEvent } from '@idt/core';
+import type { EventOutbox } from '@idt/core';
 import { type CacheInvalidator, listStatement, runListStatement, selectRows } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import { REVOKE_ALL, writeRevocation } from '@idt/identity/knex';
 import type { Knex } from 'knex';
+import type { ProviderStateStore } from '../provider/store.js';
 
-/** A single sign-on session of the provider, as ending it needs it. */
-export interface ProviderSession {
-  /** The row id of the provider session. */
-  readonly id: string;
-  readonly userId: string | null;
-  /** The identity session id (the `sid` of its tokens). */
-  readonly sessionId: string | null;
-  /** The clients that took part, and their grants. */
-  readonly clientIds: readonly string[];
-  readonly grantIds: readonly string[];
-}
-
-/** What ending sessions and token families writes, in one transaction. */
-export interface EndedState {
-  /** Provider sessions to delete. */
-  readonly sessions: readonly ProviderSession[];
-  /** Token families to end: every stored row of the grant, and its access tokens. */
-  readonly grantIds: readonly string[];
-  /** Events to publish with the change. */
-  readonly events: readonly PendingEvent[];
-}
-
-/**
- * Persistence of the provider's sessions and token families beyond the
- * adapter: reads, and one atomic write per change. No policy: what to end,
- * and why, is decided by the callers.
- */
-export interface ProviderStateStore {
-  /** The provider sessions of an identity session, of a user, or of both. */
-  findSessions(filter: { readonly sessionId?: string; readonly userId?: string }): Promise<ProviderSession[]>;
-  /** The grants of a user, with one client only when `clientId` is given. */
-  grantIdsOf(userId: string, clientId?: string): Promise<string[]>;
-  /**
-   * In one transaction: deletes the sessions, deletes every stored row of the
-   * grants, refuses the grants' access tokens from `at` on (a `grant`
-   * watermark, evicted from every instance's cache), and writes the events.
-   */
-  end(state: EndedState, at: Date): Promise<void>;
-  /**
-   * Refuses every access token of a grant from `at` on (oidc-provider
-   * deletes the grant's stored rows itself).
-   */
-  refuseAccessTokens(grantId: string, at: Date): Promise<void>;
-  /** Forgets family watermarks written before `before`; returns how many. */
-  pruneFamilies(before: Date): Promise<number>;
-  /** Deletes grant contexts expired by `now`; returns how many. */
-  pruneGrantContexts(now: Date): Promise<number>;
-}
+export type { EndedState, ProviderSession, ProviderStateStore } from '../provider/store.js';
 
 /** The provider sessions of an identity session, of a user, or of both, written once (see `selectRows`). */
 const FIND_SESSIONS_SQL = {

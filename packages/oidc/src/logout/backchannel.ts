@@ -1,3 +1,4 @@
+import type { JsonWebKey } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import {
@@ -95,7 +96,7 @@ export interface BackchannelResult {
 export interface BackchannelNotifierOptions {
   readonly issuer: string;
   /** The key that signs id tokens (logout tokens use the same key). */
-  readonly signingKey: () => Promise<{ kid: string; alg: string } & Record<string, unknown>>;
+  readonly signingKey: () => Promise<JsonWebKey & { kid: string; alg: string }>;
   /**
    * Deliver to loopback and private hosts too (local demos and tests only).
    * Cloud metadata and link-local addresses stay refused whatever it says.
@@ -144,7 +145,7 @@ export function createBackchannelNotifier(options: BackchannelNotifierOptions) {
         sid,
         events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
       },
-      key as never,
+      key,
     );
   }
 

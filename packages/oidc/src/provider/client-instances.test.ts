@@ -1,18 +1,35 @@
 import { createManualClock } from '@idt/core';
 import { describe, expect, it } from 'vitest';
 import { storedClientRecord, testSigningKey } from '../../test/support/clients.js';
-import { clientMetadata, createOidcProvider } from './create-provider.js';
+import { clientMetadata, createOidcProvider, type ProviderHooks } from './create-provider.js';
 import { loadOidcProvider } from './load.js';
+import type { OidcAdapter } from './store.js';
+
+/** A hook or adapter method that fails the test when called. */
+const unused = (name: string) => (): never => {
+  throw new Error(`${name} called`);
+};
 
 /** Every hook throws: building client instances calls none of them. */
-const hooks = new Proxy(
-  {},
-  {
-    get: (_target, name) => () => {
-      throw new Error(`hook ${String(name)} called`);
-    },
-  },
-);
+const hooks: ProviderHooks = {
+  accountClaims: unused('hook accountClaims'),
+  grantContext: unused('hook grantContext'),
+  cachedGrantContext: unused('hook cachedGrantContext'),
+  grantStillApplies: unused('hook grantStillApplies'),
+  refreshTokenLifetime: unused('hook refreshTokenLifetime'),
+  validateOrganizationParameter: unused('hook validateOrganizationParameter'),
+};
+
+/** Nor do they reach the adapter. */
+class UnusedAdapter implements OidcAdapter {
+  upsert = unused('adapter upsert');
+  find = unused('adapter find');
+  findByUserCode = unused('adapter findByUserCode');
+  findByUid = unused('adapter findByUid');
+  consume = unused('adapter consume');
+  destroy = unused('adapter destroy');
+  revokeByGrantId = unused('adapter revokeByGrantId');
+}
 
 /**
  * The provider keeps one instance per busy client (10,000 clients: 10,000
@@ -33,8 +50,8 @@ describe('client instances of idt provider', () => {
       authUrl: 'https://id.example/auth',
       keys,
       secret: 'a-secret-of-enough-length-for-cookies',
-      adapter: class {} as never,
-      hooks: hooks as never,
+      adapter: UnusedAdapter,
+      hooks,
       findClient: async () => undefined,
       logoutSource: () => undefined,
       postLogoutSuccessSource: () => undefined,

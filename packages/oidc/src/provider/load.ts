@@ -1,4 +1,4 @@
-import { scopeProviderRequestContext } from './request-context.js';
+import { scopeProviderRequestContext } from './patches.js';
 
 /** The oidc-provider module. */
 export type OidcProviderModule = typeof import('oidc-provider');
@@ -20,7 +20,7 @@ export function loadOidcProvider(): Promise<OidcProviderModule> {
     };
     try {
       const module = await import('oidc-provider');
-      // Its request context's async hooks are on only while it serves a request (request-context.ts).
+      // Its request context's async hooks are on only while it serves a request (patches.ts, patch 0).
       await scopeProviderRequestContext();
       return module;
     } finally {

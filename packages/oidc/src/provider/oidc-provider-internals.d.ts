@@ -1,4 +1,4 @@
-// oidc-provider ships no types for its internal modules; idt reads this one (see request-context.ts).
+// oidc-provider ships no types for its internal modules; idt reads this one (patch 0 of patches.ts).
 declare module 'oidc-provider/lib/helpers/als.js' {
   import type { AsyncLocalStorage } from 'node:async_hooks';
 

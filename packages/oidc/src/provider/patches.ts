@@ -1,18 +1,136 @@
+import type { AsyncLocalStorage } from 'node:async_hooks';
 import { type Clock, constantTimeEqual, createTtlCache } from '@idt/core';
 import { evictFrom } from '@idt/core/knex';
 import type Provider from 'oidc-provider';
+import { CLIENT_CACHE_IDLE_MS, CLIENT_CACHE_JITTER, CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS } from '../clients/cache.js';
 import { hashClientSecret } from '../clients/service.js';
-import { CLIENT_CACHE_IDLE_MS, CLIENT_CACHE_JITTER, CLIENT_CACHE_MAX, CLIENT_CACHE_TTL_MS } from '../knex/adapter.js';
 import type { FamilyRevocation } from '../policy/family-revocation.js';
 import { classifyRedemption } from '../policy/refresh-rotation.js';
 import type { OidcProviderModule } from './load.js';
 
+// Every change idt makes to oidc-provider's internals, in one place: the request context's scope
+// (patch 0, once per process, when oidc-provider is loaded) and the patches of each provider
+// instance (1 to 6, `patchProvider`). Each relies on a piece of oidc-provider's code that is not
+// public API and names it; `patches.test.ts` has a test per patch that reads that code in the
+// installed package (pinned exactly in package.json) and fails when it changed.
+
 /**
- * Every change idt makes to oidc-provider's internals, in one place. Each
- * patch relies on a piece of oidc-provider's code that is not public API;
- * `patches.test.ts` fails when the installed version (pinned exactly in
- * package.json) no longer has it.
+ * `AsyncLocalStorage` as Node.js 20 and 22 implement it by default: on
+ * async hooks, which stay on for every promise and async resource of the
+ * process from its first `run()` until `disable()`.
  */
+interface HookedStorage {
+  enabled: boolean;
+  _enable(): void;
+}
+
+const SCOPED = Symbol.for('idt.oidc.requestContextScoped');
+
+/** True when `storage` runs on async hooks (Node.js 20 and 22 by default), false on async context frames (Node.js 24). */
+function isHooked(storage: AsyncLocalStorage<unknown>): storage is AsyncLocalStorage<unknown> & HookedStorage {
+  const candidate = storage as unknown as Partial<HookedStorage>;
+  return typeof candidate.enabled === 'boolean' && typeof candidate._enable === 'function';
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+// 0. The request context is on only while the provider serves a request.
+//    Relies on: `lib/helpers/als.js` being the one `AsyncLocalStorage` behind `Provider.ctx`, entered
+//    with `run()` around each route's middleware chain (`lib/helpers/initialize_app.js`).
+
+/**
+ * Keeps oidc-provider's request context (its `AsyncLocalStorage`, read
+ * through `Provider.ctx`) switched on only while the provider is serving a
+ * request.
+ *
+ * oidc-provider enters its storage with `run()` around every route it
+ * serves. On Node.js 20 and 22 the storage propagates through async hooks,
+ * and once entered it keeps them on for good: every promise the process
+ * makes from then on, in every request and every module, pays for an init
+ * hook and the bookkeeping of its execution resource. A bearer read that
+ * never reaches the provider spent 6 % of its samples in the hooks' own
+ * functions (`perf`, the user-token whoami on SQLite), and 13 to 19 % more
+ * CPU in all than with the hooks off (docs/benchmarks-history.md, twenty-third
+ * pass).
+ *
+ * With this, each `run()` is counted until what its callback returned has
+ * settled (a route's whole middleware chain), and the storage is disabled
+ * when none is left: the hooks turn off unless another storage of the
+ * process still needs them. The next `run()` turns them on again. Within a
+ * run nothing changes: `Provider.ctx` answers the request's context, as
+ * before, in everything the route awaits.
+ *
+ * It does nothing on Node.js 24, whose storage runs on async context frames
+ * (no hooks, nothing to turn off), and it is applied once per storage.
+ *
+ * @returns whether the storage is now scoped to the provider's requests.
+ */
+export function scopeToRequests(storage: AsyncLocalStorage<unknown>): boolean {
+  if (!isHooked(storage)) return false;
+  const marked = storage as unknown as { [SCOPED]?: true };
+  if (marked[SCOPED]) return true;
+  const run = storage.run;
+  let serving = 0;
+  const settled = () => {
+    serving -= 1;
+    if (serving === 0) storage.disable();
+  };
+  const scopedRun = function scopedRun(
+    this: unknown,
+    store: unknown,
+    callback: (...args: unknown[]) => unknown,
+    ...args: unknown[]
+  ) {
+    serving += 1;
+    let result: unknown;
+    try {
+      result = run.call(storage, store, callback, ...args);
+    } catch (error) {
+      settled();
+      throw error;
+    }
+    if (!isThenable(result)) {
+      settled();
+      return result;
+    }
+    return Promise.resolve(result).then(
+      (value) => {
+        settled();
+        return value;
+      },
+      (error: unknown) => {
+        settled();
+        throw error;
+      },
+    );
+  };
+  Object.defineProperty(storage, 'run', { value: scopedRun, configurable: true, writable: true });
+  marked[SCOPED] = true;
+  return true;
+}
+
+/**
+ * Loads oidc-provider's request context (`oidc-provider/lib/helpers/als.js`,
+ * the storage behind `Provider.ctx`) and scopes it to the provider's
+ * requests ({@link scopeToRequests}). A version of oidc-provider without
+ * that module is left as it is: the hooks then stay on, as without idt.
+ */
+export async function scopeProviderRequestContext(): Promise<boolean> {
+  try {
+    const module = (await import('oidc-provider/lib/helpers/als.js')) as { default?: AsyncLocalStorage<unknown> };
+    return module.default ? scopeToRequests(module.default) : false;
+  } catch {
+    return false;
+  }
+}
+
+/** Options of {@link patchProvider}. */
 export interface ProviderPatchOptions {
   /** A locked-out client id gets `invalid_client` even with the right secret (SPEC 8.2). */
   readonly isLocked?: (clientId: string) => boolean;
@@ -31,9 +149,10 @@ export interface ProviderPatchOptions {
 
 type ModelClass = { prototype: Record<string, unknown> } & Record<string, unknown>;
 
-/** The context of the request oidc-provider is serving (its AsyncLocalStorage). */
-function currentEntities(ProviderClass: OidcProviderModule['Provider']): Record<string, unknown> | undefined {
-  return (ProviderClass as unknown as { ctx?: { oidc?: { entities?: Record<string, unknown> } } }).ctx?.oidc?.entities;
+/** The identity session a sign-in completed (`complete-login.ts` puts it in the interaction result). */
+function signedInSessionId(ProviderClass: OidcProviderModule['Provider']): string | undefined {
+  const idt = ProviderClass.ctx?.oidc?.result?.idt as { sessionId?: string } | undefined;
+  return idt?.sessionId;
 }
 
 /** Applies idt's patches to a new provider instance. */
@@ -93,8 +212,7 @@ export function patchProvider(provider: Provider, oidc: OidcProviderModule, opti
   ) {
     if (!this.sidFor(clientId)) {
       const existing = Object.values(this.authorizations ?? {}).find((entry) => entry?.sid)?.sid;
-      const ctx = (ProviderClass as unknown as { ctx?: { oidc?: { result?: { idt?: { sessionId?: string } } } } }).ctx;
-      const sid = existing ?? ctx?.oidc?.result?.idt?.sessionId;
+      const sid = existing ?? signedInSessionId(ProviderClass);
       if (sid) this.sidFor(clientId, sid);
     }
     ensureClientContainer.call(this, clientId);
@@ -124,7 +242,8 @@ export function patchProvider(provider: Provider, oidc: OidcProviderModule, opti
   //    successor without a `jti`, and `save()` calling `generateTokenId()` for a token without one.
   const generateTokenId = RefreshToken.prototype.generateTokenId as (this: unknown) => string;
   RefreshToken.prototype.generateTokenId = function successorOrRandomId(this: unknown) {
-    const rotated = currentEntities(ProviderClass)?.RotatedRefreshToken as { jti?: string } | undefined;
+    // The request oidc-provider is serving (its AsyncLocalStorage, patch 0).
+    const rotated = ProviderClass.ctx?.oidc?.entities?.RotatedRefreshToken;
     if (rotated && rotated !== this && typeof rotated.jti === 'string') return options.successorOf(rotated.jti);
     return generateTokenId.call(this);
   };

@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject, type SignKeyObjectInput, sign } from 'node:crypto';
 import type { SigningKey } from '@idt/core/knex';
+import type { ExternalSigningKey } from 'oidc-provider';
 import type { OidcProviderModule } from './load.js';
 
 /** How node:crypto signs each algorithm idt keeps keys for (JWS wants raw `r || s` for ECDSA, RFC 7518 §3.4). */
@@ -22,7 +23,7 @@ const SIGN_OPTIONS = {
  * 0.98–1.07× on the pool (docs/benchmarks-history.md, seventh pass). The keys,
  * their `kid`s and the published JWKS are the same either way.
  */
-export function providerSigningKeys(oidc: OidcProviderModule, keys: readonly SigningKey[]): unknown[] {
+export function providerSigningKeys(oidc: OidcProviderModule, keys: readonly SigningKey[]): ExternalSigningKey[] {
   class NodeSigningKey extends oidc.ExternalSigningKey {
     readonly #kid: string;
     readonly #alg: string;
@@ -33,7 +34,7 @@ export function providerSigningKeys(oidc: OidcProviderModule, keys: readonly Sig
       super();
       this.#kid = key.kid;
       this.#alg = key.alg;
-      const privateKey = createPrivateKey({ key: key.privateJwk as never, format: 'jwk' });
+      const privateKey = createPrivateKey({ key: key.privateJwk, format: 'jwk' });
       this.#publicKey = createPublicKey(privateKey);
       this.#signWith = { key: privateKey, ...SIGN_OPTIONS[key.alg] };
     }

@@ -1,0 +1,131 @@
+import { type Clock, defineEventHandler, type Logger, type ModuleInstance } from '@idt/core';
+import { UserDeactivatedEvent, UserSessionEvictedEvent, UserSessionRevokedEvent } from '@idt/identity';
+import type { StoredClient } from '../clients/store.js';
+import { OidcSessionEndedEvent, sessionEnded } from '../events.js';
+import type { EndedSession } from '../provider/middleware.js';
+import type { ProviderStateStore } from '../provider/store.js';
+import type { BackchannelNotifier } from './backchannel.js';
+import type { FrontchannelTarget } from './frontchannel.js';
+
+/** Options of {@link createSessionEnd}. */
+export interface SessionEndOptions {
+  readonly providerState: ProviderStateStore;
+  /** Ends an identity session (the sessions service of `@idt/identity`). */
+  readonly endIdentitySession: (userId: string, sessionId: string) => Promise<void>;
+  /** A client's record (cached by the caller). */
+  readonly findClient: (clientId: string) => Promise<StoredClient | undefined>;
+  readonly backchannel: BackchannelNotifier;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** How single sign-on sessions and token families end. */
+export interface SessionEnd {
+  /** Ends provider sessions (and their grants) of an identity session or of a user, and queues back-channel logout. */
+  endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number>;
+  /** Completes a logout the provider answered: the identity session and every grant end; answers the front-channel targets. */
+  onLogout(ended: EndedSession): Promise<readonly FrontchannelTarget[]>;
+  /** Withdrawing consent ends the client's token families for the user: refresh tokens, codes and access tokens. */
+  revokeClientGrants(userId: string, clientId: string): Promise<void>;
+  /** Back-channel logout of ended sessions, and the end of the sessions identity evicts, revokes or deactivates. */
+  readonly handlers: NonNullable<ModuleInstance['handlers']>;
+}
+
+/**
+ * Ends single sign-on sessions: on logout, when identity ends a session or
+ * deactivates a user, and when consent is withdrawn. Every grant of an ended
+ * session ends with it, offline access included (SPEC 3.2), and its clients
+ * are notified over the back channel.
+ */
+export function createSessionEnd(options: SessionEndOptions): SessionEnd {
+  const { providerState, findClient, clock, logger } = options;
+
+  async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
+    const sessions = await providerState.findSessions(filter);
+    // A deactivated user's offline grants end too, not only those of the user's sessions.
+    const userGrants = filter.userId && reason === 'deactivated' ? await providerState.grantIdsOf(filter.userId) : [];
+    if (!sessions.length && !userGrants.length) return 0;
+    const endedAt = clock.now();
+    await providerState.end(
+      {
+        sessions,
+        grantIds: [...sessions.flatMap((session) => session.grantIds), ...userGrants],
+        events: sessions
+          .filter((session) => session.userId && session.sessionId)
+          .map((session) =>
+            sessionEnded(session.userId as string, session.sessionId as string, session.clientIds, reason, endedAt),
+          ),
+      },
+      endedAt,
+    );
+    return sessions.length;
+  }
+
+  async function onLogout(ended: EndedSession): Promise<readonly FrontchannelTarget[]> {
+    await options
+      .endIdentitySession(ended.userId, ended.sessionId)
+      .catch((error: unknown) => logger.error('ending the identity session failed', { error, sessionId: ended.sessionId }));
+    // oidc-provider keeps offline-access grants on logout; SPEC 3.2 ends every token of the session.
+    const endedAt = clock.now();
+    await providerState.end(
+      {
+        sessions: [],
+        grantIds: ended.grantIds,
+        events: [sessionEnded(ended.userId, ended.sessionId, ended.clientIds, 'logout', endedAt)],
+      },
+      endedAt,
+    );
+    const targets = [];
+    for (const clientId of ended.clientIds) {
+      const client = await findClient(clientId);
+      if (client?.frontchannelLogoutUri) targets.push({ clientId, frontchannelLogoutUri: client.frontchannelLogoutUri });
+    }
+    return targets;
+  }
+
+  async function revokeClientGrants(userId: string, clientId: string): Promise<void> {
+    const grantIds = await providerState.grantIdsOf(userId, clientId);
+    if (grantIds.length) await providerState.end({ sessions: [], grantIds, events: [] }, clock.now());
+  }
+
+  const backchannelHandler = defineEventHandler({
+    name: 'oidc.backchannel-logout',
+    module: 'oidc',
+    event: OidcSessionEndedEvent,
+    description: 'Delivers logout+jwt tokens to the back-channel logout URIs of the clients that took part in the session.',
+    async handle({ payload }) {
+      const targets = [];
+      for (const clientId of payload.clientIds.split(' ').filter(Boolean)) {
+        const client = await findClient(clientId);
+        if (client?.backchannelLogoutUri) targets.push({ clientId, backchannelLogoutUri: client.backchannelLogoutUri });
+      }
+      if (targets.length) await options.backchannel.notify(targets, payload.userId, payload.sessionId);
+    },
+  });
+
+  const sessionEndHandlers = [
+    defineEventHandler({
+      name: 'oidc.end-evicted-session',
+      module: 'oidc',
+      event: UserSessionEvictedEvent,
+      description: 'Ends the single sign-on session of an evicted session: grants revoked, clients notified.',
+      handle: async ({ payload }) => void (await endSessions({ sessionId: payload.sessionId }, 'evicted')),
+    }),
+    defineEventHandler({
+      name: 'oidc.end-revoked-session',
+      module: 'oidc',
+      event: UserSessionRevokedEvent,
+      description: 'Ends the single sign-on session of a revoked session: grants revoked, clients notified.',
+      handle: async ({ payload }) => void (await endSessions({ sessionId: payload.sessionId }, payload.reason)),
+    }),
+    defineEventHandler({
+      name: 'oidc.end-deactivated-user-sessions',
+      module: 'oidc',
+      event: UserDeactivatedEvent,
+      description: "Ends every single sign-on session of a deactivated user and revokes the user's refresh tokens.",
+      handle: async ({ payload }) => void (await endSessions({ userId: payload.userId }, 'deactivated')),
+    }),
+  ];
+
+  return { endSessions, onLogout, revokeClientGrants, handlers: [backchannelHandler, ...sessionEndHandlers] };
+}

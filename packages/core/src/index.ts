@@ -53,6 +53,7 @@ export type { LoadProjectEnvOptions, ProjectEnv } from './config/project.js';
 export { explainKeyDecryption, keyEncryptionSecretSource, loadProjectEnv, PROJECT_ENV_FILE } from './config/project.js';
 export { isUniqueViolation } from './db/errors.js';
 export { asDatabaseUnavailable, DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './db/unavailable.js';
+export type { TransactionEffects, UnitOfWork } from './db/unit-of-work.js';
 export type { AsyncApiDocument, AsyncApiOptions } from './events/asyncapi.js';
 export { createAsyncApiRoutes, generateAsyncApiDocument, generateEventFlowchart } from './events/asyncapi.js';
 export type {

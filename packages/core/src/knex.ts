@@ -40,6 +40,8 @@ export {
   selectListRows,
   selectRows,
 } from './db/statements.js';
+export type { KnexEffectsOptions } from './db/unit-of-work.js';
+export { knexEffects, knexUnitOfWork } from './db/unit-of-work.js';
 export type { EventBus, EventBusOptions } from './events/bus.js';
 export { createEventBus, EventPayloadError } from './events/bus.js';
 export type { PublicJwk, SigningAlgorithm, SigningKey, SigningKeyStore, SigningKeyStoreOptions } from './keys/store.js';

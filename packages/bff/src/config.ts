@@ -1,4 +1,5 @@
 import { ConfigError, type Env, envReader } from '@idt/core';
+import { z } from 'zod';
 
 /** The scopes a BFF asks for when `OIDC_SCOPES` is not set. */
 export const DEFAULT_BFF_SCOPES: readonly string[] = Object.freeze(['openid', 'profile', 'email', 'offline_access']);
@@ -169,7 +170,7 @@ const COOKIE_NAME = /^[!#$%&'*+\-.^`|~\w]+$/;
  */
 export function bffConfigFromEnv(env: Env): BffConfig {
   const read = envReader(env);
-  const options: Record<string, unknown> = {
+  const options: Settings = {
     issuer: read.string('OIDC_ISSUER'),
     metadataUrl: read.string('OIDC_METADATA_URL'),
     clientId: read.string('OIDC_CLIENT_ID'),
@@ -197,11 +198,10 @@ export function bffConfigFromEnv(env: Env): BffConfig {
       options.cookiePasswords = notJson;
     }
   }
-  const problems: string[] = [];
-  const config = validate(options, ENV_NAMES, problems);
-  for (const problem of problems) read.problem(problem);
+  const result = validate(options, ENV_NAMES);
+  for (const problem of result.problems) read.problem(problem);
   read.done();
-  return config as BffConfig;
+  return result.config as BffConfig;
 }
 
 /**
@@ -211,10 +211,9 @@ export function bffConfigFromEnv(env: Env): BffConfig {
  * @throws ConfigError listing every problem.
  */
 export function resolveBffConfig(options: BffOptions): BffConfig {
-  const problems: string[] = [];
-  const config = validate(options as Record<string, unknown>, OPTION_NAMES, problems);
-  if (problems.length > 0) throw new ConfigError(problems);
-  return config as BffConfig;
+  const result = validate(options, OPTION_NAMES);
+  if (result.config === undefined) throw new ConfigError(result.problems);
+  return result.config;
 }
 
 /** Whether a value is a resolved {@link BffConfig} rather than {@link BffOptions}. */
@@ -233,189 +232,204 @@ function isLoopback(url: URL): boolean {
   return url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
 }
 
-function validate(input: Record<string, unknown>, names: Record<Field, string>, problems: string[]): BffConfig | undefined {
-  const problem = (field: Field, message: string) => problems.push(`${names[field]}: ${message}`);
-  const text = (field: Field): string | undefined => {
-    const value = input[field];
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string') {
-      problem(field, 'must be a string');
-      return undefined;
-    }
-    return value.trim() === '' ? undefined : value.trim();
-  };
-  const required = (field: Field, what: string): string | undefined => {
-    const value = text(field);
-    if (value === undefined) problem(field, `is required: set it to ${what}`);
-    return value;
-  };
+/** The name each option goes by in problems: the environment variable or the option itself. */
+type Names = Readonly<Record<Field, string>>;
 
-  const secure = input.cookieSecure === undefined ? true : input.cookieSecure;
-  if (typeof secure !== 'boolean') problem('cookieSecure', 'must be true or false');
-  const isSecure = secure !== false;
+/** Every option, given or not, as the schema reads it. */
+type Settings = { -readonly [K in Field]?: unknown };
 
-  /** An absolute http(s) URL without fragment; https unless loopback or local development (`allowHttp`). */
-  const url = (field: Field, value: string | undefined, options: { allowHttp: boolean; noQuery?: boolean }) => {
-    if (value === undefined) return undefined;
-    let parsed: URL;
-    try {
-      parsed = new URL(value);
-    } catch {
-      problem(field, `"${value}" is not an absolute URL: give the full address, e.g. https://example.com`);
-      return undefined;
-    }
-    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-      problem(field, `must be an http(s) URL, not ${parsed.protocol}`);
-      return undefined;
-    }
-    if (parsed.protocol === 'http:' && !options.allowHttp && !isLoopback(parsed) && isSecure) {
-      problem(field, 'must use https (http is accepted only for localhost and 127.0.0.1, or with COOKIE_SECURE=false)');
-    }
-    if (parsed.hash || value.includes('#')) problem(field, 'must not carry a fragment (#...)');
-    if (parsed.username || parsed.password) problem(field, 'must not carry credentials');
-    if (options.noQuery && parsed.search) problem(field, 'must not carry a query string');
-    return value;
-  };
-
-  const issuer = url('issuer', required('issuer', 'the issuer URL the identity server advertises'), {
-    allowHttp: false,
-    noQuery: true,
-  });
-  const metadataUrl = url('metadataUrl', text('metadataUrl'), { allowHttp: true, noQuery: true });
-  const clientId = required('clientId', 'the client id of the registered application');
-  const clientSecret = required('clientSecret', 'the client secret shown once at registration');
-  const redirectUri = url('redirectUri', required('redirectUri', `the public URL of ${BFF_CALLBACK_PATH} on this host`), {
-    allowHttp: false,
-  });
-  if (redirectUri !== undefined && URL.canParse(redirectUri) && new URL(redirectUri).pathname !== BFF_CALLBACK_PATH) {
-    problem(
-      'redirectUri',
-      `must point at ${BFF_CALLBACK_PATH} (the route that completes the sign-in), e.g. https://app.example.com${BFF_CALLBACK_PATH}`,
-    );
-  }
-  const postLogoutRedirectUri = url('postLogoutRedirectUri', text('postLogoutRedirectUri'), { allowHttp: false });
-  const apiBaseUrl = url('apiBaseUrl', required('apiBaseUrl', 'the base URL of the idt API'), {
-    allowHttp: true,
-    noQuery: true,
-  });
-
-  let scopes: string[] = [...DEFAULT_BFF_SCOPES];
-  const rawScopes = input.scopes;
-  if (typeof rawScopes === 'string' && rawScopes.trim() !== '') scopes = rawScopes.trim().split(/\s+/);
-  else if (Array.isArray(rawScopes) && rawScopes.length > 0) scopes = rawScopes.map(String);
-  else if (rawScopes !== undefined && rawScopes !== null && typeof rawScopes !== 'string' && !Array.isArray(rawScopes)) {
-    problem('scopes', 'must be a space-separated list of scopes');
-  }
-  scopes = [...new Set(scopes)];
-  if (!scopes.includes('openid')) problem('scopes', 'must include openid (the BFF signs users in with OpenID Connect)');
-
-  let sessionTtlSeconds = DEFAULT_BFF_SESSION_TTL_SECONDS;
-  const ttl = input.sessionTtlSeconds;
-  if (ttl !== undefined) {
-    if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < MIN_SESSION_TTL_SECONDS || ttl > MAX_SESSION_TTL_SECONDS) {
-      problem(
-        'sessionTtlSeconds',
-        `must be a whole number of seconds between ${MIN_SESSION_TTL_SECONDS} and ${MAX_SESSION_TTL_SECONDS}`,
-      );
-    } else {
-      sessionTtlSeconds = ttl;
-    }
-  }
-
-  let cookieName = isSecure ? DEFAULT_BFF_COOKIE_NAME : DEFAULT_BFF_INSECURE_COOKIE_NAME;
-  const givenName = text('cookieName');
-  if (givenName !== undefined) {
-    if (!COOKIE_NAME.test(givenName)) {
-      problem('cookieName', "may hold only letters, digits and !#$%&'*+-.^_`|~");
-    } else if (!isSecure && (givenName.startsWith('__Host-') || givenName.startsWith('__Secure-'))) {
-      problem(
-        'cookieName',
-        `"${givenName}" needs Secure cookies: drop the __Host-/__Secure- prefix or leave ${names.cookieSecure} true`,
-      );
-    } else {
-      cookieName = givenName;
-    }
-  }
-
-  const keyring = cookieKeyring(input, names, problem);
-
-  if (problems.length > 0) return undefined;
-  return {
-    issuer: issuer as string,
-    metadataUrl,
-    clientId: clientId as string,
-    clientSecret: clientSecret as string,
-    redirectUri: redirectUri as string,
-    postLogoutRedirectUri,
-    scopes,
-    apiBaseUrl: apiBaseUrl as string,
-    sessionTtlSeconds,
-    cookie: { name: cookieName, secure: isSecure, keyring: keyring as CookieKeyring },
-  };
+/** The rules an address setting follows besides being an absolute http(s) URL without fragment or credentials. */
+interface UrlRules {
+  /** Plain http is fine off loopback too (server-to-server addresses); otherwise only with `COOKIE_SECURE=false`. */
+  readonly allowHttp: boolean;
+  readonly noQuery?: boolean;
+  /** The path the URL must name. */
+  readonly path?: string;
 }
 
-function cookieKeyring(
-  input: Record<string, unknown>,
-  names: Record<Field, string>,
-  problem: (field: Field, message: string) => void,
-): CookieKeyring | undefined {
-  const single = input.cookiePassword;
-  const map = input.cookiePasswords;
-  const hasSingle = single !== undefined && single !== null && single !== '';
-  const hasMap = map !== undefined && map !== null;
+/** A string setting, trimmed; absent, `null` or blank is unset. */
+function trimmedText(value: unknown, ctx: z.RefinementCtx): string | undefined {
+  if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
+  if (value !== undefined && value !== null) ctx.addIssue({ code: 'custom', message: 'must be a string' });
+  return undefined;
+}
+
+const optionalText = z.unknown().transform(trimmedText);
+
+/** A string setting that must be given; `what` says what to set it to. */
+function requiredText(what: string) {
+  return z.unknown().transform((value, ctx): string => {
+    const text = trimmedText(value, ctx);
+    if (text !== undefined) return text;
+    ctx.addIssue({ code: 'custom', message: `is required: set it to ${what}` });
+    return z.NEVER;
+  });
+}
+
+/**
+ * The schema of the settings. Messages name options as `names` does;
+ * `isSecure` (`COOKIE_SECURE`, read first) decides whether plain http and
+ * prefixed cookie names are allowed. The settings and the cookie keyring are
+ * checked side by side, so every problem is reported at once, in the order of
+ * the fields.
+ */
+function bffConfigSchema(names: Names, isSecure: boolean) {
+  const url = (rules: UrlRules) =>
+    z.string().superRefine((value, ctx) => {
+      const problem = (message: string) => ctx.addIssue({ code: 'custom', message });
+      if (!URL.canParse(value)) {
+        problem(`"${value}" is not an absolute URL: give the full address, e.g. https://example.com`);
+        return;
+      }
+      const parsed = new URL(value);
+      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+        problem(`must be an http(s) URL, not ${parsed.protocol}`);
+        return;
+      }
+      if (parsed.protocol === 'http:' && !rules.allowHttp && !isLoopback(parsed) && isSecure) {
+        problem('must use https (http is accepted only for localhost and 127.0.0.1, or with COOKIE_SECURE=false)');
+      }
+      if (parsed.hash || value.includes('#')) problem('must not carry a fragment (#...)');
+      if (parsed.username || parsed.password) problem('must not carry credentials');
+      if (rules.noQuery && parsed.search) problem('must not carry a query string');
+      if (rules.path !== undefined && parsed.pathname !== rules.path) {
+        problem(`must point at ${rules.path} (the route that completes the sign-in), e.g. https://app.example.com${rules.path}`);
+      }
+    });
+
+  const scopes = z
+    .union([z.string(), z.array(z.unknown())], { error: 'must be a space-separated list of scopes' })
+    .nullish()
+    .transform((value) => {
+      const given = typeof value === 'string' ? value.trim().split(/\s+/).filter(Boolean) : (value ?? []).map(String);
+      return [...new Set(given.length > 0 ? given : DEFAULT_BFF_SCOPES)];
+    })
+    .refine((list) => list.includes('openid'), {
+      error: 'must include openid (the BFF signs users in with OpenID Connect)',
+    });
+
+  const ttlProblem = `must be a whole number of seconds between ${MIN_SESSION_TTL_SECONDS} and ${MAX_SESSION_TTL_SECONDS}`;
+  const sessionTtlSeconds = z
+    .int({ error: ttlProblem })
+    .min(MIN_SESSION_TTL_SECONDS, { error: ttlProblem })
+    .max(MAX_SESSION_TTL_SECONDS, { error: ttlProblem })
+    .default(DEFAULT_BFF_SESSION_TTL_SECONDS);
+
+  const cookieName = optionalText.pipe(
+    z
+      .string()
+      .regex(COOKIE_NAME, { error: "may hold only letters, digits and !#$%&'*+-.^_`|~", abort: true })
+      .refine((name) => isSecure || !(name.startsWith('__Host-') || name.startsWith('__Secure-')), {
+        error: (issue) =>
+          `"${String(issue.input)}" needs Secure cookies: drop the __Host-/__Secure- prefix or leave ${names.cookieSecure} true`,
+      })
+      .default(isSecure ? DEFAULT_BFF_COOKIE_NAME : DEFAULT_BFF_INSECURE_COOKIE_NAME),
+  );
+
+  const settings = z.object({
+    cookieSecure: z.boolean({ error: 'must be true or false' }).optional(),
+    issuer: requiredText('the issuer URL the identity server advertises').pipe(url({ allowHttp: false, noQuery: true })),
+    metadataUrl: optionalText.pipe(url({ allowHttp: true, noQuery: true }).optional()),
+    clientId: requiredText('the client id of the registered application'),
+    clientSecret: requiredText('the client secret shown once at registration'),
+    redirectUri: requiredText(`the public URL of ${BFF_CALLBACK_PATH} on this host`).pipe(
+      url({ allowHttp: false, path: BFF_CALLBACK_PATH }),
+    ),
+    postLogoutRedirectUri: optionalText.pipe(url({ allowHttp: false }).optional()),
+    apiBaseUrl: requiredText('the base URL of the idt API').pipe(url({ allowHttp: true, noQuery: true })),
+    scopes,
+    sessionTtlSeconds,
+    cookieName,
+  });
+
+  return settings.and(cookieKeyringSchema(names)).transform(
+    (valid): BffConfig => ({
+      issuer: valid.issuer,
+      metadataUrl: valid.metadataUrl,
+      clientId: valid.clientId,
+      clientSecret: valid.clientSecret,
+      redirectUri: valid.redirectUri,
+      postLogoutRedirectUri: valid.postLogoutRedirectUri,
+      scopes: valid.scopes,
+      apiBaseUrl: valid.apiBaseUrl,
+      sessionTtlSeconds: valid.sessionTtlSeconds,
+      cookie: { name: valid.cookieName, secure: isSecure, keyring: valid.keyring },
+    }),
+  );
+}
+
+/**
+ * The cookie secrets: `cookiePassword` or `cookiePasswords` (never both), each
+ * secret at least {@link MIN_COOKIE_SECRET_LENGTH} characters, and key ids that
+ * keep their order in JSON.
+ */
+function cookieKeyringSchema(names: Names) {
   const short = `must be at least ${MIN_COOKIE_SECRET_LENGTH} characters: generate one with \`openssl rand -base64 32\``;
-  if (hasSingle && hasMap) {
-    problem('cookiePassword', `set either ${names.cookiePassword} or ${names.cookiePasswords}, not both`);
-    return undefined;
-  }
-  if (!hasSingle && !hasMap) {
-    problem(
-      'cookiePassword',
-      `is required: set ${names.cookiePassword} to a secret of at least ${MIN_COOKIE_SECRET_LENGTH} characters (or ${names.cookiePasswords} for rotation)`,
-    );
-    return undefined;
-  }
-  if (hasSingle) {
-    if (typeof single !== 'string' || single.length < MIN_COOKIE_SECRET_LENGTH) {
-      problem('cookiePassword', short);
-      return undefined;
-    }
-    return { currentKeyId: DEFAULT_COOKIE_KEY_ID, secrets: new Map([[DEFAULT_COOKIE_KEY_ID, single]]) };
-  }
-  if (map === notJson) {
-    problem('cookiePasswords', 'is not valid JSON: write an object such as {"k2":"<new secret>","default":"<old secret>"}');
-    return undefined;
-  }
-  if (!isPlainObject(map)) {
-    problem(
-      'cookiePasswords',
-      'must be a JSON object of key id to secret, such as {"k2":"<new secret>","default":"<old secret>"}',
-    );
-    return undefined;
-  }
-  const entries = Object.entries(map);
-  if (entries.length === 0) {
-    problem('cookiePasswords', 'must hold at least one key id and secret');
-    return undefined;
-  }
-  let valid = true;
-  for (const [id, secret] of entries) {
-    if (!KEY_ID.test(id)) {
-      problem('cookiePasswords', `key id "${id}" may hold only letters, digits and underscores`);
-      valid = false;
-    } else if (ALL_DIGITS.test(id)) {
-      problem(
-        'cookiePasswords',
-        `key id "${id}" is all digits: add a letter (e.g. "k${id}"), since JSON lists such keys first and the wrong key would seal`,
-      );
-      valid = false;
-    }
-    if (typeof secret !== 'string' || secret.length < MIN_COOKIE_SECRET_LENGTH) {
-      problem('cookiePasswords', `the secret of "${id}" ${short}`);
-      valid = false;
-    }
-  }
-  if (!valid) return undefined;
-  const [first] = entries;
-  return { currentKeyId: (first as [string, string])[0], secrets: new Map(entries as Array<[string, string]>) };
+  const isSecret = (value: unknown): value is string => typeof value === 'string' && value.length >= MIN_COOKIE_SECRET_LENGTH;
+  return z
+    .object({ cookiePassword: z.unknown(), cookiePasswords: z.unknown() })
+    .transform(({ cookiePassword: single, cookiePasswords: map }, ctx): { keyring: CookieKeyring } => {
+      const problem = (field: 'cookiePassword' | 'cookiePasswords', message: string) => {
+        ctx.addIssue({ code: 'custom', path: [field], message });
+        return z.NEVER;
+      };
+      const hasSingle = single !== undefined && single !== null && single !== '';
+      const hasMap = map !== undefined && map !== null;
+      if (hasSingle && hasMap) {
+        return problem('cookiePassword', `set either ${names.cookiePassword} or ${names.cookiePasswords}, not both`);
+      }
+      if (hasSingle) {
+        if (!isSecret(single)) return problem('cookiePassword', short);
+        return { keyring: { currentKeyId: DEFAULT_COOKIE_KEY_ID, secrets: new Map([[DEFAULT_COOKIE_KEY_ID, single]]) } };
+      }
+      if (!hasMap) {
+        return problem(
+          'cookiePassword',
+          `is required: set ${names.cookiePassword} to a secret of at least ${MIN_COOKIE_SECRET_LENGTH} characters (or ${names.cookiePasswords} for rotation)`,
+        );
+      }
+      if (map === notJson) {
+        return problem(
+          'cookiePasswords',
+          'is not valid JSON: write an object such as {"k2":"<new secret>","default":"<old secret>"}',
+        );
+      }
+      if (!isPlainObject(map)) {
+        return problem(
+          'cookiePasswords',
+          'must be a JSON object of key id to secret, such as {"k2":"<new secret>","default":"<old secret>"}',
+        );
+      }
+      const entries = Object.entries(map);
+      if (entries.length === 0) return problem('cookiePasswords', 'must hold at least one key id and secret');
+      const secrets = new Map<string, string>();
+      for (const [id, secret] of entries) {
+        const idProblem = !KEY_ID.test(id)
+          ? `key id "${id}" may hold only letters, digits and underscores`
+          : ALL_DIGITS.test(id)
+            ? `key id "${id}" is all digits: add a letter (e.g. "k${id}"), since JSON lists such keys first and the wrong key would seal`
+            : undefined;
+        if (idProblem !== undefined) problem('cookiePasswords', idProblem);
+        if (!isSecret(secret)) problem('cookiePasswords', `the secret of "${id}" ${short}`);
+        else if (idProblem === undefined) secrets.set(id, secret);
+      }
+      const [currentKeyId] = secrets.keys();
+      if (currentKeyId === undefined || secrets.size < entries.length) return z.NEVER;
+      return { keyring: { currentKeyId, secrets } };
+    });
+}
+
+/** Checks every setting against {@link bffConfigSchema}: the configuration, or every problem in the order of the fields. */
+function validate(
+  input: Settings,
+  names: Names,
+): { config: BffConfig; problems: [] } | { config: undefined; problems: string[] } {
+  // Every option is present (most as `undefined`), so each rule runs whether or not it was given.
+  const settings = Object.fromEntries(Object.keys(names).map((field) => [field, input[field as Field]]));
+  const result = bffConfigSchema(names, input.cookieSecure !== false).safeParse(settings);
+  if (result.success) return { config: result.data, problems: [] };
+  return {
+    config: undefined,
+    problems: result.error.issues.map((issue) => `${names[issue.path[0] as Field] ?? 'options'}: ${issue.message}`),
+  };
 }

@@ -2,10 +2,10 @@ import {
   type Clock,
   defineEventHandler,
   type EventHandlerDefinition,
-  escapeHtml,
-  isUniqueViolation,
+  joinMarkup,
   type Logger,
   type Mailer,
+  markup,
 } from '@idt/core';
 import {
   type EmailChangeService,
@@ -15,13 +15,13 @@ import {
   UserSessionEvictedEvent,
 } from '@idt/identity';
 import { InquirySubmittedEvent } from '@idt/inquiries';
-import type { Knex } from 'knex';
-import { NOTIFICATION_MAILS_TABLE } from './knex/migrations.js';
 import type { NotificationsService } from './service.js';
+import type { NotificationStore } from './store.js';
 
 /** Options of {@link createNotificationHandlers}. */
 export interface NotificationHandlerOptions {
-  readonly db: Knex;
+  /** Where the mails sent are recorded. */
+  readonly store: Pick<NotificationStore, 'wasMailed' | 'recordMail'>;
   readonly service: NotificationsService;
   readonly mailer: Mailer;
   readonly clock: Clock;
@@ -51,19 +51,14 @@ export interface NotificationHandlerOptions {
  * - `UserSessionEvictedEvent` → an in-app `SecurityAlert` (personal).
  */
 export function createNotificationHandlers(options: NotificationHandlerOptions): EventHandlerDefinition<any>[] {
-  const { db, service, mailer, clock, logger } = options;
+  const { store, service, mailer, clock, logger } = options;
 
   /** Sends once per source key and recipient. */
   async function mailOnce(sourceKey: string, message: Parameters<Mailer['send']>[0]) {
     const recipient = message.to.toLowerCase();
-    const sent = await db(NOTIFICATION_MAILS_TABLE).where({ source_key: sourceKey, recipient }).first('recipient');
-    if (sent) return;
+    if (await store.wasMailed(sourceKey, recipient)) return;
     await mailer.send(message);
-    try {
-      await db(NOTIFICATION_MAILS_TABLE).insert({ source_key: sourceKey, recipient, sent_at: clock.now().toISOString() });
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-    }
+    await store.recordMail(sourceKey, recipient, clock.now().toISOString());
   }
 
   return [
@@ -101,11 +96,14 @@ export function createNotificationHandlers(options: NotificationHandlerOptions):
               '',
               'You get this because you can read inquiries; turn it off in your notification preferences.',
             ].join('\n'),
-            html: [
-              `<p>${escapeHtml(message)}</p>`,
-              `<p><a href="${escapeHtml(link)}">Open the inquiry</a></p>`,
-              '<p style="color:#666">You get this because you can read inquiries; turn it off in your notification preferences.</p>',
-            ].join('\n'),
+            html: joinMarkup(
+              [
+                markup`<p>${message}</p>`,
+                markup`<p><a href="${link}">Open the inquiry</a></p>`,
+                markup`<p style="color:#666">You get this because you can read inquiries; turn it off in your notification preferences.</p>`,
+              ],
+              '\n',
+            ).text,
             headers: { 'X-Idt-Template': 'inquiry-submitted' },
           });
         }
@@ -135,12 +133,15 @@ export function createNotificationHandlers(options: NotificationHandlerOptions):
             '',
             "If you didn't ask for this, ignore this message; nothing changes.",
           ].join('\n'),
-          html: [
-            '<p>You asked to use this e-mail address for your account.</p>',
-            `<p><a href="${escapeHtml(pending.link)}">Confirm your new e-mail address</a> within 24 hours (until ${escapeHtml(until)}).</p>`,
-            `<p style="color:#666">If the button does not work, paste this link into your browser:<br>${escapeHtml(pending.link)}</p>`,
-            '<p style="color:#666">If you didn\'t ask for this, ignore this message; nothing changes.</p>',
-          ].join('\n'),
+          html: joinMarkup(
+            [
+              markup`<p>You asked to use this e-mail address for your account.</p>`,
+              markup`<p><a href="${pending.link}">Confirm your new e-mail address</a> within 24 hours (until ${until}).</p>`,
+              markup`<p style="color:#666">If the button does not work, paste this link into your browser:<br>${pending.link}</p>`,
+              markup`<p style="color:#666">If you didn't ask for this, ignore this message; nothing changes.</p>`,
+            ],
+            '\n',
+          ).text,
           headers: { 'X-Idt-Template': 'email-change-confirmation' },
         });
       },
@@ -161,11 +162,14 @@ export function createNotificationHandlers(options: NotificationHandlerOptions):
             '',
             "If you didn't do this, contact your administrator at once.",
           ].join('\n'),
-          html: [
-            `<p>${escapeHtml(changed)}</p>`,
-            '<p>You now sign in with the new address.</p>',
-            "<p><strong>If you didn't do this, contact your administrator at once.</strong></p>",
-          ].join('\n'),
+          html: joinMarkup(
+            [
+              markup`<p>${changed}</p>`,
+              markup`<p>You now sign in with the new address.</p>`,
+              markup`<p><strong>If you didn't do this, contact your administrator at once.</strong></p>`,
+            ],
+            '\n',
+          ).text,
           headers: { 'X-Idt-Template': 'email-changed-notice' },
         });
       },

@@ -20,3 +20,10 @@ export { NotificationsCodes } from './problems.js';
 export type { NotificationChannel, NotificationRecord, NotificationType } from './schemas.js';
 export { NOTIFICATION_CHANNELS, NOTIFICATION_TYPES } from './schemas.js';
 export type { ChannelPreferences, NewNotification, NotificationPublisher, NotificationsService } from './service.js';
+export type {
+  NotificationOwner,
+  NotificationPreference,
+  NotificationSlice,
+  NotificationStore,
+  StoredNotification,
+} from './store.js';

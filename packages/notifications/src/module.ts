@@ -31,12 +31,24 @@ export function notifications(): IdtModule<'notifications', NotificationsService
     provides: { [EMAIL_CHANGE_MAIL_CAPABILITY]: () => true },
     problemCodes: [...Object.keys(NotificationsCodes), ...Object.keys(RealtimeCodes)],
     async setup(ctx) {
-      const [{ realtimeHubOf }, { createNotificationsService }, { createNotificationRoutes }, { createNotificationHandlers }] =
-        await Promise.all([import('./hub/hub.js'), import('./service.js'), import('./http/routes.js'), import('./handlers.js')]);
+      const [
+        { realtimeHubOf },
+        { createNotificationsService },
+        { createKnexNotificationStore },
+        { createNotificationRoutes },
+        { createNotificationHandlers },
+      ] = await Promise.all([
+        import('./hub/hub.js'),
+        import('./service.js'),
+        import('./knex/store.js'),
+        import('./http/routes.js'),
+        import('./handlers.js'),
+      ]);
+      const store = createKnexNotificationStore(ctx.db);
       // The service publishes to the hub; the hub reads back notifications another instance announced.
       let hub: RealtimeHub | undefined;
       const service = createNotificationsService({
-        db: ctx.db,
+        store,
         clock: ctx.clock,
         logger: ctx.logger,
         publisher: { notificationCreated: (notification) => hub?.notificationCreated(notification) },
@@ -49,7 +61,7 @@ export function notifications(): IdtModule<'notifications', NotificationsService
         upgrades: [hub.upgrade],
         handlers: [
           ...createNotificationHandlers({
-            db: ctx.db,
+            store,
             service,
             mailer: ctx.mailer,
             clock: ctx.clock,

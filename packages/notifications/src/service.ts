@@ -1,9 +1,6 @@
 import { type Clock, type Logger, newId, type Page, type PageRequest, type Principal, toPage } from '@idt/core';
-import { runStatement, toIso, toIsoOrNull } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
-import type { Knex } from 'knex';
 import type { RealtimeNotification } from './hub/types.js';
-import { NOTIFICATION_PREFERENCES_TABLE, NOTIFICATIONS_TABLE } from './knex/migrations.js';
 import {
   NOTIFICATION_CHANNELS,
   NOTIFICATION_TYPES,
@@ -11,14 +8,7 @@ import {
   type NotificationRecord,
   type NotificationType,
 } from './schemas.js';
-
-/**
- * A new notification (each sign-in that ends an older session writes one), written once. A source
- * key the user already has (an event delivered twice) inserts nothing: `source_key` is unique per user.
- */
-const INSERT_NOTIFICATION_SQL =
-  `insert into ${NOTIFICATIONS_TABLE} (id, user_id, organization_id, type, title, message, action_url, created_at, source_key) ` +
-  'values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing';
+import type { NotificationOwner, NotificationStore } from './store.js';
 
 /** Told about every notification once its transaction committed (the realtime hub). */
 export interface NotificationPublisher {
@@ -87,40 +77,16 @@ export interface NotificationsService {
 
 /** Options of {@link createNotificationsService}. */
 export interface NotificationsServiceOptions {
-  readonly db: Knex;
+  /** Where notifications and preferences persist (`createKnexNotificationStore`). */
+  readonly store: NotificationStore;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly publisher?: NotificationPublisher;
 }
 
-interface Row {
-  id: string;
-  user_id: string;
-  organization_id: string | null;
-  type: string;
-  title: string;
-  message: string;
-  action_url: string | null;
-  read_at: unknown;
-  created_at: unknown;
-}
-
-const COLUMNS = ['id', 'user_id', 'organization_id', 'type', 'title', 'message', 'action_url', 'read_at', 'created_at'];
-
-function toRecord(row: Row): NotificationRecord {
-  const readAt = toIsoOrNull(row.read_at as never);
-  return {
-    id: row.id,
-    userId: row.user_id,
-    organizationId: row.organization_id,
-    type: row.type as NotificationType,
-    title: row.title,
-    message: row.message,
-    isRead: readAt !== null,
-    readAt,
-    actionUrl: row.action_url,
-    createdAt: toIso(row.created_at as never),
-  };
+/** The caller's notifications: none for a caller without a user or an organization (no row has an empty id). */
+function ownerOf(caller: Principal): NotificationOwner {
+  return { userId: caller.userId ?? '', organizationId: caller.organizationId ?? '' };
 }
 
 function notFound(): ProblemError {
@@ -128,25 +94,15 @@ function notFound(): ProblemError {
 }
 
 /**
- * The notifications service over knex. Every query is filtered by the
- * caller's user and organization: another user's notification, or one of
- * another organization, is not found.
+ * The notifications service over a {@link NotificationStore}. Every read and
+ * change is scoped to the caller's user and organization: another user's
+ * notification, or one of another organization, is not found.
  *
  * @example
- * const service = createNotificationsService({ db, clock, logger, publisher: hub });
+ * const service = createNotificationsService({ store: createKnexNotificationStore(db), clock, logger, publisher: hub });
  */
 export function createNotificationsService(options: NotificationsServiceOptions): NotificationsService {
-  const { db, clock, logger } = options;
-
-  /** The caller's visible, unarchived notifications; none for a caller without a user or organization. */
-  function visible(caller: Principal, query: Knex.QueryBuilder = db(NOTIFICATIONS_TABLE)) {
-    const userId = caller.userId ?? '';
-    const organizationId = caller.organizationId ?? '';
-    return query
-      .where('user_id', userId)
-      .andWhere((scope) => scope.where('organization_id', organizationId).orWhereNull('organization_id'))
-      .whereNull('archived_at');
-  }
+  const { store, clock, logger } = options;
 
   async function publish(records: readonly NotificationRecord[]) {
     for (const record of records) {
@@ -158,46 +114,48 @@ export function createNotificationsService(options: NotificationsServiceOptions)
     }
   }
 
+  /** Whether the member turned off the channel, or the type on it. */
   async function optedOut(
-    trx: Knex | Knex.Transaction,
+    from: NotificationStore,
     userId: string,
     organizationId: string,
     channel: NotificationChannel,
     type: NotificationType,
   ): Promise<boolean> {
-    const rows = (await trx(NOTIFICATION_PREFERENCES_TABLE)
-      .where({ user_id: userId, organization_id: organizationId, channel })
-      .whereIn('type', ['*', type])
-      .select('type', 'enabled')) as Array<{ type: string; enabled: unknown }>;
-    return rows.some((row) => !row.enabled || row.enabled === 0);
+    const preferences = await from.preferences(userId, organizationId);
+    return preferences.some(
+      (preference) =>
+        preference.channel === channel && (preference.type === '*' || preference.type === type) && !preference.enabled,
+    );
   }
 
-  /** Inserts a notification; answers nothing when its source key was used already. */
-  async function insert(trx: Knex | Knex.Transaction, input: NewNotification): Promise<NotificationRecord | undefined> {
-    const createdAt = clock.now().toISOString();
-    const row = {
+  /** Stores a notification; answers nothing when its source key was used already. */
+  async function insert(into: NotificationStore, input: NewNotification): Promise<NotificationRecord | undefined> {
+    const notification = {
       id: newId(),
-      user_id: input.userId,
-      organization_id: input.organizationId,
+      userId: input.userId,
+      organizationId: input.organizationId,
       type: input.type,
       title: input.title,
       message: input.message,
-      action_url: input.actionUrl ?? null,
-      created_at: createdAt,
-      source_key: input.sourceKey ?? null,
+      actionUrl: input.actionUrl ?? null,
+      createdAt: clock.now().toISOString(),
+      sourceKey: input.sourceKey ?? null,
     };
-    const inserted = await runStatement(trx, INSERT_NOTIFICATION_SQL, [
-      row.id,
-      row.user_id,
-      row.organization_id,
-      row.type,
-      row.title,
-      row.message,
-      row.action_url,
-      row.created_at,
-      row.source_key,
-    ]);
-    return inserted ? toRecord({ ...row, read_at: null }) : undefined;
+    if (!(await into.insert(notification))) return undefined;
+    // The fields in the order the API and the hub have always written them.
+    return {
+      id: notification.id,
+      userId: notification.userId,
+      organizationId: notification.organizationId,
+      type: notification.type,
+      title: notification.title,
+      message: notification.message,
+      isRead: false,
+      readAt: null,
+      actionUrl: notification.actionUrl,
+      createdAt: notification.createdAt,
+    };
   }
 
   /** Creates and publishes, skipping opted-out members and source keys already used. */
@@ -206,19 +164,19 @@ export function createNotificationsService(options: NotificationsServiceOptions)
     const [only] = notifications;
     if (only && notifications.length === 1 && !mayOptOut(only)) {
       // One notification nobody opts out of (a security alert, a personal one): a single statement.
-      const record = await insert(db, only);
+      const record = await insert(store, only);
       if (record) created.push(record);
     } else {
       // Two deliveries of one event racing create each notification once: the second insert of a source key is skipped.
-      await db.transaction(async (trx) => {
+      await store.transaction(async (tx) => {
         for (const notification of notifications) {
           if (
             mayOptOut(notification) &&
-            (await optedOut(trx, notification.userId, notification.organizationId, 'inApp', notification.type))
+            (await optedOut(tx, notification.userId, notification.organizationId, 'inApp', notification.type))
           ) {
             continue;
           }
-          const record = await insert(trx, notification);
+          const record = await insert(tx, notification);
           if (record) created.push(record);
         }
       });
@@ -230,47 +188,28 @@ export function createNotificationsService(options: NotificationsServiceOptions)
   return {
     async list(caller, page) {
       if (!caller.userId) return toPage({ items: [], totalCount: 0 }, page);
-      const [rows, count] = await Promise.all([
-        visible(caller)
-          .orderBy([
-            { column: 'created_at', order: 'desc' },
-            { column: 'id', order: 'desc' },
-          ])
-          .limit(page.pageSize)
-          .offset((page.page - 1) * page.pageSize)
-          .select(COLUMNS),
-        visible(caller).count({ count: '*' }).first(),
-      ]);
-      return toPage({ items: (rows as Row[]).map(toRecord), totalCount: Number(count?.count ?? 0) }, page);
+      const found = await store.list(ownerOf(caller), { limit: page.pageSize, offset: (page.page - 1) * page.pageSize });
+      return toPage(found, page);
     },
     async unreadCount(caller) {
       if (!caller.userId) return 0;
-      const row = await visible(caller).whereNull('read_at').count({ count: '*' }).first();
-      return Number(row?.count ?? 0);
+      return store.countUnread(ownerOf(caller));
     },
     async markRead(caller, id) {
-      const found = await visible(caller).where('id', id).first('id', 'read_at');
-      if (!found) throw notFound();
-      if (found.read_at === null) {
-        await db(NOTIFICATIONS_TABLE).where({ id }).whereNull('read_at').update({ read_at: clock.now().toISOString() });
-      }
+      if (!(await store.markRead(ownerOf(caller), id, clock.now().toISOString()))) throw notFound();
     },
     async markAllRead(caller) {
       if (!caller.userId) return;
-      await visible(caller).whereNull('read_at').update({ read_at: clock.now().toISOString() });
+      await store.markAllRead(ownerOf(caller), clock.now().toISOString());
     },
     async archive(caller, id) {
-      const updated = await visible(caller).where('id', id).update({ archived_at: clock.now().toISOString() });
-      if (updated === 0) throw notFound();
+      if (!(await store.archive(ownerOf(caller), id, clock.now().toISOString()))) throw notFound();
     },
     async preferences(caller) {
-      const rows = (await db(NOTIFICATION_PREFERENCES_TABLE)
-        .where({ user_id: caller.userId ?? '', organization_id: caller.organizationId ?? '' })
-        .select('channel', 'type', 'enabled')) as Array<{ channel: string; type: string; enabled: unknown }>;
-      const enabled = (channel: string, type: string) => {
-        const row = rows.find((candidate) => candidate.channel === channel && candidate.type === type);
-        return row === undefined ? true : Boolean(row.enabled);
-      };
+      const stored = await store.preferences(caller.userId ?? '', caller.organizationId ?? '');
+      // Opt-out model: what the member did not turn off is on.
+      const enabled = (channel: NotificationChannel, type: NotificationType | '*') =>
+        stored.find((preference) => preference.channel === channel && preference.type === type)?.enabled ?? true;
       return NOTIFICATION_CHANNELS.map((channel) => ({
         channel,
         enabled: enabled(channel, '*'),
@@ -279,31 +218,23 @@ export function createNotificationsService(options: NotificationsServiceOptions)
     },
     async setPreference(caller, input) {
       if (!caller.userId || !caller.organizationId) return;
-      await db(NOTIFICATION_PREFERENCES_TABLE)
-        .insert({
-          user_id: caller.userId,
-          organization_id: caller.organizationId,
-          channel: input.channel,
-          type: input.type ?? '*',
-          enabled: input.enabled,
-          updated_at: clock.now().toISOString(),
-        })
-        .onConflict(['user_id', 'organization_id', 'channel', 'type'])
-        .merge(['enabled', 'updated_at']);
+      await store.savePreference(
+        caller.userId,
+        caller.organizationId,
+        { channel: input.channel, type: input.type ?? '*', enabled: input.enabled },
+        clock.now().toISOString(),
+      );
     },
     async send(caller, input) {
       const organizationId = caller.organizationId as string;
-      const record = await db.transaction(async (trx) => {
-        const member = await trx('identity_memberships')
-          .where({ user_id: input.userId, organization_id: organizationId, status: 'active' })
-          .first('id');
-        if (!member) {
+      const record = await store.transaction(async (tx) => {
+        if (!(await tx.isActiveMember(input.userId, organizationId))) {
           throw new ProblemError(
             'Notifications.RecipientNotMember',
             'The recipient is not an active member of your organization.',
           );
         }
-        return insert(trx, { ...input, organizationId });
+        return insert(tx, { ...input, organizationId });
       });
       if (!record) throw new Error('a notification without a source key was not created');
       await publish([record]);
@@ -311,11 +242,8 @@ export function createNotificationsService(options: NotificationsServiceOptions)
     },
     notify: createNotifications,
     async accepts(userId, organizationId, channel, type) {
-      return !(await optedOut(db, userId, organizationId, channel, type));
+      return !(await optedOut(store, userId, organizationId, channel, type));
     },
-    async find(id) {
-      const row = (await db(NOTIFICATIONS_TABLE).where({ id }).first(COLUMNS)) as Row | undefined;
-      return row ? toRecord(row) : undefined;
-    },
+    find: (id) => store.find(id),
   };
 }

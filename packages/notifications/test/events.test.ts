@@ -2,6 +2,7 @@ import { createMemoryMailer, type MemoryMailer } from '@idt/core';
 import { bearer, startTestServer, type TenantWithTokens, type TestServer, tenantWithTokens, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createNotificationHandlers } from '../src/handlers.js';
+import { createKnexNotificationStore } from '../src/knex/store.js';
 
 const INQUIRY = {
   name: 'Grace Hopper',
@@ -30,7 +31,7 @@ describe.each(testDialects())('notifications from events on %s', (dialect) => {
   /** One of the module's handlers, built over the running server's services (to redeliver an event by hand). */
   const handlerNamed = (name: string) => {
     const handler = createNotificationHandlers({
-      db: server.database.db,
+      store: createKnexNotificationStore(server.database.db),
       service: server.idt.services.notifications.service,
       mailer,
       clock: server.idt.clock,

@@ -1,4 +1,4 @@
-import { type Clock, constantTimeEqual, escapeHtml, isUuid, type Logger, readBodyText } from '@idt/core';
+import { type Clock, constantTimeEqual, isUuid, type Logger, markup, readBodyText } from '@idt/core';
 import * as oidc from 'openid-client';
 import type { BffConfig } from '../config.js';
 import { type BffCookies, LOGIN_TRANSACTION_TTL_SECONDS, type LoginTransaction } from '../cookies/jar.js';
@@ -282,8 +282,9 @@ export function createAuthRoutes(context: AuthRoutesContext): Record<string, Bff
       headers: {
         'content-type': 'text/html; charset=utf-8',
         'cache-control': 'no-store',
-        // Framed by the provider's logout page, by no one else.
-        'content-security-policy': `default-src 'none'; frame-ancestors ${escapeHtml(new URL(config.issuer).origin)}`,
+        // Framed by the provider's logout page, by no one else. The origin is escaped as it always was
+        // (a host may hold & ' or "), so the header stays byte for byte what it was.
+        'content-security-policy': `default-src 'none'; frame-ancestors ${markup`${new URL(config.issuer).origin}`}`,
         'x-content-type-options': 'nosniff',
       },
     });

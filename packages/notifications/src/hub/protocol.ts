@@ -4,6 +4,12 @@
  * Pure functions; the hub owns sockets and timers.
  */
 
+/** Where the hub listens, without the deployment prefix. */
+export const HUB_PATH = '/hubs/realtime';
+
+/** The client method every server-to-client call invokes. */
+export const RECEIVE_NOTIFICATION = 'ReceiveNotification';
+
 /** Ends every record (ASCII record separator, 0x1E). */
 export const RECORD_SEPARATOR = '\u001e';
 

@@ -10,8 +10,8 @@ import './credentials/problems.js';
 
 /** Re-exported from `@idt/core` for existing imports. */
 export { escapeHtml } from '@idt/core';
-export type { CacheSubscriber } from './access/cache-namespaces.js';
-export { CacheNamespaces } from './access/cache-namespaces.js';
+export type { CacheSubscriber, Eviction } from './access/cache-namespaces.js';
+export { CacheNamespaces, EVERY_KEY } from './access/cache-namespaces.js';
 export type { CredentialResolverOptions } from './access/credential-resolver.js';
 export { createCredentialResolver } from './access/credential-resolver.js';
 export type {
@@ -72,7 +72,7 @@ export type {
   CreatedApiKey,
 } from './api-keys/service.js';
 export { API_KEY_DISPLAY_LENGTH, API_KEY_PREFIX, CreateApiKeyInput, createApiKeyService } from './api-keys/service.js';
-export type { ApiKeyStore, NewApiKey, StoredApiKey } from './api-keys/store.js';
+export type { ApiKeyStore, ApiKeyWrites, NewApiKey, StoredApiKey } from './api-keys/store.js';
 export type { Permission } from './authorization/permissions.js';
 export { isPermission, PERMISSIONS } from './authorization/permissions.js';
 export type { BuiltInRole } from './authorization/roles.js';
@@ -96,10 +96,13 @@ export {
   EMAIL_CHANGE_TOKEN_PURPOSE,
 } from './email-change/service.js';
 export type {
+  AddressChange,
   EmailChange,
   EmailChangeConfirmation,
+  EmailChangeConsumption,
   EmailChangeStore,
   EmailChangeUser,
+  EmailChangeWrites,
   NewEmailChange,
 } from './email-change/store.js';
 export { prefersHtml, resultPage } from './http/pages.js';
@@ -127,8 +130,11 @@ export {
 export type {
   AcceptanceDecision,
   AcceptanceSnapshot,
+  InvitationDecision,
+  InvitationRevocation,
   InvitationSnapshot,
   InvitationsStore,
+  InvitationsWrites,
   StoredInvitation,
 } from './invitations/store.js';
 export type {
@@ -143,12 +149,15 @@ export { createMemberDirectory } from './memberships/member-directory.js';
 export type { EnrollmentOutcome, MembershipsService, MembershipsServiceOptions } from './memberships/service.js';
 export { createMembershipsService, MemberListQuery, SetMemberRolesInput } from './memberships/service.js';
 export type {
+  ChangeEvent,
   EnrollmentDecision,
+  EnrollmentRequest,
   MemberListRequest,
   MembershipChange,
   MembershipChangeRequest,
   MembershipSnapshot,
   MembershipsStore,
+  MembershipsWrites,
   OrganizationContext,
 } from './memberships/store.js';
 export type { IdentityModuleOptions, IdentityModuleSettings, IdentityServices } from './module.js';
@@ -164,7 +173,7 @@ export { AddMemberInput, createOperatorService } from './operator/service.js';
 export type { OperatorStore } from './operator/store.js';
 export type { OrganizationsService, OrganizationsServiceOptions } from './organizations/service.js';
 export { CreateOrganizationInput, createOrganizationsService, UpdateOrganizationInput } from './organizations/service.js';
-export type { NewOrganization, OrganizationPatch, OrganizationsStore } from './organizations/store.js';
+export type { NewOrganization, OrganizationPatch, OrganizationsStore, OrganizationsWrites } from './organizations/store.js';
 export type { PasswordlessService, PasswordlessServiceOptions, PasswordlessSignIn } from './passwordless/service.js';
 export {
   CodeRequestInput,
@@ -180,16 +189,18 @@ export type {
   PasswordlessKind,
   PasswordlessStore,
   PasswordlessUser,
+  PasswordlessWrites,
 } from './passwordless/store.js';
 export type { Argon2Options, PasswordHasher } from './passwords.js';
 export { createArgon2Hasher, defaultArgon2Concurrency, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './passwords.js';
 export { IdentityCodes } from './problems.js';
 export type { RolesService, RolesServiceOptions } from './roles/service.js';
 export { CreateRoleInput, createRolesService, PermissionSchema, UpdateRoleInput } from './roles/service.js';
-export type { CustomRole, CustomRolePatch, RolesStore } from './roles/store.js';
+export type { CustomRole, CustomRolePatch, RolesStore, RolesWrites } from './roles/store.js';
 export { EmailSchema, OrganizationNameSchema, PasswordSchema, PersonNameSchema } from './schemas.js';
 export { formatClearedSessionCookie, formatSessionCookie, SESSION_COOKIE_ATTRIBUTES } from './sessions/cookie.js';
 export { UserSessionEvictedEvent, UserSessionRevokedEvent } from './sessions/events.js';
+export { sessionEvictions, sessionsToEvict } from './sessions/policy.js';
 export type {
   SessionRecord,
   SessionService,
@@ -199,7 +210,7 @@ export type {
 } from './sessions/service.js';
 export { createSessionService } from './sessions/service.js';
 export { OidcSessionEndedEvent } from './sessions/single-sign-on-events.js';
-export type { NewSession, SessionEndReason, SessionStore, StoredSession } from './sessions/store.js';
+export type { NewSession, SessionEndReason, SessionStore, SessionWrites, StoredSession } from './sessions/store.js';
 export type { SetupResult, SetupService, SetupServiceOptions } from './setup/service.js';
 export { createSetupService, SetupAdminInput } from './setup/service.js';
 export type { FirstAdministrator, SetupStore } from './setup/store.js';
@@ -210,4 +221,4 @@ export type { TokenMac } from './tokens.js';
 export { createTokenMac } from './tokens.js';
 export type { UserListQuery, UsersService, UsersServiceOptions } from './users/service.js';
 export { createUsersService, RegisterInput, UpdateProfileInput } from './users/service.js';
-export type { NewUser, ProfilePatch, UsersStore } from './users/store.js';
+export type { NewUser, ProfilePatch, UsersStore, UsersWrites } from './users/store.js';

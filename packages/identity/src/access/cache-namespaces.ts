@@ -16,3 +16,15 @@ export const CacheNamespaces = {
 
 /** Subscribes to evictions of a namespace; returns an unsubscribe function. */
 export type CacheSubscriber = (namespace: string, listener: (key: string) => void) => () => void;
+
+/** The key of an {@link Eviction} that empties its whole namespace (core's `ALL_KEYS`). */
+export const EVERY_KEY = '*';
+
+/**
+ * A cached entry a service evicts in its transaction (once it commits):
+ * `key` of one of the {@link CacheNamespaces}, or all of it for {@link EVERY_KEY}.
+ */
+export interface Eviction {
+  readonly namespace: string;
+  readonly key: string;
+}

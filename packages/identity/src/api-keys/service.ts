@@ -1,6 +1,7 @@
 import { type Clock, createThrottle, type Logger, newId, randomToken, sha256Hex, silentLogger, systemClock } from '@idt/core';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import { z } from 'zod';
+import { CacheNamespaces } from '../access/cache-namespaces.js';
 import type { ApiKeyAccess, ApiKeyLookup } from '../access/store.js';
 import { permissionsForScopes, SCOPE_CATALOG, scopeDefinition, scopesWithin } from '../authorization/scopes.js';
 import type { ApiKeyStore, StoredApiKey } from './store.js';
@@ -185,7 +186,14 @@ export function createApiKeyService(options: ApiKeyServiceOptions): ApiKeyServic
         expiresAt: parsed.expiresAt ?? null,
         createdAt: now.toISOString(),
       };
-      if ((await store.create(key, maxLive)) === 'limit-reached') {
+      // The user's lock serializes concurrent creations: the limit holds under concurrency.
+      const created = await store.transaction(async (tx) => {
+        await tx.lockUser(key.userId);
+        if ((await tx.countLive(key.userId, key.createdAt)) >= maxLive) return false;
+        await tx.insert(key);
+        return true;
+      });
+      if (!created) {
         throw new ProblemError('ApiKeys.LimitReached', `You already have ${maxLive} live API keys; delete one first.`);
       }
       return { keyId: key.id, apiKey, prefix: key.prefix, name: key.name, scopes, expiresAt: key.expiresAt };
@@ -194,9 +202,13 @@ export function createApiKeyService(options: ApiKeyServiceOptions): ApiKeyServic
       return (await store.list(userId, organizationId)).map(toRecord);
     },
     async revoke(userId, organizationId, keyId) {
-      if (!(await store.revoke(userId, organizationId, keyId, clock.now().toISOString()))) {
-        throw new ProblemError('ApiKeys.NotFound');
-      }
+      const now = clock.now().toISOString();
+      const revoked = await store.transaction(async (tx) => {
+        if (!(await tx.revoke(userId, organizationId, keyId, now))) return false;
+        await tx.evict([{ namespace: CacheNamespaces.apiKeys, key: keyId }]);
+        return true;
+      });
+      if (!revoked) throw new ProblemError('ApiKeys.NotFound');
     },
     async findByKey(rawKey) {
       if (!API_KEY_FORMAT.test(rawKey)) return undefined;

@@ -1,3 +1,5 @@
+import type { UnitOfWork } from '@idt/core';
+
 /** An API key as stored (never with the key itself). */
 export interface StoredApiKey {
   readonly id: string;
@@ -28,28 +30,42 @@ export interface NewApiKey {
   readonly createdAt: string;
 }
 
-/** Persistence of API keys. */
-export interface ApiKeyStore {
+/**
+ * The API key primitives a service runs in one transaction (see
+ * {@link ApiKeyStore.transaction}); none evicts caches.
+ */
+export interface ApiKeyWrites {
   /**
-   * Inserts a key unless its user already has `maxLive` live keys (not
-   * revoked, not expired at `key.createdAt`), in one transaction that first
-   * locks the user row: concurrent creations never exceed the limit.
+   * Takes the user's row lock (`UPDATE identity_users SET updated_at =
+   * updated_at WHERE id = ?`), which serializes concurrent key creations of
+   * one user until the transaction ends.
    *
-   * @returns `limit-reached` (nothing written) or `created`.
+   * @returns whether the user exists.
    */
-  create(key: NewApiKey, maxLive: number): Promise<'created' | 'limit-reached'>;
+  lockUser(userId: string): Promise<boolean>;
+  /** How many keys of the user are live: not revoked, and not expired at `now`. */
+  countLive(userId: string, now: string): Promise<number>;
+  /** Inserts a key. */
+  insert(key: NewApiKey): Promise<void>;
+  /**
+   * Revokes a key of the user in the organization (`UPDATE ... WHERE id = ?
+   * AND user_id = ? AND organization_id = ? AND revoked_at IS NULL`: exactly
+   * one concurrent caller wins).
+   *
+   * @returns `false` (nothing written) when no such unrevoked key exists.
+   */
+  revoke(userId: string, organizationId: string, keyId: string, now: string): Promise<boolean>;
+}
+
+/**
+ * Persistence of API keys: reads and usage marks outside a transaction, the
+ * {@link ApiKeyWrites} primitives inside one the service opens.
+ */
+export interface ApiKeyStore extends UnitOfWork<ApiKeyWrites> {
   /** The key whose SHA-256 is `keyHash`, in any state. */
   findByHash(keyHash: string): Promise<StoredApiKey | undefined>;
   /** The user's unrevoked keys in one organization, newest first. */
   list(userId: string, organizationId: string): Promise<StoredApiKey[]>;
-  /**
-   * Revokes a key of the user in the organization (`UPDATE ... WHERE id = ?
-   * AND user_id = ? AND organization_id = ? AND revoked_at IS NULL`: exactly
-   * one concurrent caller wins) and evicts it from the credential cache.
-   *
-   * @returns `false` when no such unrevoked key exists.
-   */
-  revoke(userId: string, organizationId: string, keyId: string, now: string): Promise<boolean>;
   /** Records use: `UPDATE ... SET last_used_at = now WHERE id = ? AND (last_used_at IS NULL OR last_used_at < staleBefore)`. */
   markUsed(keyId: string, now: string, staleBefore: string): Promise<void>;
   /** Whether the user is an active owner or admin of `organizationId` and it is the platform organization. */

@@ -2,9 +2,18 @@ import { type Clock, isUuid, type Logger, type Mailer, newId, silentLogger, syst
 import type { WindowCounter } from '@idt/core/knex';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
+import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { EmailSchema } from '../schemas.js';
 import type { TokenMac } from '../tokens.js';
-import type { EmailChangeStore } from './store.js';
+import { UserEmailChangedEvent, UserEmailChangeRequestedEvent } from './events.js';
+import type { EmailChangeConfirmation, EmailChangeStore } from './store.js';
+
+/** Thrown inside a transaction to roll it back with a known outcome. */
+class Rollback extends Error {
+  constructor(readonly result: EmailChangeConfirmation) {
+    super('rollback');
+  }
+}
 
 /** The token purpose of e-mail change links. */
 export const EMAIL_CHANGE_TOKEN_PURPOSE = 'email-change';
@@ -130,6 +139,37 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
     return `${base}/v1/identity/auth/confirm-email-change?${query.toString()}`;
   }
 
+  /**
+   * Consumes the change and moves the user to the new address, in one
+   * transaction: `invalid` (nothing written) when the user is no longer
+   * active or another account took the address meanwhile.
+   */
+  async function confirmChange(
+    match: { changeId: string; userId: string; newEmail: string },
+    now: string,
+  ): Promise<EmailChangeConfirmation> {
+    try {
+      return await store.transaction(async (tx): Promise<EmailChangeConfirmation> => {
+        const consumed = await tx.consume(match, now);
+        if (consumed !== 'consumed') return { outcome: consumed };
+        const changed = await tx.setAddress(match.userId, match.newEmail, now);
+        // Rolls the consumption back: the link stays usable should the refusal pass.
+        if (changed.outcome !== 'changed') throw new Rollback({ outcome: 'invalid' });
+        await tx.publish([
+          {
+            event: UserEmailChangedEvent,
+            payload: { userId: match.userId, oldEmail: changed.oldEmail, newEmail: match.newEmail },
+          },
+        ]);
+        await tx.evict([{ namespace: CacheNamespaces.users, key: match.userId }]);
+        return { outcome: 'changed', oldEmail: changed.oldEmail };
+      });
+    } catch (error) {
+      if (error instanceof Rollback) return error.result;
+      throw error;
+    }
+  }
+
   return {
     confirmationLink,
     async pendingConfirmation(changeId, userId) {
@@ -176,12 +216,24 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
         return;
       }
       const now = clock.now();
-      const recorded = await store.request({
+      const change = {
         id: newId(),
         userId,
         newEmail,
         createdAt: now.toISOString(),
         expiresAt: new Date(now.getTime() + linkLifetimeMs).toISOString(),
+      };
+      const recorded = await store.transaction(async (tx) => {
+        // The user's lock: a request never supersedes a change of a user deactivated meanwhile.
+        if (!(await tx.lockUser(userId, { activeOnly: true }))) return false;
+        await tx.replace(change);
+        await tx.publish([
+          {
+            event: UserEmailChangeRequestedEvent,
+            payload: { userId, changeId: change.id, newEmail, expiresAt: change.expiresAt },
+          },
+        ]);
+        return true;
       });
       if (!recorded) throw new UnauthorizedError('The account is missing or deactivated.');
     },
@@ -191,7 +243,7 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
       const changeId = tokens.verify(EMAIL_CHANGE_TOKEN_PURPOSE, parsed.data.token);
       const newEmail = parsed.data.newEmail.trim().toLowerCase();
       if (!changeId || !isUuid(changeId) || !isUuid(parsed.data.userId)) throw new ProblemError('EmailChange.InvalidToken');
-      const result = await store.confirm(
+      const result = await confirmChange(
         { changeId, userId: parsed.data.userId.toLowerCase(), newEmail },
         clock.now().toISOString(),
       );

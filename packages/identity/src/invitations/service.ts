@@ -17,6 +17,7 @@ import {
   RoleListSchema,
   resolveRoleNames,
 } from '../accounts/role-policy.js';
+import { membershipEviction } from '../memberships/enrollment.js';
 import { EmailSchema } from '../schemas.js';
 import type { TokenMac } from '../tokens.js';
 import type { InvitationsStore, StoredInvitation } from './store.js';
@@ -126,9 +127,14 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
       authorizeInOrganization(actor, organizationId, 'OrganizationsManageMembers');
       const parsed = CreateInvitationInput.parse(input);
       const now = clock.now();
-      const stored = await invitations.create(
-        { organizationId: organizationId.toLowerCase(), email: parsed.email, actorUserId: actor.userId, at: now.toISOString() },
-        (snapshot) => {
+      const request = {
+        organizationId: organizationId.toLowerCase(),
+        email: parsed.email,
+        actorUserId: actor.userId,
+        at: now.toISOString(),
+      };
+      const stored = await invitations.transaction(async (tx) => {
+        const { invitation, events } = await tx.create(request, (snapshot) => {
           if (snapshot.memberStatus === 'active') throw new ProblemError('Identity.AlreadyMember');
           if (snapshot.memberStatus === 'suspended') throw new ProblemError('Identity.MembershipSuspended');
           if (snapshot.hasPendingInvitation) throw new ProblemError('Identity.InvitationExists');
@@ -151,8 +157,10 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
             invitedByUserId: actor.userId,
           };
           return { invitation, events: [pendingEvent(InvitationCreatedEvent, payload)] };
-        },
-      );
+        });
+        await tx.publish(events);
+        return invitation;
+      });
       return presentInvitation(stored, now);
     },
 
@@ -169,9 +177,12 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
       const organization = organizationId.toLowerCase();
       const id = invitationId.toLowerCase();
       const payload = { invitationId: id, organizationId: organization, revokedByUserId: actor.userId };
-      const outcome = await invitations.revoke(organization, id, clock.now().toISOString(), [
-        pendingEvent(InvitationRevokedEvent, payload),
-      ]);
+      const at = clock.now().toISOString();
+      const outcome = await invitations.transaction(async (tx) => {
+        const found = await tx.revoke(organization, id, at);
+        if (found === 'revoked') await tx.publish([pendingEvent(InvitationRevokedEvent, payload)]);
+        return found;
+      });
       if (outcome === 'not-found') throw new ProblemError('Identity.InvitationNotFound');
       if (outcome === 'accepted') throw new ProblemError('Identity.InvitationNotPending');
     },
@@ -182,25 +193,39 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
       const invitationId = tokens.verify(INVITATION_TOKEN_PURPOSE, token);
       if (!invitationId) throw new ProblemError('Identity.InvitationInvalid');
       const now = clock.now();
-      return invitations.accept({ invitationId, userId, membershipId: newId(), at: now.toISOString() }, (snapshot) => {
-        const { invitation, member } = snapshot;
-        if (snapshot.userEmail !== invitation.email) {
-          throw new ProblemError('Identity.InvitationEmailMismatch', 'This invitation was sent to another e-mail address.');
-        }
-        if (invitation.status !== 'pending') throw new ProblemError('Identity.InvitationInvalid');
-        if (new Date(invitation.expiresAt).getTime() <= now.getTime()) throw new ProblemError('Identity.InvitationExpired');
-        if (member?.status === 'active') throw new ProblemError('Identity.AlreadyMember');
-        if (member?.status === 'suspended') throw new ProblemError('Identity.MembershipSuspended');
-        // Custom roles deleted since the invitation was sent are dropped.
-        const roles = invitation.roles.filter((role) => permissionsOfRole(role, snapshot.customRoles) !== undefined);
-        const organizationId = invitation.organizationId;
-        return {
-          roles: roles.length > 0 ? roles : [MEMBER_ROLE],
-          events: [
-            pendingEvent(InvitationAcceptedEvent, { invitationId: invitation.id, organizationId, userId }),
-            pendingEvent(MemberJoinedEvent, { organizationId, userId, via: 'invitation' }),
-          ],
-        };
+      const known = await invitations.findById(invitationId);
+      if (!known) throw new ProblemError('Identity.InvitationInvalid');
+      const request = {
+        invitationId,
+        organizationId: known.organizationId,
+        userId,
+        membershipId: newId(),
+        at: now.toISOString(),
+      };
+      return invitations.transaction(async (tx) => {
+        const { decision, joined } = await tx.accept(request, (snapshot) => {
+          const { invitation, member } = snapshot;
+          if (snapshot.userEmail !== invitation.email) {
+            throw new ProblemError('Identity.InvitationEmailMismatch', 'This invitation was sent to another e-mail address.');
+          }
+          if (invitation.status !== 'pending') throw new ProblemError('Identity.InvitationInvalid');
+          if (new Date(invitation.expiresAt).getTime() <= now.getTime()) throw new ProblemError('Identity.InvitationExpired');
+          if (member?.status === 'active') throw new ProblemError('Identity.AlreadyMember');
+          if (member?.status === 'suspended') throw new ProblemError('Identity.MembershipSuspended');
+          // Custom roles deleted since the invitation was sent are dropped.
+          const roles = invitation.roles.filter((role) => permissionsOfRole(role, snapshot.customRoles) !== undefined);
+          const organizationId = invitation.organizationId;
+          return {
+            roles: roles.length > 0 ? roles : [MEMBER_ROLE],
+            events: [
+              pendingEvent(InvitationAcceptedEvent, { invitationId: invitation.id, organizationId, userId }),
+              pendingEvent(MemberJoinedEvent, { organizationId, userId, via: 'invitation' }),
+            ],
+          };
+        });
+        await tx.publish(decision.events);
+        await tx.evict([membershipEviction(userId, request.organizationId)]);
+        return joined;
       });
     },
 

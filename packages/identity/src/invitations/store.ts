@@ -1,7 +1,7 @@
-import type { PageRequest, PageSlice } from '@idt/core';
+import type { PageRequest, PageSlice, UnitOfWork } from '@idt/core';
 import type { MembershipStatus } from '../access/store.js';
 import type { UserOrganization } from '../accounts/records.js';
-import type { ChangeEvent, MembershipSnapshot, OrganizationContext } from '../memberships/store.js';
+import type { MembershipSnapshot, OrganizationContext } from '../memberships/store.js';
 
 /** An invitation as stored; `expired` is derived from `expiresAt` by the service. */
 export interface StoredInvitation {
@@ -34,54 +34,77 @@ export interface AcceptanceSnapshot extends MembershipSnapshot {
 /** The membership an accepted invitation results in. */
 export interface AcceptanceDecision {
   readonly roles: readonly string[];
-  readonly events: readonly ChangeEvent[];
 }
 
-/** Persistence of invitations. */
-export interface InvitationsStore {
+/** The invitation that creation decided on. */
+export interface InvitationDecision {
+  readonly invitation: StoredInvitation;
+}
+
+/** What revoking an invitation found. */
+export type InvitationRevocation = 'revoked' | 'already-revoked' | 'accepted' | 'not-found';
+
+/**
+ * The invitation primitives a service runs in one transaction (see
+ * {@link InvitationsStore.transaction}); none publishes events or evicts caches.
+ */
+export interface InvitationsWrites {
   /**
-   * In one transaction: locks the organization row, reads the snapshot, calls
-   * `decide` (which throws to refuse) and inserts the invitation it returns
-   * with the events.
+   * Locks the organization row, reads the snapshot, calls `decide` (which
+   * throws to refuse: nothing is written) and inserts the invitation it returns.
+   *
+   * @returns the decision.
+   * @throws ProblemError `Identity.OrganizationNotFound` when the organization does not exist.
    */
-  create(
+  create<D extends InvitationDecision>(
     request: {
       readonly organizationId: string;
       readonly email: string;
       readonly actorUserId: string | null;
       readonly at: string;
     },
-    decide: (snapshot: InvitationSnapshot) => { readonly invitation: StoredInvitation; readonly events: readonly ChangeEvent[] },
-  ): Promise<StoredInvitation>;
+    decide: (snapshot: InvitationSnapshot) => D,
+  ): Promise<D>;
+  /**
+   * Revokes a pending invitation of the organization with one conditional
+   * update (`UPDATE … WHERE status = 'pending'`: exactly one concurrent caller
+   * gets `revoked`); else answers what it found.
+   */
+  revoke(organizationId: string, invitationId: string, at: string): Promise<InvitationRevocation>;
+  /**
+   * The atomic acceptance: locks the invitation's organization, reads the
+   * snapshot, calls `decide` (which throws to refuse: nothing is written),
+   * consumes the invitation with `UPDATE … WHERE status = 'pending'`
+   * (exactly one concurrent acceptance wins; the others get
+   * `Identity.InvitationInvalid`) and creates or activates the membership
+   * with the decided roles.
+   *
+   * @returns the decision and the organization with the user's membership.
+   * @throws ProblemError `Identity.InvitationInvalid` when the invitation (of
+   *   `organizationId`) or the user does not exist or the invitation was consumed meanwhile.
+   */
+  accept<D extends AcceptanceDecision>(
+    request: {
+      readonly invitationId: string;
+      /** The invitation's organization (whose row is locked). */
+      readonly organizationId: string;
+      readonly userId: string;
+      readonly membershipId: string;
+      readonly at: string;
+    },
+    decide: (snapshot: AcceptanceSnapshot) => D,
+  ): Promise<{ readonly decision: D; readonly joined: UserOrganization }>;
+}
+
+/**
+ * Persistence of invitations: reads outside a transaction, the
+ * {@link InvitationsWrites} primitives inside one a service opens.
+ */
+export interface InvitationsStore extends UnitOfWork<InvitationsWrites> {
   /** Invitations of an organization, newest first. */
   list(organizationId: string, page: PageRequest): Promise<PageSlice<StoredInvitation>>;
   /** An invitation of an organization. */
   find(organizationId: string, invitationId: string): Promise<StoredInvitation | undefined>;
   /** An invitation of any organization (for acceptance by token). */
   findById(invitationId: string): Promise<StoredInvitation | undefined>;
-  /**
-   * Revokes a pending invitation with one conditional update, writing the
-   * events only when it did.
-   */
-  revoke(
-    organizationId: string,
-    invitationId: string,
-    at: string,
-    events: readonly ChangeEvent[],
-  ): Promise<'revoked' | 'already-revoked' | 'accepted' | 'not-found'>;
-  /**
-   * The atomic acceptance. In one transaction: locks the invitation's
-   * organization, reads the snapshot, calls `decide` (which throws to refuse:
-   * nothing is written), consumes the invitation with
-   * `UPDATE … WHERE status = 'pending'` (exactly one concurrent acceptance
-   * wins; the others get `Identity.InvitationInvalid`), creates or activates
-   * the membership with the decided roles, writes the events and evicts the
-   * cached membership.
-   *
-   * @throws ProblemError `Identity.InvitationInvalid` when the invitation does not exist or was consumed meanwhile.
-   */
-  accept(
-    request: { readonly invitationId: string; readonly userId: string; readonly membershipId: string; readonly at: string },
-    decide: (snapshot: AcceptanceSnapshot) => AcceptanceDecision,
-  ): Promise<UserOrganization>;
 }

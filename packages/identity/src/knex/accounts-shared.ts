@@ -2,7 +2,6 @@ import type { EventOutbox, PageRequest } from '@idt/core';
 import { type CacheInvalidator, toIso } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import type { Knex } from 'knex';
-import { CacheNamespaces } from '../access/cache-namespaces.js';
 import type { MembershipStatus } from '../access/store.js';
 import type { EnrollmentPolicy, MemberRecord, OrganizationRecord, UserRecord } from '../accounts/records.js';
 import type { OrganizationContext } from '../memberships/store.js';
@@ -10,9 +9,9 @@ import type { OrganizationContext } from '../memberships/store.js';
 /** What the knex stores of users, organizations, memberships, invitations and roles are built on. */
 export interface KnexAccountsStoreOptions {
   readonly db: Knex;
-  /** Events are written in the store's transaction. */
+  /** Writes the events services publish in the store's transactions. */
   readonly outbox: EventOutbox;
-  /** Cached access data is evicted in the store's transaction (after commit). */
+  /** Evicts the cached access data services name, after the store's transactions commit. */
   readonly invalidator: Pick<CacheInvalidator, 'invalidate' | 'invalidateMany'>;
 }
 
@@ -184,14 +183,4 @@ export async function replaceRoles(trx: Knex.Transaction, membershipId: string, 
   if (roles.length > 0) {
     await trx('identity_membership_roles').insert(roles.map((role) => ({ membership_id: membershipId, role })));
   }
-}
-
-/** Evicts one cached membership, when the transaction commits. */
-export function evictMembership(
-  invalidator: Pick<CacheInvalidator, 'invalidate'>,
-  trx: Knex.Transaction,
-  userId: string,
-  organizationId: string,
-): Promise<void> {
-  return invalidator.invalidate(CacheNamespaces.memberships, `${userId}:${organizationId}`, trx);
 }

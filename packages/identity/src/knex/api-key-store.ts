@@ -1,6 +1,6 @@
-import { toIso, toIsoOrNull } from '@idt/core/knex';
-import { CacheNamespaces } from '../access/cache-namespaces.js';
-import type { ApiKeyStore, StoredApiKey } from '../api-keys/store.js';
+import { knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
+import type { Knex } from 'knex';
+import type { ApiKeyStore, ApiKeyWrites, StoredApiKey } from '../api-keys/store.js';
 import { ADMIN_ROLES } from '../authorization/roles.js';
 import { type KnexCredentialStoreOptions, lockUser } from './credential-store-deps.js';
 
@@ -46,6 +46,44 @@ function fromRow(row: ApiKeyRow): StoredApiKey {
   };
 }
 
+/** The {@link ApiKeyWrites} primitives over one transaction. */
+function apiKeyWrites(trx: Knex.Transaction): ApiKeyWrites {
+  return {
+    lockUser: (userId) => lockUser(trx, userId),
+    async countLive(userId, now) {
+      const row = await trx(TABLE)
+        .where({ user_id: userId })
+        .whereNull('revoked_at')
+        .andWhere((query) => query.whereNull('expires_at').orWhere('expires_at', '>', now))
+        .count({ n: '*' })
+        .first();
+      return Number(row?.n ?? 0);
+    },
+    async insert(key) {
+      await trx(TABLE).insert({
+        id: key.id,
+        user_id: key.userId,
+        organization_id: key.organizationId,
+        name: key.name,
+        prefix: key.prefix,
+        key_hash: key.keyHash,
+        scopes: JSON.stringify(key.scopes),
+        expires_at: key.expiresAt,
+        last_used_at: null,
+        revoked_at: null,
+        created_at: key.createdAt,
+      });
+    },
+    async revoke(userId, organizationId, keyId, now) {
+      const updated = await trx(TABLE)
+        .where({ id: keyId, user_id: userId, organization_id: organizationId })
+        .whereNull('revoked_at')
+        .update({ revoked_at: now });
+      return updated === 1;
+    },
+  };
+}
+
 /**
  * The knex {@link ApiKeyStore}. Keys are found by the SHA-256 of their value
  * (a unique index): the key has 256 bits of entropy, so the lookup reveals
@@ -55,33 +93,9 @@ function fromRow(row: ApiKeyRow): StoredApiKey {
  * const store = createKnexApiKeyStore({ db, outbox: bus, invalidator });
  */
 export function createKnexApiKeyStore(options: KnexCredentialStoreOptions): ApiKeyStore {
-  const { db, invalidator } = options;
+  const { db } = options;
   return {
-    create: (key, maxLive) =>
-      db.transaction(async (trx) => {
-        await lockUser(trx, key.userId);
-        const row = await trx(TABLE)
-          .where({ user_id: key.userId })
-          .whereNull('revoked_at')
-          .andWhere((query) => query.whereNull('expires_at').orWhere('expires_at', '>', key.createdAt))
-          .count({ n: '*' })
-          .first();
-        if (Number(row?.n ?? 0) >= maxLive) return 'limit-reached' as const;
-        await trx(TABLE).insert({
-          id: key.id,
-          user_id: key.userId,
-          organization_id: key.organizationId,
-          name: key.name,
-          prefix: key.prefix,
-          key_hash: key.keyHash,
-          scopes: JSON.stringify(key.scopes),
-          expires_at: key.expiresAt,
-          last_used_at: null,
-          revoked_at: null,
-          created_at: key.createdAt,
-        });
-        return 'created' as const;
-      }),
+    ...knexUnitOfWork(options, apiKeyWrites),
     async findByHash(keyHash) {
       const row = (await db(TABLE)
         .where({ key_hash: keyHash })
@@ -99,16 +113,6 @@ export function createKnexApiKeyStore(options: KnexCredentialStoreOptions): ApiK
         .select(...COLUMNS)) as ApiKeyRow[];
       return rows.map(fromRow);
     },
-    revoke: (userId, organizationId, keyId, now) =>
-      db.transaction(async (trx) => {
-        const updated = await trx(TABLE)
-          .where({ id: keyId, user_id: userId, organization_id: organizationId })
-          .whereNull('revoked_at')
-          .update({ revoked_at: now });
-        if (updated !== 1) return false;
-        await invalidator.invalidate(CacheNamespaces.apiKeys, keyId, trx);
-        return true;
-      }),
     async markUsed(keyId, now, staleBefore) {
       await db(TABLE)
         .where({ id: keyId })

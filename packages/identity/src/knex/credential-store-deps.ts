@@ -5,9 +5,9 @@ import type { Knex } from 'knex';
 /** What the credential stores write through: the database, the outbox and the cache invalidator. */
 export interface KnexCredentialStoreOptions {
   readonly db: Knex;
-  /** Writes integration events in the store's transactions. */
+  /** Writes the events services publish in the store's transactions. */
   readonly outbox: EventOutbox;
-  /** Evicts cached credentials after the store's transactions commit. */
+  /** Evicts the cached credentials services name, after the store's transactions commit. */
   readonly invalidator: Pick<CacheInvalidator, 'invalidate' | 'invalidateMany'>;
 }
 

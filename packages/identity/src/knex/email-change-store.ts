@@ -1,8 +1,7 @@
 import { isUniqueViolation } from '@idt/core';
-import { toIso, toIsoOrNull } from '@idt/core/knex';
-import { CacheNamespaces } from '../access/cache-namespaces.js';
-import { UserEmailChangedEvent, UserEmailChangeRequestedEvent } from '../email-change/events.js';
-import type { EmailChange, EmailChangeConfirmation, EmailChangeStore } from '../email-change/store.js';
+import { knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
+import type { Knex } from 'knex';
+import type { EmailChange, EmailChangeStore, EmailChangeWrites } from '../email-change/store.js';
 import { type KnexCredentialStoreOptions, lockUser } from './credential-store-deps.js';
 
 const TABLE = 'identity_email_changes';
@@ -16,11 +15,46 @@ interface ChangeRow {
   consumed_at: unknown;
 }
 
-/** Thrown inside a transaction to roll it back with a known outcome. */
-class Rollback extends Error {
-  constructor(readonly result: EmailChangeConfirmation) {
-    super('rollback');
-  }
+/** The {@link EmailChangeWrites} primitives over one transaction. */
+function emailChangeWrites(trx: Knex.Transaction): EmailChangeWrites {
+  return {
+    lockUser: (userId, options) => lockUser(trx, userId, options),
+    async replace(change) {
+      await trx(TABLE).where({ user_id: change.userId }).delete();
+      await trx(TABLE).insert({
+        id: change.id,
+        user_id: change.userId,
+        new_email: change.newEmail,
+        created_at: change.createdAt,
+        expires_at: change.expiresAt,
+        consumed_at: null,
+      });
+    },
+    async consume({ changeId, userId, newEmail }, now) {
+      const match = { id: changeId, user_id: userId, new_email: newEmail };
+      const consumed = await trx(TABLE)
+        .where(match)
+        .whereNull('consumed_at')
+        .andWhere('expires_at', '>', now)
+        .update({ consumed_at: now });
+      if (consumed === 1) return 'consumed';
+      const expired = await trx(TABLE).where(match).whereNull('consumed_at').andWhere('expires_at', '<=', now).delete();
+      return expired > 0 ? 'expired' : 'invalid';
+    },
+    async setAddress(userId, newEmail, now) {
+      const user = await trx('identity_users').where({ id: userId, status: 'active' }).first('email');
+      if (!user) return { outcome: 'inactive' };
+      try {
+        await trx('identity_users')
+          .where({ id: userId })
+          .update({ email: newEmail, username: newEmail, email_verified: true, updated_at: now });
+      } catch (error) {
+        if (isUniqueViolation(error)) return { outcome: 'taken' };
+        throw error;
+      }
+      return { outcome: 'changed', oldEmail: String(user.email) };
+    },
+  };
 }
 
 /**
@@ -30,8 +64,9 @@ class Rollback extends Error {
  * const store = createKnexEmailChangeStore({ db, outbox: bus, invalidator });
  */
 export function createKnexEmailChangeStore(options: KnexCredentialStoreOptions): EmailChangeStore {
-  const { db, outbox, invalidator } = options;
+  const { db } = options;
   return {
+    ...knexUnitOfWork(options, emailChangeWrites),
     async findUser(userId) {
       const row = await db('identity_users').where({ id: userId }).first('id', 'email', 'first_name', 'status');
       if (!row) return undefined;
@@ -49,26 +84,6 @@ export function createKnexEmailChangeStore(options: KnexCredentialStoreOptions):
         .first('id');
       return row !== undefined;
     },
-    request: (change) =>
-      db.transaction(async (trx) => {
-        if (!(await lockUser(trx, change.userId, { activeOnly: true }))) return false;
-        await trx(TABLE).where({ user_id: change.userId }).delete();
-        await trx(TABLE).insert({
-          id: change.id,
-          user_id: change.userId,
-          new_email: change.newEmail,
-          created_at: change.createdAt,
-          expires_at: change.expiresAt,
-          consumed_at: null,
-        });
-        await outbox.write(trx, [
-          {
-            event: UserEmailChangeRequestedEvent,
-            payload: { userId: change.userId, changeId: change.id, newEmail: change.newEmail, expiresAt: change.expiresAt },
-          },
-        ]);
-        return true;
-      }),
     async find(changeId) {
       const row = (await db(TABLE).where({ id: changeId }).first()) as ChangeRow | undefined;
       if (!row) return undefined;
@@ -81,34 +96,6 @@ export function createKnexEmailChangeStore(options: KnexCredentialStoreOptions):
         consumedAt: toIsoOrNull(row.consumed_at),
       };
       return change;
-    },
-    async confirm({ changeId, userId, newEmail }, now) {
-      const match = { id: changeId, user_id: userId, new_email: newEmail };
-      try {
-        return await db.transaction(async (trx): Promise<EmailChangeConfirmation> => {
-          const consumed = await trx(TABLE)
-            .where(match)
-            .whereNull('consumed_at')
-            .andWhere('expires_at', '>', now)
-            .update({ consumed_at: now });
-          if (consumed !== 1) {
-            const expired = await trx(TABLE).where(match).whereNull('consumed_at').andWhere('expires_at', '<=', now).delete();
-            return expired > 0 ? { outcome: 'expired' } : { outcome: 'invalid' };
-          }
-          const user = await trx('identity_users').where({ id: userId, status: 'active' }).first('email');
-          if (!user) throw new Rollback({ outcome: 'invalid' });
-          await trx('identity_users')
-            .where({ id: userId })
-            .update({ email: newEmail, username: newEmail, email_verified: true, updated_at: now });
-          await outbox.write(trx, [{ event: UserEmailChangedEvent, payload: { userId, oldEmail: user.email, newEmail } }]);
-          await invalidator.invalidate(CacheNamespaces.users, userId, trx);
-          return { outcome: 'changed', oldEmail: user.email };
-        });
-      } catch (error) {
-        if (error instanceof Rollback) return error.result;
-        if (isUniqueViolation(error)) return { outcome: 'invalid' };
-        throw error;
-      }
     },
     async prune(now) {
       return db(TABLE).whereNotNull('consumed_at').orWhere('expires_at', '<=', now).delete();

@@ -1,11 +1,10 @@
-import { isUniqueViolation } from '@idt/core';
-import { selectRows } from '@idt/core/knex';
+import { knexUnitOfWork, selectRows } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
+import type { Knex } from 'knex';
 import type { MembershipStatus } from '../access/store.js';
-import type { MembershipsStore } from '../memberships/store.js';
+import type { MembershipsStore, MembershipsWrites } from '../memberships/store.js';
 import {
   countOf,
-  evictMembership,
   findMember,
   type KnexAccountsStoreOptions,
   lockOrganization,
@@ -21,6 +20,54 @@ import {
 /** A user's membership status in an organization (read at every sign-in to an organization's client), written once. */
 const MEMBERSHIP_STATUS_SQL = 'select status from identity_memberships where user_id = ? and organization_id = ? limit 1';
 
+/** The {@link MembershipsWrites} primitives over one transaction. */
+function membershipsWrites(trx: Knex.Transaction): MembershipsWrites {
+  return {
+    async change(request, decide) {
+      const context = await organizationContext(trx, request.organizationId, request.actorUserId);
+      const current = await findMember(trx, request.organizationId, request.userId);
+      const decision = decide({ ...context, member: current?.member });
+      if (!current) throw new ProblemError('Identity.MemberNotFound');
+      const { membershipId } = current;
+      if (decision.kind === 'remove') {
+        await trx('identity_memberships').where({ id: membershipId }).delete();
+        return { decision, member: undefined };
+      }
+      await trx('identity_memberships')
+        .where({ id: membershipId })
+        .update({
+          status: decision.status,
+          updated_at: request.at,
+          ...(decision.decided ? { decided_by_user_id: request.actorUserId, decided_at: request.at } : {}),
+        });
+      await replaceRoles(trx, membershipId, decision.roles);
+      return { decision, member: (await findMember(trx, request.organizationId, request.userId))?.member };
+    },
+
+    async enroll(request, decide) {
+      if (!(await lockOrganization(trx, request.organizationId))) throw new ProblemError('Identity.OrganizationNotFound');
+      const existing = await trx('identity_memberships')
+        .where({ user_id: request.userId, organization_id: request.organizationId })
+        .first('status');
+      if (existing) return { status: existing.status as MembershipStatus };
+      const organization = organizationFromRow(await trx('identity_organizations').where({ id: request.organizationId }).first());
+      const decision = decide(organization);
+      if (!decision) return { status: undefined };
+      await trx('identity_memberships').insert({
+        id: request.membershipId,
+        organization_id: request.organizationId,
+        user_id: request.userId,
+        status: decision.status,
+        requested_at: decision.status === 'pending' ? request.at : null,
+        created_at: request.at,
+        updated_at: request.at,
+      });
+      await replaceRoles(trx, request.membershipId, decision.roles);
+      return { status: decision.status, inserted: decision };
+    },
+  };
+}
+
 /**
  * The knex {@link MembershipsStore}. Every change locks the organization row
  * first, so the last-owner rule and enrollment hold under concurrency.
@@ -29,7 +76,7 @@ const MEMBERSHIP_STATUS_SQL = 'select status from identity_memberships where use
  * const memberships = createKnexMembershipsStore({ db, outbox: bus, invalidator });
  */
 export function createKnexMembershipsStore(options: KnexAccountsStoreOptions): MembershipsStore {
-  const { db, outbox, invalidator } = options;
+  const { db } = options;
 
   const statusOf = async (userId: string, organizationId: string) => {
     const [row] = await selectRows(db, MEMBERSHIP_STATUS_SQL, [userId, organizationId]);
@@ -37,6 +84,8 @@ export function createKnexMembershipsStore(options: KnexAccountsStoreOptions): M
   };
 
   return {
+    ...knexUnitOfWork(options, membershipsWrites),
+
     async list(organizationId, request) {
       const base = () => {
         const query = db('identity_memberships as m')
@@ -63,65 +112,5 @@ export function createKnexMembershipsStore(options: KnexAccountsStoreOptions): M
     },
 
     statusOf,
-
-    change: (request, decide) =>
-      db.transaction(async (trx) => {
-        const context = await organizationContext(trx, request.organizationId, request.actorUserId);
-        const current = await findMember(trx, request.organizationId, request.userId);
-        const decision = decide({ ...context, member: current?.member });
-        if (!current) throw new ProblemError('Identity.MemberNotFound');
-        const { membershipId } = current;
-        if (decision.kind === 'remove') {
-          await trx('identity_memberships').where({ id: membershipId }).delete();
-        } else {
-          await trx('identity_memberships')
-            .where({ id: membershipId })
-            .update({
-              status: decision.status,
-              updated_at: request.at,
-              ...(decision.decided ? { decided_by_user_id: request.actorUserId, decided_at: request.at } : {}),
-            });
-          await replaceRoles(trx, membershipId, decision.roles);
-        }
-        if (decision.events.length > 0) await outbox.write(trx, decision.events);
-        await evictMembership(invalidator, trx, request.userId, request.organizationId);
-        return decision.kind === 'remove' ? undefined : (await findMember(trx, request.organizationId, request.userId))?.member;
-      }),
-
-    async enroll(request, decide) {
-      const attempt = () =>
-        db.transaction(async (trx) => {
-          if (!(await lockOrganization(trx, request.organizationId))) throw new ProblemError('Identity.OrganizationNotFound');
-          const existing = await trx('identity_memberships')
-            .where({ user_id: request.userId, organization_id: request.organizationId })
-            .first('status');
-          if (existing) return existing.status as MembershipStatus;
-          const organization = organizationFromRow(
-            await trx('identity_organizations').where({ id: request.organizationId }).first(),
-          );
-          const decision = decide(organization);
-          if (!decision) return undefined;
-          await trx('identity_memberships').insert({
-            id: request.membershipId,
-            organization_id: request.organizationId,
-            user_id: request.userId,
-            status: decision.status,
-            requested_at: decision.status === 'pending' ? request.at : null,
-            created_at: request.at,
-            updated_at: request.at,
-          });
-          await replaceRoles(trx, request.membershipId, decision.roles);
-          if (decision.events.length > 0) await outbox.write(trx, decision.events);
-          await evictMembership(invalidator, trx, request.userId, request.organizationId);
-          return decision.status;
-        });
-      try {
-        return await attempt();
-      } catch (error) {
-        // The organization lock makes this unreachable in practice; a racing insert means the user is a member now.
-        if (!isUniqueViolation(error)) throw error;
-        return statusOf(request.userId, request.organizationId);
-      }
-    },
   };
 }

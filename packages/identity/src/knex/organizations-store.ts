@@ -1,15 +1,8 @@
-import { isUniqueViolation } from '@idt/core';
-import { ALL_KEYS, toIso } from '@idt/core/knex';
+import { knexUnitOfWork, toIso } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { CacheNamespaces } from '../access/cache-namespaces.js';
 import type { MembershipStatus } from '../access/store.js';
-import { OrganizationCreatedEvent } from '../accounts/events.js';
-import type { OrganizationRecord } from '../accounts/records.js';
-import type { NewOrganization, OrganizationsStore } from '../organizations/store.js';
+import type { OrganizationsStore, OrganizationsWrites } from '../organizations/store.js';
 import { type KnexAccountsStoreOptions, organizationFromRow, rolesOf } from './accounts-shared.js';
-
-/** Attempts at creating an organization whose slug other transactions keep taking. */
-const SLUG_ATTEMPTS = 5;
 
 /** The first of `base`, `base-2`, `base-3`… that no organization uses. */
 async function freeSlug(trx: Knex.Transaction, base: string): Promise<string> {
@@ -23,22 +16,10 @@ async function freeSlug(trx: Knex.Transaction, base: string): Promise<string> {
   }
 }
 
-/**
- * The knex {@link OrganizationsStore}.
- *
- * @example
- * const organizations = createKnexOrganizationsStore({ db, outbox: bus, invalidator });
- */
-export function createKnexOrganizationsStore(options: KnexAccountsStoreOptions): OrganizationsStore {
-  const { db, outbox, invalidator } = options;
-
-  const find = async (organizationId: string) => {
-    const row = await db('identity_organizations').where({ id: organizationId }).first();
-    return row ? organizationFromRow(row) : undefined;
-  };
-
-  async function insert(organization: NewOrganization): Promise<OrganizationRecord> {
-    return db.transaction(async (trx) => {
+/** The {@link OrganizationsWrites} primitives over one transaction. */
+function organizationsWrites(trx: Knex.Transaction): OrganizationsWrites {
+  return {
+    async insert(organization) {
       // A write first: on SQLite it takes the write lock before the slugs are read.
       await trx('identity_users')
         .where({ id: organization.ownerUserId })
@@ -65,44 +46,35 @@ export function createKnexOrganizationsStore(options: KnexAccountsStoreOptions):
         updated_at: at,
       });
       await trx('identity_membership_roles').insert({ membership_id: organization.membershipId, role: 'owner' });
-      await outbox.write(trx, [
-        {
-          event: OrganizationCreatedEvent,
-          payload: { organizationId: organization.id, name: organization.name, slug, createdByUserId: organization.ownerUserId },
-        },
-      ]);
       return organizationFromRow(row);
-    });
-  }
-
-  return {
-    find,
-
-    async create(organization) {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await insert(organization);
-        } catch (error) {
-          // Another transaction took the slug between our read and our insert: read again.
-          if (!isUniqueViolation(error) || attempt >= SLUG_ATTEMPTS) throw error;
-        }
-      }
     },
-
     async update(organizationId, patch, at) {
       const changes: Record<string, string> = {};
       if (patch.name !== undefined) changes.name = patch.name;
       if (patch.enrollmentPolicy !== undefined) changes.enrollment_policy = patch.enrollmentPolicy;
-      if (Object.keys(changes).length === 0) return find(organizationId);
-      const updated = await db.transaction(async (trx) => {
-        const count = await trx('identity_organizations')
-          .where({ id: organizationId })
-          .update({ ...changes, updated_at: at });
-        // Cached memberships carry the organization's name.
-        if (count > 0) await invalidator.invalidate(CacheNamespaces.memberships, ALL_KEYS, trx);
-        return count;
-      });
-      return updated > 0 ? find(organizationId) : undefined;
+      const count = await trx('identity_organizations')
+        .where({ id: organizationId })
+        .update({ ...changes, updated_at: at });
+      return count > 0;
+    },
+  };
+}
+
+/**
+ * The knex {@link OrganizationsStore}.
+ *
+ * @example
+ * const organizations = createKnexOrganizationsStore({ db, outbox: bus, invalidator });
+ */
+export function createKnexOrganizationsStore(options: KnexAccountsStoreOptions): OrganizationsStore {
+  const { db } = options;
+
+  return {
+    ...knexUnitOfWork(options, organizationsWrites),
+
+    async find(organizationId) {
+      const row = await db('identity_organizations').where({ id: organizationId }).first();
+      return row ? organizationFromRow(row) : undefined;
     },
 
     async listForUser(userId) {

@@ -1,16 +1,6 @@
-import {
-  type CacheEviction,
-  listStatement,
-  runListStatement,
-  runStatement,
-  selectRows,
-  toIso,
-  toIsoOrNull,
-} from '@idt/core/knex';
+import { knexUnitOfWork, listStatement, runListStatement, runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { CacheNamespaces } from '../access/cache-namespaces.js';
-import { UserSessionEvictedEvent, UserSessionRevokedEvent } from '../sessions/events.js';
-import type { SessionEndReason, SessionStore, StoredSession } from '../sessions/store.js';
+import type { SessionEndReason, SessionStore, SessionWrites, StoredSession } from '../sessions/store.js';
 import { writeRevocation } from './access-store.js';
 import { type KnexCredentialStoreOptions, lockUser } from './credential-store-deps.js';
 
@@ -46,61 +36,56 @@ function fromRow(row: SessionRow): StoredSession {
   };
 }
 
-/** What ending a session evicts: its revocation watermark and the session. */
-function sessionEvictions(id: string): CacheEviction[] {
-  return [
-    { namespace: CacheNamespaces.revocations, key: `session:${id}` },
-    { namespace: CacheNamespaces.sessions, key: id },
-  ];
+/** The {@link SessionWrites} primitives over one transaction. */
+function sessionWrites(trx: Knex.Transaction): SessionWrites {
+  return {
+    lockUser: (userId, options) => lockUser(trx, userId, options),
+    async liveIds(userId, now) {
+      return (await selectRows(trx, ACTIVE_IDS_SQL, [userId, now])).map((row) => String(row[0]));
+    },
+    unrevokedIds: (userId) => trx(TABLE).where({ user_id: userId }).whereNull('revoked_at').pluck('id'),
+    async insert(session) {
+      await runStatement(trx, INSERT_SQL, [
+        session.id,
+        session.userId,
+        session.tokenHash,
+        session.createdAt,
+        session.createdAt,
+        session.expiresAt,
+        session.ipAddress,
+        session.userAgent,
+        JSON.stringify(session.amr),
+      ]);
+    },
+    async end(ids: readonly string[], reason: SessionEndReason, now: string) {
+      await runListStatement(trx, END_SESSIONS, [now, reason], ids);
+      for (const id of ids) await writeRevocation(trx, 'session', id, new Date(now), { all: true });
+    },
+    async revoke(userId, sessionId, reason, now) {
+      const updated = await trx(TABLE)
+        .where({ id: sessionId, user_id: userId })
+        .whereNull('revoked_at')
+        .update({ revoked_at: now, revoked_reason: reason });
+      if (updated !== 1) return false;
+      await writeRevocation(trx, 'session', sessionId, new Date(now), { all: true });
+      return true;
+    },
+  };
 }
 
 /**
  * The knex {@link SessionStore}. Ending a session writes, in its
  * transaction, the session's revocation watermark (every token minted under
- * its `sid` stops validating) and evictions of `identity.sessions` and of the
- * `session:<id>` watermark in `identity.revocations`.
+ * its `sid` stops validating); the session service adds the events and the
+ * cache evictions in the same transaction.
  *
  * @example
  * const store = createKnexSessionStore({ db, outbox: bus, invalidator });
  */
 export function createKnexSessionStore(options: KnexCredentialStoreOptions): SessionStore {
-  const { db, outbox, invalidator } = options;
-
-  async function endSessions(trx: Knex.Transaction, ids: readonly string[], reason: SessionEndReason, now: string) {
-    await runListStatement(trx, END_SESSIONS, [now, reason], ids);
-    for (const id of ids) await writeRevocation(trx, 'session', id, new Date(now), { all: true });
-    await invalidator.invalidateMany(ids.flatMap(sessionEvictions), trx);
-  }
-
+  const { db } = options;
   return {
-    create: (session, maxActive) =>
-      db.transaction(async (trx) => {
-        if (!(await lockUser(trx, session.userId, { activeOnly: true }))) return undefined;
-        const active = (await selectRows(trx, ACTIVE_IDS_SQL, [session.userId, session.createdAt])).map((row) => String(row[0]));
-        const evicted = active.slice(0, Math.max(0, active.length - (maxActive - 1)));
-        await endSessions(trx, evicted, 'evicted', session.createdAt);
-        if (evicted.length > 0) {
-          await outbox.write(
-            trx,
-            evicted.map((sessionId) => ({
-              event: UserSessionEvictedEvent,
-              payload: { userId: session.userId, sessionId, evictedAt: session.createdAt },
-            })),
-          );
-        }
-        await runStatement(trx, INSERT_SQL, [
-          session.id,
-          session.userId,
-          session.tokenHash,
-          session.createdAt,
-          session.createdAt,
-          session.expiresAt,
-          session.ipAddress,
-          session.userAgent,
-          JSON.stringify(session.amr),
-        ]);
-        return { evicted };
-      }),
+    ...knexUnitOfWork(options, sessionWrites),
     async findByTokenHash(tokenHash) {
       const row = (await db(TABLE)
         .where({ token_hash: tokenHash })
@@ -129,31 +114,6 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
       const row = await db(TABLE).where({ id: sessionId }).whereNull('revoked_at').first('last_activity_at');
       return row ? toIso(row.last_activity_at) : undefined;
     },
-    revoke: (userId, sessionId, reason, now) =>
-      db.transaction(async (trx) => {
-        const updated = await trx(TABLE)
-          .where({ id: sessionId, user_id: userId })
-          .whereNull('revoked_at')
-          .update({ revoked_at: now, revoked_reason: reason });
-        if (updated !== 1) return false;
-        await writeRevocation(trx, 'session', sessionId, new Date(now), { all: true });
-        await invalidator.invalidateMany(sessionEvictions(sessionId), trx);
-        await outbox.write(trx, [{ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } }]);
-        return true;
-      }),
-    revokeAllForUser: (userId, reason, now) =>
-      db.transaction(async (trx) => {
-        await lockUser(trx, userId);
-        const ids: string[] = await trx(TABLE).where({ user_id: userId }).whereNull('revoked_at').pluck('id');
-        await endSessions(trx, ids, reason, now);
-        if (ids.length > 0) {
-          await outbox.write(
-            trx,
-            ids.map((sessionId) => ({ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } })),
-          );
-        }
-        return ids;
-      }),
     async prune(now) {
       return db(TABLE).whereNotNull('revoked_at').orWhere('expires_at', '<=', now).delete();
     },

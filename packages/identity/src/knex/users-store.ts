@@ -1,10 +1,9 @@
 import { type Clock, createTtlCache, isUniqueViolation } from '@idt/core';
-import { evictFrom, selectRows } from '@idt/core/knex';
+import { evictFrom, knexEffects, selectRows } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { CacheNamespaces, type CacheSubscriber } from '../access/cache-namespaces.js';
-import { UserDeactivatedEvent, UserReactivatedEvent, UserRegisteredEvent } from '../accounts/events.js';
 import type { UserRecord } from '../accounts/records.js';
-import type { UsersStore } from '../users/store.js';
+import type { UsersStore, UsersWrites } from '../users/store.js';
 import { writeRevocation } from './access-store.js';
 import { type KnexAccountsStoreOptions, USER_COLUMNS, userFromRow } from './accounts-shared.js';
 
@@ -33,8 +32,8 @@ const MEMBERS_SQL = {
 } as const;
 
 /**
- * The knex {@link UsersStore}: every write, its events and its cache
- * evictions happen in one transaction.
+ * The knex {@link UsersStore}. Its transaction forgets this instance's
+ * cached copy of every user its primitives wrote, once it ends.
  *
  * @example
  * const users = createKnexUsersStore({ db, outbox: bus, invalidator });
@@ -49,7 +48,7 @@ export function createKnexUsersStore(
     readonly cache?: { readonly subscribe: CacheSubscriber; readonly ttlMs?: number; readonly clock?: Clock };
   },
 ): UsersStore {
-  const { db, outbox, invalidator } = options;
+  const { db } = options;
 
   const find = async (userId: string) => {
     const row = await db('identity_users as u')
@@ -88,14 +87,56 @@ export function createKnexUsersStore(
   };
   /** Drops this instance's copy at once after a write (the invalidation reaches every instance after commit). */
   const forget = (userId: string) => cache?.delete(userId);
-  /** Runs a transaction that writes a user, then forgets this instance's copy of the user. */
-  const afterWrite = async <T>(userId: string, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> => {
-    try {
-      return await db.transaction(work);
-    } finally {
-      forget(userId);
-    }
-  };
+
+  /** The {@link UsersWrites} primitives over one transaction; `written` collects the users they changed. */
+  const usersWrites = (trx: Knex.Transaction, written: Set<string>): UsersWrites => ({
+    async insert(user) {
+      try {
+        await trx('identity_users').insert({
+          id: user.id,
+          email: user.email,
+          username: user.email,
+          first_name: user.firstName,
+          last_name: user.lastName,
+          password_hash: user.passwordHash,
+          status: 'active',
+          email_verified: false,
+          created_at: user.createdAt,
+          updated_at: user.createdAt,
+        });
+        return true;
+      } catch (error) {
+        if (isUniqueViolation(error)) return false;
+        throw error;
+      }
+    },
+    async updateProfile(userId, patch, at) {
+      const changes: Record<string, string> = {};
+      if (patch.firstName !== undefined) changes.first_name = patch.firstName;
+      if (patch.lastName !== undefined) changes.last_name = patch.lastName;
+      written.add(userId);
+      const count = await trx('identity_users')
+        .where({ id: userId })
+        .update({ ...changes, updated_at: at });
+      return count > 0;
+    },
+    async deactivate(userId, at) {
+      written.add(userId);
+      const updated = await trx('identity_users')
+        .where({ id: userId, status: 'active' })
+        .update({ status: 'deactivated', updated_at: at });
+      if (updated === 0) return false;
+      await writeRevocation(trx, 'user', userId, new Date(at));
+      return true;
+    },
+    async reactivate(userId, at) {
+      written.add(userId);
+      const updated = await trx('identity_users')
+        .where({ id: userId, status: 'deactivated' })
+        .update({ status: 'active', updated_at: at });
+      return updated > 0;
+    },
+  });
 
   const inOrganization = (executor: Knex, organizationId: string) =>
     executor('identity_users as u')
@@ -103,47 +144,17 @@ export function createKnexUsersStore(
       .where('m.organization_id', organizationId);
 
   return {
-    async register(user) {
+    /** Runs the transaction, then forgets this instance's copy of every user it wrote (committed or not). */
+    async transaction(work) {
+      const written = new Set<string>();
       try {
-        await db.transaction(async (trx) => {
-          await trx('identity_users').insert({
-            id: user.id,
-            email: user.email,
-            username: user.email,
-            first_name: user.firstName,
-            last_name: user.lastName,
-            password_hash: user.passwordHash,
-            status: 'active',
-            email_verified: false,
-            created_at: user.createdAt,
-            updated_at: user.createdAt,
-          });
-          await outbox.write(trx, [{ event: UserRegisteredEvent, payload: { userId: user.id, email: user.email } }]);
-        });
-        return 'created';
-      } catch (error) {
-        if (isUniqueViolation(error)) return 'email-taken';
-        throw error;
+        return await db.transaction((trx) => work({ ...usersWrites(trx, written), ...knexEffects(options, trx) }));
+      } finally {
+        for (const userId of written) forget(userId);
       }
     },
 
     find: findCached,
-
-    async updateProfile(userId, patch, at) {
-      const changes: Record<string, string> = {};
-      if (patch.firstName !== undefined) changes.first_name = patch.firstName;
-      if (patch.lastName !== undefined) changes.last_name = patch.lastName;
-      if (Object.keys(changes).length === 0) return find(userId);
-      const updated = await db.transaction(async (trx) => {
-        const count = await trx('identity_users')
-          .where({ id: userId })
-          .update({ ...changes, updated_at: at });
-        if (count > 0) await invalidator.invalidate(CacheNamespaces.users, userId, trx);
-        return count;
-      });
-      forget(userId);
-      return updated > 0 ? find(userId) : undefined;
-    },
 
     async listInOrganization(organizationId, page) {
       const limit = page.pageSize + 1;
@@ -178,39 +189,6 @@ export function createKnexUsersStore(
         .first(...USER_COLUMNS);
       return row ? userFromRow(row) : undefined;
     },
-
-    deactivate: (userId, at, byUserId) =>
-      afterWrite(userId, async (trx) => {
-        const updated = await trx('identity_users')
-          .where({ id: userId, status: 'active' })
-          .update({ status: 'deactivated', updated_at: at });
-        if (updated === 0) return false;
-        await writeRevocation(trx, 'user', userId, new Date(at));
-        await invalidator.invalidateMany(
-          [
-            { namespace: CacheNamespaces.users, key: userId },
-            { namespace: CacheNamespaces.revocations, key: `user:${userId}` },
-          ],
-          trx,
-        );
-        await outbox.write(trx, [
-          { event: UserDeactivatedEvent, payload: { userId, deactivatedAt: at, deactivatedByUserId: byUserId } },
-        ]);
-        return true;
-      }),
-
-    reactivate: (userId, at, byUserId) =>
-      afterWrite(userId, async (trx) => {
-        const updated = await trx('identity_users')
-          .where({ id: userId, status: 'deactivated' })
-          .update({ status: 'active', updated_at: at });
-        if (updated === 0) return false;
-        await invalidator.invalidate(CacheNamespaces.users, userId, trx);
-        await outbox.write(trx, [
-          { event: UserReactivatedEvent, payload: { userId, reactivatedAt: at, reactivatedByUserId: byUserId } },
-        ]);
-        return true;
-      }),
   };
 }
 

@@ -18,7 +18,11 @@ import { type MemberRecord, MembershipStatusSchema, type OrganizationRecord } fr
 import { assertMayAssignRoles, MEMBER_ROLE, OWNER_ROLE, RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
 import type { OrganizationsStore } from '../organizations/store.js';
 import type { UsersStore } from '../users/store.js';
-import type { EnrollmentDecision, MembershipChange, MembershipSnapshot, MembershipsStore } from './store.js';
+import { enrollMember, membershipEviction, type PublishedEnrollment } from './enrollment.js';
+import type { ChangeEvent, MembershipChange, MembershipSnapshot, MembershipsStore } from './store.js';
+
+/** What policy decided to do with a membership, with the events that record it. */
+type PublishedChange = MembershipChange & { readonly events: readonly ChangeEvent[] };
 
 /** Query of `GET /v1/identity/organizations/{orgId}/members`: paging and an optional `status` filter. */
 export const MemberListQuery = PageQuery.extend({ status: MembershipStatusSchema.optional() });
@@ -105,7 +109,7 @@ function transitionError(member: MemberRecord, action: string): ProblemError {
 }
 
 /** What enrollment does for a non-member, by the organization's policy. */
-function decideEnrollment(organization: OrganizationRecord, userId: string, at: string): EnrollmentDecision | undefined {
+function decideEnrollment(organization: OrganizationRecord, userId: string, at: string): PublishedEnrollment | undefined {
   if (organization.status !== 'active') return undefined;
   const organizationId = organization.id;
   switch (organization.enrollmentPolicy) {
@@ -138,26 +142,33 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
   const { memberships, organizations, users } = options;
   const clock = options.clock ?? systemClock;
 
-  /** Runs a membership change under the organization's lock, with the rules every change shares. */
+  /**
+   * Runs a membership change under the organization's lock, with the rules
+   * every change shares, and publishes its events and evicts the cached
+   * membership in the same transaction.
+   */
   async function change(
     actor: AccountsActor,
     organizationId: string,
     userId: string,
-    plan: (member: MemberRecord, snapshot: MembershipSnapshot) => MembershipChange,
+    plan: (member: MemberRecord, snapshot: MembershipSnapshot) => PublishedChange,
   ): Promise<MemberRecord | undefined> {
     authorizeInOrganization(actor, organizationId, 'OrganizationsManageMembers');
-    return memberships.change(
-      {
-        organizationId: organizationId.toLowerCase(),
-        userId: userId.toLowerCase(),
-        actorUserId: actor.userId,
-        at: clock.now().toISOString(),
-      },
-      (snapshot) => {
+    const request = {
+      organizationId: organizationId.toLowerCase(),
+      userId: userId.toLowerCase(),
+      actorUserId: actor.userId,
+      at: clock.now().toISOString(),
+    };
+    return memberships.transaction(async (tx) => {
+      const { decision, member } = await tx.change(request, (snapshot) => {
         if (!snapshot.member) throw new ProblemError('Identity.MemberNotFound');
         return plan(snapshot.member, snapshot);
-      },
-    );
+      });
+      await tx.publish(decision.events);
+      await tx.evict([membershipEviction(request.userId, request.organizationId)]);
+      return member;
+    });
   }
 
   /** The caller must be able to grant every role the member holds (owners only for owners). */
@@ -283,7 +294,8 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
       // Most sign-ins to invitation-only organizations end here, without a write lock.
       if (!decideEnrollment(found, user, at)) return 'not_a_member';
       if (!(await users.find(user))) throw new ProblemError('Identity.UserNotFound');
-      const status = await memberships.enroll(
+      const status = await enrollMember(
+        memberships,
         { organizationId: organization, userId: user, membershipId: newId(), at },
         (current) => decideEnrollment(current, user, at),
       );

@@ -5,6 +5,7 @@ import type { MembershipStatus } from '../access/store.js';
 import { MemberJoinedEvent, MembershipRequestedEvent, pendingEvent } from '../accounts/events.js';
 import type { OrganizationRecord, UserRecord } from '../accounts/records.js';
 import { RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
+import { enrollMember } from '../memberships/enrollment.js';
 import type { MembershipsStore } from '../memberships/store.js';
 import type { RolesStore } from '../roles/store.js';
 import type { UsersStore } from '../users/store.js';
@@ -90,7 +91,7 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
       const roleNames = resolveRoleNames(parsed.roles, customRoles);
       const at = clock.now().toISOString();
       let created = false;
-      const status = await memberships.enroll({ organizationId, userId, membershipId: newId(), at }, () => {
+      const status = await enrollMember(memberships, { organizationId, userId, membershipId: newId(), at }, () => {
         created = true;
         return parsed.status === 'active'
           ? {

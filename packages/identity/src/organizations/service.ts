@@ -1,11 +1,16 @@
-import { type Clock, newId, systemClock } from '@idt/core';
+import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import { CacheNamespaces, EVERY_KEY } from '../access/cache-namespaces.js';
 import { type AccountsActor, authorizeInOrganization, requireUserId } from '../accounts/actor.js';
+import { OrganizationCreatedEvent } from '../accounts/events.js';
 import { EnrollmentPolicySchema, type OrganizationRecord, type UserOrganization } from '../accounts/records.js';
 import { OrganizationNameSchema } from '../schemas.js';
 import { slugify } from '../slug.js';
-import type { OrganizationsStore } from './store.js';
+import type { NewOrganization, OrganizationsStore } from './store.js';
+
+/** Attempts at creating an organization whose slug other transactions keep taking. */
+const SLUG_ATTEMPTS = 5;
 
 /** The body of `POST /v1/identity/organizations`. */
 export const CreateOrganizationInput = z.object({
@@ -76,12 +81,42 @@ export function createOrganizationsService(options: OrganizationsServiceOptions)
     return organization;
   }
 
+  /**
+   * Inserts the organization with its owner and publishes
+   * `OrganizationCreatedEvent`, in one transaction; a slug taken
+   * concurrently (unique violation) runs the transaction again with the next free slug.
+   */
+  async function insert(organization: NewOrganization): Promise<OrganizationRecord> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await organizations.transaction(async (tx) => {
+          const created = await tx.insert(organization);
+          await tx.publish([
+            {
+              event: OrganizationCreatedEvent,
+              payload: {
+                organizationId: created.id,
+                name: created.name,
+                slug: created.slug,
+                createdByUserId: organization.ownerUserId,
+              },
+            },
+          ]);
+          return created;
+        });
+      } catch (error) {
+        // Another transaction took the slug between our read and our insert: read again.
+        if (!isUniqueViolation(error) || attempt >= SLUG_ATTEMPTS) throw error;
+      }
+    }
+  }
+
   return {
     async create(actor, input) {
       const userId = requireUserId(actor);
       const parsed = CreateOrganizationInput.parse(input);
       const slug = slugify(parsed.name).slice(0, SLUG_BASE_LENGTH).replace(/-+$/, '') || 'organization';
-      return organizations.create({
+      return insert({
         id: newId(),
         name: parsed.name,
         slug,
@@ -100,9 +135,18 @@ export function createOrganizationsService(options: OrganizationsServiceOptions)
     async update(actor, organizationId, input) {
       authorizeInOrganization(actor, organizationId, 'OrganizationsUpdate');
       const patch = UpdateOrganizationInput.parse(input);
-      const updated = await organizations.update(organizationId.toLowerCase(), patch, clock.now().toISOString());
-      if (!updated) throw new ProblemError('Identity.OrganizationNotFound');
-      return updated;
+      const id = organizationId.toLowerCase();
+      if (patch.name !== undefined || patch.enrollmentPolicy !== undefined) {
+        const at = clock.now().toISOString();
+        const updated = await organizations.transaction(async (tx) => {
+          if (!(await tx.update(id, patch, at))) return false;
+          // Cached memberships carry the organization's name.
+          await tx.evict([{ namespace: CacheNamespaces.memberships, key: EVERY_KEY }]);
+          return true;
+        });
+        if (!updated) throw new ProblemError('Identity.OrganizationNotFound');
+      }
+      return found(id);
     },
 
     listMine: (actor) => organizations.listForUser(requireUserId(actor)),

@@ -1,3 +1,4 @@
+import type { UnitOfWork } from '@idt/core';
 import type { EnrollmentPolicy, OrganizationRecord, UserOrganization } from '../accounts/records.js';
 
 /** An organization to create, with its first owner. */
@@ -19,22 +20,32 @@ export interface OrganizationPatch {
   readonly enrollmentPolicy?: EnrollmentPolicy;
 }
 
-/** Persistence of organizations. */
-export interface OrganizationsStore {
+/**
+ * The organization primitives a service runs in one transaction (see
+ * {@link OrganizationsStore.transaction}); none publishes events or evicts caches.
+ */
+export interface OrganizationsWrites {
+  /**
+   * Inserts the organization under the first free slug among `slug`,
+   * `slug-2`, `slug-3`… and the creator's active `owner` membership. Its
+   * first statement takes the owner's row lock (on SQLite the write lock
+   * before the slugs are read). A slug taken by a concurrent transaction
+   * fails with a unique violation: roll back and run the transaction again.
+   *
+   * @returns the organization as inserted (with the slug it got).
+   */
+  insert(organization: NewOrganization): Promise<OrganizationRecord>;
+  /** Applies a patch that changes at least one field. `false` when the organization does not exist. */
+  update(organizationId: string, patch: OrganizationPatch, at: string): Promise<boolean>;
+}
+
+/**
+ * Persistence of organizations: reads outside a transaction, the
+ * {@link OrganizationsWrites} primitives inside one a service opens.
+ */
+export interface OrganizationsStore extends UnitOfWork<OrganizationsWrites> {
   /** An organization by id. */
   find(organizationId: string): Promise<OrganizationRecord | undefined>;
-  /**
-   * In one transaction: inserts the organization under the first free slug
-   * among `slug`, `slug-2`, `slug-3`…, the creator's active `owner`
-   * membership, and `OrganizationCreatedEvent`. A slug taken concurrently
-   * (unique violation) retries the whole transaction with the next free slug.
-   */
-  create(organization: NewOrganization): Promise<OrganizationRecord>;
-  /**
-   * In one transaction: applies the patch and evicts every cached membership
-   * (they carry the organization's name). `undefined` when it does not exist.
-   */
-  update(organizationId: string, patch: OrganizationPatch, at: string): Promise<OrganizationRecord | undefined>;
   /** Every membership of the user (any state) with its organization, oldest first. */
   listForUser(userId: string): Promise<UserOrganization[]>;
 }

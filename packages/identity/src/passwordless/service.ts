@@ -3,6 +3,7 @@ import { type Clock, constantTimeEqual, isUuid, type Logger, type Mailer, newId,
 import type { WindowCounter } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { EmailSchema } from '../schemas.js';
 import type { SessionRecord, SessionService, StartSessionOptions } from '../sessions/service.js';
 import type { TokenMac } from '../tokens.js';
@@ -157,7 +158,7 @@ export function createPasswordlessService(options: PasswordlessServiceOptions): 
   async function record(userId: string, kind: PasswordlessKind, extra: { codeHash?: (id: string) => string; returnTo?: string }) {
     const now = clock.now();
     const id = newId();
-    await store.create({
+    const request = {
       id,
       userId,
       kind,
@@ -165,8 +166,22 @@ export function createPasswordlessService(options: PasswordlessServiceOptions): 
       returnTo: extra.returnTo ?? null,
       createdAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + (kind === 'link' ? linkLifetimeMs : codeLifetimeMs)).toISOString(),
+    };
+    await store.transaction(async (tx) => {
+      // Only the newest code works: a new one retires the user's earlier outstanding codes.
+      if (kind === 'code') await tx.retireCodes(userId);
+      await tx.insert(request);
     });
     return id;
+  }
+
+  /** Consumes a request (exactly one caller wins) and evicts the user, whose e-mail address it verified. */
+  function consume(id: string, kind: PasswordlessKind, now: string) {
+    return store.transaction(async (tx) => {
+      const consumed = await tx.consume(id, kind, now);
+      if (consumed) await tx.evict([{ namespace: CacheNamespaces.users, key: consumed.userId }]);
+      return consumed;
+    });
   }
 
   async function signIn(
@@ -223,7 +238,7 @@ export function createPasswordlessService(options: PasswordlessServiceOptions): 
     async verifyMagicLink(token, context = {}) {
       const id = typeof token === 'string' ? tokens.verify(MAGIC_LINK_TOKEN_PURPOSE, token) : undefined;
       if (!id || !isUuid(id)) throw new ProblemError('Passwordless.InvalidToken');
-      const consumed = await store.consume(id, 'link', clock.now().toISOString());
+      const consumed = await consume(id, 'link', clock.now().toISOString());
       if (!consumed) throw new ProblemError('Passwordless.InvalidToken');
       return signIn(consumed, context, 'email');
     },
@@ -238,7 +253,7 @@ export function createPasswordlessService(options: PasswordlessServiceOptions): 
       }
       if (!(await store.recordAttempt(candidate.id, now, maxAttempts))) throw new ProblemError('Passwordless.InvalidCode');
       if (!constantTimeEqual(candidate.codeHash, codeMac(candidate.id, code))) throw new ProblemError('Passwordless.InvalidCode');
-      const consumed = await store.consume(candidate.id, 'code', now);
+      const consumed = await consume(candidate.id, 'code', now);
       if (!consumed) throw new ProblemError('Passwordless.InvalidCode');
       return signIn(consumed, context, 'otp');
     },

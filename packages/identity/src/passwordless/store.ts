@@ -1,3 +1,5 @@
+import type { UnitOfWork } from '@idt/core';
+
 /** A passwordless request: a magic link or a one-time code. */
 export type PasswordlessKind = 'link' | 'code';
 
@@ -28,15 +30,35 @@ export interface PasswordlessCode {
   readonly codeHash: string;
 }
 
-/** Persistence of passwordless sign-in requests. */
-export interface PasswordlessStore {
+/**
+ * The passwordless primitives a service runs in one transaction (see
+ * {@link PasswordlessStore.transaction}); none evicts caches.
+ */
+export interface PasswordlessWrites {
+  /** Deletes the user's outstanding (unconsumed) codes. */
+  retireCodes(userId: string): Promise<void>;
+  /** Inserts a request. */
+  insert(request: NewPasswordlessRequest): Promise<void>;
+  /**
+   * Consumes a request: `UPDATE ... SET consumed_at = now WHERE id = ? AND
+   * kind = ? AND consumed_at IS NULL AND expires_at > now` (exactly one
+   * concurrent caller wins); the winner also marks the user's e-mail address
+   * verified (the mail reached them).
+   *
+   * @returns the signed-in user and the link's `returnTo`; `undefined` for the
+   *   losers, and when the user was deactivated since (the request is still consumed).
+   */
+  consume(id: string, kind: PasswordlessKind, now: string): Promise<{ userId: string; returnTo: string | null } | undefined>;
+}
+
+/**
+ * Persistence of passwordless sign-in requests: reads and attempt counting
+ * outside a transaction, the {@link PasswordlessWrites} primitives inside one
+ * the service opens.
+ */
+export interface PasswordlessStore extends UnitOfWork<PasswordlessWrites> {
   /** The active user with this (lowercase) e-mail address. */
   findActiveUserByEmail(email: string): Promise<PasswordlessUser | undefined>;
-  /**
-   * Records a request. A new code retires the user's earlier outstanding
-   * codes in the same transaction, so only the newest code works.
-   */
-  create(request: NewPasswordlessRequest): Promise<void>;
   /** The user's newest code that is unconsumed, unexpired at `now` and has fewer than `maxAttempts` attempts. */
   findCode(userId: string, now: string, maxAttempts: number): Promise<PasswordlessCode | undefined>;
   /**
@@ -48,16 +70,6 @@ export interface PasswordlessStore {
    * @returns whether the attempt was counted (`false`: the code is dead).
    */
   recordAttempt(id: string, now: string, maxAttempts: number): Promise<boolean>;
-  /**
-   * Consumes a request, in one transaction: `UPDATE ... SET consumed_at = now
-   * WHERE id = ? AND kind = ? AND consumed_at IS NULL AND expires_at > now`
-   * (exactly one concurrent caller wins); the winner also marks the user's
-   * e-mail address verified (the mail reached them) and evicts the cached user.
-   *
-   * @returns the signed-in user and the link's `returnTo`; `undefined` for the
-   *   losers, and when the user was deactivated since (the request is still consumed).
-   */
-  consume(id: string, kind: PasswordlessKind, now: string): Promise<{ userId: string; returnTo: string | null } | undefined>;
   /** Deletes consumed and expired requests; returns how many. */
   prune(now: string): Promise<number>;
 }

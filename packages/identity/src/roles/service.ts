@@ -1,12 +1,16 @@
 import { type Clock, newId, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import { CacheNamespaces, EVERY_KEY, type Eviction } from '../access/cache-namespaces.js';
 import { type AccountsActor, tenantOf } from '../accounts/actor.js';
 import type { RoleRecord } from '../accounts/records.js';
 import { RoleNameSchema } from '../accounts/role-policy.js';
 import { PERMISSIONS } from '../authorization/permissions.js';
 import { BUILT_IN_ROLE_PERMISSIONS, BUILT_IN_ROLES, type BuiltInRole, isBuiltInRole } from '../authorization/roles.js';
 import type { CustomRole, RolesStore } from './store.js';
+
+/** Memberships are cached with their organization's custom roles: every role write evicts them all. */
+const EVERY_MEMBERSHIP: readonly Eviction[] = [{ namespace: CacheNamespaces.memberships, key: EVERY_KEY }];
 
 /** A permission name; anything else is a validation error. */
 export const PermissionSchema = z.enum(PERMISSIONS, { error: 'Unknown permission.' });
@@ -155,7 +159,11 @@ export function createRolesService(options: RolesServiceOptions): RolesService {
         createdAt: now,
         updatedAt: now,
       };
-      if ((await roles.create(role)) === 'name-taken') throw new ProblemError('Identity.RoleNameTaken');
+      await roles.transaction(async (tx) => {
+        // Thrown inside: the taken name's unique violation rolls the transaction back.
+        if (!(await tx.insert(role))) throw new ProblemError('Identity.RoleNameTaken');
+        await tx.evict(EVERY_MEMBERSHIP);
+      });
       return present(role);
     },
 
@@ -167,17 +175,18 @@ export function createRolesService(options: RolesServiceOptions): RolesService {
       if (parsed.name !== undefined) assertNotReserved(parsed.name);
       const permissions = parsed.permissions ? [...new Set(parsed.permissions)] : undefined;
       if (permissions) assertHeld(actor, permissions);
-      const updated = await roles.update(
-        tenant,
-        current.id,
-        {
-          ...(parsed.name !== undefined ? { name: parsed.name } : {}),
-          ...(parsed.description !== undefined ? { description: parsed.description } : {}),
-          ...(permissions ? { permissions } : {}),
-        },
-        clock.now().toISOString(),
-      );
-      if (updated === 'name-taken') throw new ProblemError('Identity.RoleNameTaken');
+      const patch = {
+        ...(parsed.name !== undefined ? { name: parsed.name } : {}),
+        ...(parsed.description !== undefined ? { description: parsed.description } : {}),
+        ...(permissions ? { permissions } : {}),
+      };
+      const at = clock.now().toISOString();
+      const updated = await roles.transaction(async (tx) => {
+        const role = await tx.update(tenant, current.id, patch, at);
+        if (role === 'name-taken') throw new ProblemError('Identity.RoleNameTaken');
+        if (role) await tx.evict(EVERY_MEMBERSHIP);
+        return role;
+      });
       if (!updated) throw new ProblemError('Identity.RoleNotFound');
       return present(updated);
     },
@@ -186,7 +195,12 @@ export function createRolesService(options: RolesServiceOptions): RolesService {
       const tenant = tenantOf(actor, 'RolesDelete');
       const current = await found(tenant, roleId);
       assertHeld(actor, current.permissions);
-      if (!(await roles.remove(tenant, current.id))) throw new ProblemError('Identity.RoleNotFound');
+      const removed = await roles.transaction(async (tx) => {
+        const role = await tx.remove(tenant, current.id);
+        if (role) await tx.evict(EVERY_MEMBERSHIP);
+        return role;
+      });
+      if (!removed) throw new ProblemError('Identity.RoleNotFound');
     },
   };
 }

@@ -2,6 +2,8 @@ import { type Clock, createThrottle, type Logger, newId, randomToken, sha256Hex,
 import { UnauthorizedError } from '@idt/problem';
 import type { SessionAccess, SessionLookup } from '../access/store.js';
 import { formatClearedSessionCookie, formatSessionCookie } from './cookie.js';
+import { UserSessionEvictedEvent, UserSessionRevokedEvent } from './events.js';
+import { sessionEvictions, sessionsToEvict } from './policy.js';
 import type { SessionEndReason, SessionStore, StoredSession } from './store.js';
 
 /** A session as the API shows it (SPEC 2.4). */
@@ -137,7 +139,21 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
         userAgent: startOptions.userAgent?.slice(0, 512) ?? null,
         amr: [...(startOptions.amr ?? [])],
       };
-      const outcome = await store.create(session, maxActive);
+      // One transaction: the user's lock serializes concurrent sign-ins of one user, so the cap holds.
+      const outcome = await store.transaction(async (tx) => {
+        if (!(await tx.lockUser(userId, { activeOnly: true }))) return undefined;
+        const evicted = sessionsToEvict(await tx.liveIds(userId, session.createdAt), maxActive);
+        await tx.end(evicted, 'evicted', session.createdAt);
+        await tx.evict(evicted.flatMap(sessionEvictions));
+        await tx.publish(
+          evicted.map((sessionId) => ({
+            event: UserSessionEvictedEvent,
+            payload: { userId, sessionId, evictedAt: session.createdAt },
+          })),
+        );
+        await tx.insert(session);
+        return { evicted };
+      });
       if (!outcome) throw new UnauthorizedError('The account is missing or deactivated.');
       touches.note(session.id, now.getTime());
       return {
@@ -166,10 +182,28 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
       return (await store.listActive(userId, clock.now().toISOString())).map(toRecord);
     },
     revoke(userId, sessionId, reason = 'revoked') {
-      return store.revoke(userId, sessionId, reason, clock.now().toISOString());
+      const now = clock.now().toISOString();
+      return store.transaction(async (tx) => {
+        if (!(await tx.revoke(userId, sessionId, reason, now))) return false;
+        await tx.evict(sessionEvictions(sessionId));
+        await tx.publish([{ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } }]);
+        return true;
+      });
     },
     async revokeAllForUser(userId) {
-      return (await store.revokeAllForUser(userId, 'revoked-all', clock.now().toISOString())).length;
+      const now = clock.now().toISOString();
+      const reason = 'revoked-all';
+      const ended = await store.transaction(async (tx) => {
+        await tx.lockUser(userId);
+        const ids = await tx.unrevokedIds(userId);
+        await tx.end(ids, reason, now);
+        await tx.evict(ids.flatMap(sessionEvictions));
+        await tx.publish(
+          ids.map((sessionId) => ({ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } })),
+        );
+        return ids;
+      });
+      return ended.length;
     },
     prune() {
       return store.prune(clock.now().toISOString());

@@ -1,3 +1,5 @@
+import type { UnitOfWork } from '@idt/core';
+
 /** A sign-in session as stored (never with its cookie value). */
 export interface StoredSession {
   readonly id: string;
@@ -30,29 +32,50 @@ export interface NewSession {
 }
 
 /**
- * Persistence of sign-in sessions. Every write that ends a session also
- * records its revocation watermark (so tokens minted under its `sid` stop
- * validating) and evicts the cached session and watermark, in the same
- * transaction.
+ * The session primitives a service runs in one transaction (see
+ * {@link SessionStore.transaction}). None of them publishes events or evicts
+ * caches: the service does, through the transaction's effects.
  */
-export interface SessionStore {
+export interface SessionWrites {
   /**
-   * Starts a session, in ONE transaction:
-   * 1. locks the user row (`UPDATE identity_users SET updated_at = updated_at
-   *    WHERE id = ? AND status = 'active'`), which serializes concurrent
-   *    logins of one user (a row lock on Postgres, the write lock on SQLite);
-   * 2. revokes the oldest active sessions (oldest `created_at` first) so that
-   *    at most `maxActive - 1` remain, publishing one `UserSessionEvictedEvent`
-   *    per evicted session;
-   * 3. inserts `session`.
+   * Takes the user's row lock (`UPDATE identity_users SET updated_at =
+   * updated_at WHERE id = ?`, with `AND status = 'active'` for `activeOnly`),
+   * which serializes concurrent writes of one user's sessions (a row lock on
+   * Postgres, the write lock on SQLite) until the transaction ends.
    *
-   * Hence concurrent starts for one user never leave more than `maxActive`
-   * active sessions.
-   *
-   * @returns the evicted session ids, or `undefined` when the user is missing
-   *   or not active (nothing is written).
+   * @returns whether the user exists (and, with `activeOnly`, is active).
    */
-  create(session: NewSession, maxActive: number): Promise<{ evicted: string[] } | undefined>;
+  lockUser(userId: string, options?: { readonly activeOnly?: boolean }): Promise<boolean>;
+  /** The ids of the user's sessions that are neither revoked nor expired at `now`, oldest first (`created_at`, then id). */
+  liveIds(userId: string, now: string): Promise<string[]>;
+  /** The ids of the user's sessions that are not revoked (expired ones included). */
+  unrevokedIds(userId: string): Promise<string[]>;
+  /** Inserts a session (active from `createdAt`). */
+  insert(session: NewSession): Promise<void>;
+  /**
+   * Ends sessions (`UPDATE ... SET revoked_at = now, revoked_reason = reason
+   * WHERE id IN (...) AND revoked_at IS NULL`) and records each one's
+   * revocation watermark at `now`, so tokens minted under its `sid` stop
+   * validating. No statement for an empty list.
+   */
+  end(sessionIds: readonly string[], reason: SessionEndReason, now: string): Promise<void>;
+  /**
+   * Revokes a session of `userId` that is not revoked yet (`UPDATE ... WHERE
+   * id = ? AND user_id = ? AND revoked_at IS NULL`: exactly one concurrent
+   * caller wins) and records its revocation watermark.
+   *
+   * @returns `false` (nothing written) when no such session exists (another user's included).
+   */
+  revoke(userId: string, sessionId: string, reason: SessionEndReason, now: string): Promise<boolean>;
+}
+
+/**
+ * Persistence of sign-in sessions: reads outside a transaction, and the
+ * {@link SessionWrites} primitives inside one the session service opens
+ * (which also publishes the session events and evicts the cached session and
+ * watermark, in that transaction).
+ */
+export interface SessionStore extends UnitOfWork<SessionWrites> {
   /** The session whose cookie hashes to `tokenHash`, in any state. */
   findByTokenHash(tokenHash: string): Promise<StoredSession | undefined>;
   /** The user's sessions that are neither revoked nor expired at `now`, newest first. */
@@ -67,16 +90,6 @@ export interface SessionStore {
    *   when the session is missing or revoked.
    */
   touch(sessionId: string, now: string, staleBefore: string): Promise<string | undefined>;
-  /**
-   * Revokes a session of `userId` that is not revoked yet (`UPDATE ... WHERE
-   * id = ? AND user_id = ? AND revoked_at IS NULL`: exactly one concurrent
-   * caller wins), with its watermark and cache evictions, in one transaction.
-   *
-   * @returns `false` when no such session exists (another user's included).
-   */
-  revoke(userId: string, sessionId: string, reason: SessionEndReason, now: string): Promise<boolean>;
-  /** Revokes every unrevoked session of a user in one transaction; returns their ids. */
-  revokeAllForUser(userId: string, reason: SessionEndReason, now: string): Promise<string[]>;
   /** Deletes sessions revoked or expired at `now`; returns how many. */
   prune(now: string): Promise<number>;
 }

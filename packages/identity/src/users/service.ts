@@ -9,7 +9,9 @@ import {
 } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { type AccountsActor, requireUserId, tenantOf } from '../accounts/actor.js';
+import { UserDeactivatedEvent, UserReactivatedEvent, UserRegisteredEvent } from '../accounts/events.js';
 import type { UserRecord } from '../accounts/records.js';
 import type { OrganizationsStore } from '../organizations/store.js';
 import type { PasswordHasher } from '../passwords.js';
@@ -117,15 +119,19 @@ export function createUsersService(options: UsersServiceOptions): UsersService {
       const parsed = RegisterInput.parse(input);
       const passwordHash = await hasher.hash(parsed.password);
       const userId = newId();
-      const outcome = await users.register({
+      const user = {
         id: userId,
         email: parsed.email,
         firstName: parsed.firstName,
         lastName: parsed.lastName,
         passwordHash,
         createdAt: clock.now().toISOString(),
+      };
+      await users.transaction(async (tx) => {
+        // Thrown inside: the taken address's unique violation rolls the transaction back.
+        if (!(await tx.insert(user))) throw new ProblemError('Identity.EmailTaken');
+        await tx.publish([{ event: UserRegisteredEvent, payload: { userId, email: user.email } }]);
       });
-      if (outcome === 'email-taken') throw new ProblemError('Identity.EmailTaken');
       return { userId };
     },
 
@@ -134,9 +140,16 @@ export function createUsersService(options: UsersServiceOptions): UsersService {
     async updateProfile(actor, input) {
       const userId = requireUserId(actor);
       const patch = UpdateProfileInput.parse(input);
-      const updated = await users.updateProfile(userId, patch, clock.now().toISOString());
-      if (!updated) throw new ProblemError('Identity.UserNotFound');
-      return updated;
+      if (patch.firstName !== undefined || patch.lastName !== undefined) {
+        const at = clock.now().toISOString();
+        const updated = await users.transaction(async (tx) => {
+          if (!(await tx.updateProfile(userId, patch, at))) return false;
+          await tx.evict([{ namespace: CacheNamespaces.users, key: userId }]);
+          return true;
+        });
+        if (!updated) throw new ProblemError('Identity.UserNotFound');
+      }
+      return found(userId);
     },
 
     async list(actor, query = {}) {
@@ -157,18 +170,35 @@ export function createUsersService(options: UsersServiceOptions): UsersService {
       const user = await platformAdministration(actor, userId);
       if (user.id === actor.userId) throw new ProblemError('Identity.CannotDeactivateSelf');
       if (user.status === 'deactivated') throw new ProblemError('Identity.UserAlreadyDeactivated');
-      if (!(await users.deactivate(user.id, clock.now().toISOString(), actor.userId))) {
-        throw new ProblemError('Identity.UserAlreadyDeactivated');
-      }
+      const at = clock.now().toISOString();
+      const deactivated = await users.transaction(async (tx) => {
+        if (!(await tx.deactivate(user.id, at))) return false;
+        await tx.evict([
+          { namespace: CacheNamespaces.users, key: user.id },
+          { namespace: CacheNamespaces.revocations, key: `user:${user.id}` },
+        ]);
+        await tx.publish([
+          { event: UserDeactivatedEvent, payload: { userId: user.id, deactivatedAt: at, deactivatedByUserId: actor.userId } },
+        ]);
+        return true;
+      });
+      if (!deactivated) throw new ProblemError('Identity.UserAlreadyDeactivated');
       return found(user.id);
     },
 
     async reactivate(actor, userId) {
       const user = await platformAdministration(actor, userId);
       if (user.status === 'active') throw new ProblemError('Identity.UserNotDeactivated');
-      if (!(await users.reactivate(user.id, clock.now().toISOString(), actor.userId))) {
-        throw new ProblemError('Identity.UserNotDeactivated');
-      }
+      const at = clock.now().toISOString();
+      const reactivated = await users.transaction(async (tx) => {
+        if (!(await tx.reactivate(user.id, at))) return false;
+        await tx.evict([{ namespace: CacheNamespaces.users, key: user.id }]);
+        await tx.publish([
+          { event: UserReactivatedEvent, payload: { userId: user.id, reactivatedAt: at, reactivatedByUserId: actor.userId } },
+        ]);
+        return true;
+      });
+      if (!reactivated) throw new ProblemError('Identity.UserNotDeactivated');
       return found(user.id);
     },
   };

@@ -1,4 +1,4 @@
-import type { CursorPageRequest, CursorPageSlice } from '@idt/core';
+import type { CursorPageRequest, CursorPageSlice, UnitOfWork } from '@idt/core';
 import type { UserRecord } from '../accounts/records.js';
 
 /** A user to register. */
@@ -19,18 +19,44 @@ export interface ProfilePatch {
   readonly lastName?: string;
 }
 
-/** Persistence of user accounts. */
-export interface UsersStore {
+/**
+ * The user primitives a service runs in one transaction (see
+ * {@link UsersStore.transaction}); none publishes events or evicts caches.
+ */
+export interface UsersWrites {
   /**
-   * In one transaction: inserts the user and publishes `UserRegisteredEvent`.
+   * Inserts an active user whose username is their e-mail address.
    *
-   * @returns `email-taken` (and writes nothing) when the address is already an e-mail or username.
+   * @returns `false` when the address is already an e-mail or username (a
+   *   unique violation, which on PostgreSQL aborts the transaction: throw to roll it back).
    */
-  register(user: NewUser): Promise<'created' | 'email-taken'>;
+  insert(user: NewUser): Promise<boolean>;
+  /** Updates the names given in `patch` (at least one). `false` when the user does not exist. */
+  updateProfile(userId: string, patch: ProfilePatch, at: string): Promise<boolean>;
+  /**
+   * Moves the user from `active` to `deactivated` with a single conditional
+   * update (exactly one concurrent caller wins) and writes the user's
+   * revocation watermark at `at` (every token issued until then stops validating).
+   *
+   * @returns `false` (nothing written) when the user was not active.
+   */
+  deactivate(userId: string, at: string): Promise<boolean>;
+  /**
+   * Moves the user from `deactivated` to `active` with a single conditional
+   * update. Tokens issued before the deactivation stay revoked.
+   *
+   * @returns `false` (nothing written) when the user was not deactivated.
+   */
+  reactivate(userId: string, at: string): Promise<boolean>;
+}
+
+/**
+ * Persistence of user accounts: reads outside a transaction, the
+ * {@link UsersWrites} primitives inside one a service opens.
+ */
+export interface UsersStore extends UnitOfWork<UsersWrites> {
   /** A user by id. */
   find(userId: string): Promise<UserRecord | undefined>;
-  /** In one transaction: updates the names and evicts the cached user. `undefined` when the user does not exist. */
-  updateProfile(userId: string, patch: ProfilePatch, at: string): Promise<UserRecord | undefined>;
   /**
    * Users holding a membership (any state) in the organization, oldest membership first: the page
    * after `page.cursor` when there is one, else page `page.page`; `next` is the sort key of the last
@@ -39,21 +65,4 @@ export interface UsersStore {
   listInOrganization(organizationId: string, page: CursorPageRequest): Promise<CursorPageSlice<UserRecord>>;
   /** A user, only when they hold a membership (any state) in the organization. */
   findInOrganization(organizationId: string, userId: string): Promise<UserRecord | undefined>;
-  /**
-   * In one transaction: moves the user from `active` to `deactivated` with a
-   * single conditional update, writes the user's revocation watermark at `at`
-   * (every token issued until then stops validating), evicts the cached user
-   * and watermark, and publishes `UserDeactivatedEvent`.
-   *
-   * @returns `false` (and writes nothing) when the user was not active.
-   */
-  deactivate(userId: string, at: string, byUserId: string | null): Promise<boolean>;
-  /**
-   * In one transaction: moves the user from `deactivated` to `active`, evicts
-   * the cached user and publishes `UserReactivatedEvent`. Tokens issued before
-   * the deactivation stay revoked.
-   *
-   * @returns `false` (and writes nothing) when the user was not deactivated.
-   */
-  reactivate(userId: string, at: string, byUserId: string | null): Promise<boolean>;
 }

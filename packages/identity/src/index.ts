@@ -8,8 +8,6 @@ import './problems.js';
 import './accounts/problems.js';
 import './credentials/problems.js';
 
-/** Re-exported from `@idt/core` for existing imports. */
-export { escapeHtml } from '@idt/core';
 export type { CacheSubscriber, Eviction } from './access/cache-namespaces.js';
 export { CacheNamespaces, EVERY_KEY } from './access/cache-namespaces.js';
 export type { CredentialResolverOptions } from './access/credential-resolver.js';

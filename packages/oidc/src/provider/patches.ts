@@ -6,7 +6,9 @@ import { CLIENT_CACHE_IDLE_MS, CLIENT_CACHE_JITTER, CLIENT_CACHE_MAX, CLIENT_CAC
 import { hashClientSecret } from '../clients/service.js';
 import type { FamilyRevocation } from '../policy/family-revocation.js';
 import { classifyRedemption } from '../policy/refresh-rotation.js';
-import type { OidcProviderModule } from './load.js';
+
+/** The oidc-provider module as `loadOidcProvider` gives it. */
+type OidcProviderModule = typeof import('oidc-provider');
 
 // Every change idt makes to oidc-provider's internals, in one place: the request context's scope
 // (patch 0, once per process, when oidc-provider is loaded) and the patches of each provider

@@ -188,7 +188,6 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
   };
   // oidc-provider's AsyncLocalStorage: the request it is serving, if any.
   const Adapter = stores.adapter(() => oidc.Provider.ctx);
-  const familyRevocation = createFamilyRevocation({ refuseAccessTokens: providerState.refuseAccessTokens, clock });
   const successorOf = createSuccessorDerivation(options.secret);
   const backchannel = createBackchannelNotifier({
     issuer: settings.issuer,
@@ -218,6 +217,7 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
     clock,
     logger,
   });
+  const familyRevocation = createFamilyRevocation({ refuseAccessTokens: sessionEnd.refuseAccessTokens, clock });
 
   const logoutPages = createLogoutPages({ assets, issuer: settings.issuer });
 

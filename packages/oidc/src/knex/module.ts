@@ -37,7 +37,7 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
     consents: createKnexConsentStore(db),
     grantContexts: createKnexGrantContextStore(db),
     lockout: createKnexClientLockout({ db, counter: options.counter, invalidator, clock, logger }),
-    providerState: createKnexProviderStateStore(db, invalidator, options.outbox),
+    providerState: createKnexProviderStateStore({ db, outbox: options.outbox, invalidator }),
     adapter: (currentRequest) =>
       createKnexAdapterClass({
         db,

@@ -1,11 +1,9 @@
-import type { EventOutbox } from '@idt/core';
-import { type CacheInvalidator, listStatement, runListStatement, selectRows } from '@idt/core/knex';
-import { CacheNamespaces } from '@idt/identity';
+import { type KnexEffectsOptions, knexUnitOfWork, listStatement, runListStatement, selectRows } from '@idt/core/knex';
 import { REVOKE_ALL, writeRevocation } from '@idt/identity/knex';
 import type { Knex } from 'knex';
-import type { ProviderStateStore } from '../provider/store.js';
+import type { ProviderStateStore, ProviderStateWrites } from '../provider/store.js';
 
-export type { EndedState, ProviderSession, ProviderStateStore } from '../provider/store.js';
+export type { ProviderSession, ProviderStateStore, ProviderStateWrites } from '../provider/store.js';
 
 /** The provider sessions of an identity session, of a user, or of both, written once (see `selectRows`). */
 const FIND_SESSIONS_SQL = {
@@ -19,14 +17,27 @@ const DELETE_SESSIONS = listStatement((ids) => `delete from oidc_payloads where 
 });
 const DELETE_GRANT_ROWS = listStatement((ids) => `delete from oidc_payloads where grant_id in (${ids})`, { kind: 'in' });
 
-async function refuse(trx: Knex.Transaction, invalidator: CacheInvalidator, grantId: string, at: Date) {
-  await writeRevocation(trx, 'grant', grantId, at, { all: true });
-  await invalidator.invalidate(CacheNamespaces.revocations, `grant:${grantId}`, trx);
+/** The {@link ProviderStateWrites} primitives over one transaction. */
+function providerStateWrites(trx: Knex.Transaction): ProviderStateWrites {
+  return {
+    deleteSessions: (ids) => runListStatement(trx, DELETE_SESSIONS, [], ids),
+    deleteGrantRows: (grantIds) => runListStatement(trx, DELETE_GRANT_ROWS, [], grantIds),
+    async refuseGrants(grantIds, at) {
+      for (const grantId of grantIds) await writeRevocation(trx, 'grant', grantId, at, { all: true });
+    },
+  };
 }
 
-/** The knex {@link ProviderStateStore} over `oidc_payloads` and identity's revocation watermarks. */
-export function createKnexProviderStateStore(db: Knex, invalidator: CacheInvalidator, outbox: EventOutbox): ProviderStateStore {
+/**
+ * The knex {@link ProviderStateStore} over `oidc_payloads` and identity's
+ * revocation watermarks. Its transactions publish through `outbox` and
+ * evict through `invalidator`, as their callers decide.
+ */
+export function createKnexProviderStateStore(options: KnexEffectsOptions): ProviderStateStore {
+  const { db } = options;
+  const { transaction } = knexUnitOfWork(options, providerStateWrites);
   return {
+    transaction,
     async findSessions(filter) {
       const bindings = [filter.sessionId, filter.userId].filter((value): value is string => Boolean(value));
       if (!bindings.length) return [];
@@ -55,23 +66,6 @@ export function createKnexProviderStateStore(db: Knex, invalidator: CacheInvalid
       const query = db('oidc_payloads').where({ account_id: userId }).whereNotNull('grant_id');
       if (clientId !== undefined) query.andWhere({ client_id: clientId });
       return (await query.distinct('grant_id').pluck('grant_id')) as string[];
-    },
-    async end(state, at) {
-      const grantIds = [...new Set(state.grantIds)];
-      await db.transaction(async (trx) => {
-        await runListStatement(
-          trx,
-          DELETE_SESSIONS,
-          [],
-          state.sessions.map((session) => session.id),
-        );
-        await runListStatement(trx, DELETE_GRANT_ROWS, [], grantIds);
-        for (const grantId of grantIds) await refuse(trx, invalidator, grantId, at);
-        if (state.events.length) await outbox.write(trx, state.events);
-      });
-    },
-    async refuseAccessTokens(grantId, at) {
-      await db.transaction((trx) => refuse(trx, invalidator, grantId, at));
     },
     pruneFamilies(before) {
       return db('identity_token_revocations')

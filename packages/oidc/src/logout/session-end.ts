@@ -1,9 +1,9 @@
-import { type Clock, defineEventHandler, type Logger, type ModuleInstance } from '@idt/core';
-import { UserDeactivatedEvent, UserSessionEvictedEvent, UserSessionRevokedEvent } from '@idt/identity';
+import { type Clock, defineEventHandler, type Logger, type ModuleInstance, type PendingEvent } from '@idt/core';
+import { CacheNamespaces, UserDeactivatedEvent, UserSessionEvictedEvent, UserSessionRevokedEvent } from '@idt/identity';
 import type { StoredClient } from '../clients/store.js';
 import { OidcSessionEndedEvent, sessionEnded } from '../events.js';
 import type { EndedSession } from '../provider/middleware.js';
-import type { ProviderStateStore } from '../provider/store.js';
+import type { ProviderSession, ProviderStateStore } from '../provider/store.js';
 import type { BackchannelNotifier } from './backchannel.js';
 import type { FrontchannelTarget } from './frontchannel.js';
 
@@ -27,6 +27,11 @@ export interface SessionEnd {
   onLogout(ended: EndedSession): Promise<readonly FrontchannelTarget[]>;
   /** Withdrawing consent ends the client's token families for the user: refresh tokens, codes and access tokens. */
   revokeClientGrants(userId: string, clientId: string): Promise<void>;
+  /**
+   * Refuses every access token of a grant from `at` on, evicted from every
+   * instance's revocation cache (oidc-provider deletes the grant's stored rows itself).
+   */
+  refuseAccessTokens(grantId: string, at: Date): Promise<void>;
   /** Back-channel logout of ended sessions, and the end of the sessions identity evicts, revokes or deactivates. */
   readonly handlers: NonNullable<ModuleInstance['handlers']>;
 }
@@ -40,22 +45,36 @@ export interface SessionEnd {
 export function createSessionEnd(options: SessionEndOptions): SessionEnd {
   const { providerState, findClient, clock, logger } = options;
 
+  /**
+   * In one transaction: deletes the provider sessions and every stored row
+   * of the grants, refuses the grants' access tokens from `at` on (a `grant`
+   * watermark each, evicted from every instance's cache), and publishes the events.
+   */
+  function end(sessions: readonly ProviderSession[], grants: readonly string[], events: readonly PendingEvent[], at: Date) {
+    const grantIds = [...new Set(grants)];
+    return providerState.transaction(async (tx) => {
+      await tx.deleteSessions(sessions.map((session) => session.id));
+      await tx.deleteGrantRows(grantIds);
+      await tx.refuseGrants(grantIds, at);
+      await tx.evict(grantIds.map((grantId) => ({ namespace: CacheNamespaces.revocations, key: `grant:${grantId}` })));
+      await tx.publish(events);
+    });
+  }
+
   async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
     const sessions = await providerState.findSessions(filter);
     // A deactivated user's offline grants end too, not only those of the user's sessions.
     const userGrants = filter.userId && reason === 'deactivated' ? await providerState.grantIdsOf(filter.userId) : [];
     if (!sessions.length && !userGrants.length) return 0;
     const endedAt = clock.now();
-    await providerState.end(
-      {
-        sessions,
-        grantIds: [...sessions.flatMap((session) => session.grantIds), ...userGrants],
-        events: sessions
-          .filter((session) => session.userId && session.sessionId)
-          .map((session) =>
-            sessionEnded(session.userId as string, session.sessionId as string, session.clientIds, reason, endedAt),
-          ),
-      },
+    await end(
+      sessions,
+      [...sessions.flatMap((session) => session.grantIds), ...userGrants],
+      sessions
+        .filter((session) => session.userId && session.sessionId)
+        .map((session) =>
+          sessionEnded(session.userId as string, session.sessionId as string, session.clientIds, reason, endedAt),
+        ),
       endedAt,
     );
     return sessions.length;
@@ -67,14 +86,7 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
       .catch((error: unknown) => logger.error('ending the identity session failed', { error, sessionId: ended.sessionId }));
     // oidc-provider keeps offline-access grants on logout; SPEC 3.2 ends every token of the session.
     const endedAt = clock.now();
-    await providerState.end(
-      {
-        sessions: [],
-        grantIds: ended.grantIds,
-        events: [sessionEnded(ended.userId, ended.sessionId, ended.clientIds, 'logout', endedAt)],
-      },
-      endedAt,
-    );
+    await end([], ended.grantIds, [sessionEnded(ended.userId, ended.sessionId, ended.clientIds, 'logout', endedAt)], endedAt);
     const targets = [];
     for (const clientId of ended.clientIds) {
       const client = await findClient(clientId);
@@ -85,7 +97,14 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
 
   async function revokeClientGrants(userId: string, clientId: string): Promise<void> {
     const grantIds = await providerState.grantIdsOf(userId, clientId);
-    if (grantIds.length) await providerState.end({ sessions: [], grantIds, events: [] }, clock.now());
+    if (grantIds.length) await end([], grantIds, [], clock.now());
+  }
+
+  function refuseAccessTokens(grantId: string, at: Date): Promise<void> {
+    return providerState.transaction(async (tx) => {
+      await tx.refuseGrants([grantId], at);
+      await tx.evict([{ namespace: CacheNamespaces.revocations, key: `grant:${grantId}` }]);
+    });
   }
 
   const backchannelHandler = defineEventHandler({
@@ -127,5 +146,5 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
     }),
   ];
 
-  return { endSessions, onLogout, revokeClientGrants, handlers: [backchannelHandler, ...sessionEndHandlers] };
+  return { endSessions, onLogout, revokeClientGrants, refuseAccessTokens, handlers: [backchannelHandler, ...sessionEndHandlers] };
 }

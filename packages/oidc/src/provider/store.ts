@@ -1,4 +1,4 @@
-import type { PendingEvent } from '@idt/core';
+import type { UnitOfWork } from '@idt/core';
 
 /** A single sign-on session of the provider, as ending it needs it. */
 export interface ProviderSession {
@@ -12,37 +12,39 @@ export interface ProviderSession {
   readonly grantIds: readonly string[];
 }
 
-/** What ending sessions and token families writes, in one transaction. */
-export interface EndedState {
-  /** Provider sessions to delete. */
-  readonly sessions: readonly ProviderSession[];
-  /** Token families to end: every stored row of the grant, and its access tokens. */
-  readonly grantIds: readonly string[];
-  /** Events to publish with the change. */
-  readonly events: readonly PendingEvent[];
+/**
+ * The provider-state primitives a caller runs in one transaction (see
+ * {@link ProviderStateStore.transaction}). None of them publishes events or
+ * evicts caches: the caller that decided the change does, through the
+ * transaction's effects.
+ */
+export interface ProviderStateWrites {
+  /** Deletes provider sessions by their row ids; answers how many were deleted. An empty list writes nothing. */
+  deleteSessions(ids: readonly string[]): Promise<number>;
+  /**
+   * Deletes every stored row of the grants (the grant, its codes and refresh
+   * tokens); answers how many were deleted. An empty list writes nothing.
+   */
+  deleteGrantRows(grantIds: readonly string[]): Promise<number>;
+  /**
+   * Refuses every access token of each grant from `at` on: a `grant`
+   * revocation watermark each (the caller evicts `grant:<id>` from the
+   * revocations cache). An empty list writes nothing.
+   */
+  refuseGrants(grantIds: readonly string[], at: Date): Promise<void>;
 }
 
 /**
  * Persistence of the provider's sessions and token families beyond the
- * adapter: reads, and one atomic write per change. No policy: what to end,
- * and why, is decided by the callers.
+ * adapter: reads, and named primitives run in one transaction. No policy:
+ * what to end, and why, is decided by the callers, which also publish the
+ * events and evict the caches of what they end in that transaction.
  */
-export interface ProviderStateStore {
+export interface ProviderStateStore extends UnitOfWork<ProviderStateWrites> {
   /** The provider sessions of an identity session, of a user, or of both. */
   findSessions(filter: { readonly sessionId?: string; readonly userId?: string }): Promise<ProviderSession[]>;
   /** The grants of a user, with one client only when `clientId` is given. */
   grantIdsOf(userId: string, clientId?: string): Promise<string[]>;
-  /**
-   * In one transaction: deletes the sessions, deletes every stored row of the
-   * grants, refuses the grants' access tokens from `at` on (a `grant`
-   * watermark, evicted from every instance's cache), and writes the events.
-   */
-  end(state: EndedState, at: Date): Promise<void>;
-  /**
-   * Refuses every access token of a grant from `at` on (oidc-provider
-   * deletes the grant's stored rows itself).
-   */
-  refuseAccessTokens(grantId: string, at: Date): Promise<void>;
   /** Forgets family watermarks written before `before`; returns how many. */
   pruneFamilies(before: Date): Promise<number>;
   /** Deletes grant contexts expired by `now`; returns how many. */

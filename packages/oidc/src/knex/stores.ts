@@ -1,5 +1,5 @@
 import { createTtlCache } from '@idt/core';
-import { ALL_KEYS, type CacheInvalidator, runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
+import { ALL_KEYS, type CacheInvalidator, dialectOf, runStatement, selectRows, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { ConsentStore, GrantContextStore } from '../interactions/stores.js';
 import {
@@ -27,7 +27,10 @@ export function createKnexConsentStore(db: Knex): ConsentStore {
     },
     async remember(userId, clientId, scopes, at) {
       await db.transaction(async (trx) => {
-        const row = await trx('oidc_consents').where({ user_id: userId, client_id: clientId }).first('scopes');
+        const read = trx('oidc_consents').where({ user_id: userId, client_id: clientId }).first('scopes');
+        // Concurrent remembers of one consent add up: the row stays locked until this merge is written
+        // (SQLite runs one write transaction at a time).
+        const row = await (dialectOf(db) === 'postgres' ? read.forUpdate() : read);
         const merged = [...new Set([...(row ? (JSON.parse(row.scopes) as string[]) : []), ...scopes])].sort();
         await trx('oidc_consents')
           .insert({

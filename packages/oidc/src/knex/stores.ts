@@ -26,22 +26,33 @@ export function createKnexConsentStore(db: Knex): ConsentStore {
       return row ? (JSON.parse(String(row[0])) as string[]) : undefined;
     },
     async remember(userId, clientId, scopes, at) {
+      const postgres = dialectOf(db) === 'postgres';
+      const mergeOf = (row: { scopes: string } | undefined) =>
+        [...new Set([...(row ? (JSON.parse(row.scopes) as string[]) : []), ...scopes])].sort();
       await db.transaction(async (trx) => {
-        const read = trx('oidc_consents').where({ user_id: userId, client_id: clientId }).first('scopes');
+        const read = () => trx('oidc_consents').where({ user_id: userId, client_id: clientId }).first('scopes');
         // Concurrent remembers of one consent add up: the row stays locked until this merge is written
         // (SQLite runs one write transaction at a time).
-        const row = await (dialectOf(db) === 'postgres' ? read.forUpdate() : read);
-        const merged = [...new Set([...(row ? (JSON.parse(row.scopes) as string[]) : []), ...scopes])].sort();
-        await trx('oidc_consents')
-          .insert({
-            user_id: userId,
-            client_id: clientId,
-            scopes: JSON.stringify(merged),
-            created_at: at.toISOString(),
-            updated_at: at.toISOString(),
-          })
-          .onConflict(['user_id', 'client_id'])
-          .merge({ scopes: JSON.stringify(merged), updated_at: at.toISOString() });
+        const row = await (postgres ? read().forUpdate() : read());
+        const merged = mergeOf(row);
+        const insert = trx('oidc_consents').insert({
+          user_id: userId,
+          client_id: clientId,
+          scopes: JSON.stringify(merged),
+          created_at: at.toISOString(),
+          updated_at: at.toISOString(),
+        });
+        if (postgres && !row) {
+          // No row to lock yet: of two first remembers, one inserts; the other merges with its row.
+          const inserted = await insert.onConflict(['user_id', 'client_id']).ignore().returning('user_id');
+          if (inserted.length > 0) return;
+          const merging = mergeOf(await read().forUpdate());
+          await trx('oidc_consents')
+            .where({ user_id: userId, client_id: clientId })
+            .update({ scopes: JSON.stringify(merging), updated_at: at.toISOString() });
+          return;
+        }
+        await insert.onConflict(['user_id', 'client_id']).merge({ scopes: JSON.stringify(merged), updated_at: at.toISOString() });
       });
     },
     async forget(userId, clientId) {

@@ -47,6 +47,17 @@ describeStoreContract('consents', (world) => {
       );
       expect(await consents().find(user.id, app)).toEqual(['address', 'email', 'openid', 'phone', 'profile']);
     });
+
+    it('merges concurrent first remembers, before any row exists, without losing a scope', async () => {
+      const user = await seedUser(world().db);
+      const app = await seedClient();
+      await Promise.all(
+        ['email', 'profile', 'phone', 'openid'].map((scope, index) =>
+          consents().remember(user.id, app, [scope], after(START, index + 1)),
+        ),
+      );
+      expect(await consents().find(user.id, app)).toEqual(['email', 'openid', 'phone', 'profile']);
+    });
   });
 
   describe('list', () => {

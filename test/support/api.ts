@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { expect } from 'vitest';
 import { seedMembership, seedOrganization, seedUser } from './identity.js';
-import type { TestServer } from './server.js';
+import type { TestHost } from './test-idt.js';
 import { mintAccessToken, tenantWithTokens } from './tokens.js';
 
 /** Options of one API call. */
@@ -12,7 +12,7 @@ export interface CallOptions {
 }
 
 /** Calls the API of a test server as JSON. */
-export function caller(server: TestServer) {
+export function caller(server: TestHost) {
   return (method: string, path: string, options: CallOptions = {}) =>
     server.fetch(path, {
       method,
@@ -46,7 +46,7 @@ export async function expectJson(response: Response, status = 200): Promise<any>
  * platform organization with its owner, and an outsider with no membership.
  * Seeding an owner also ends setup mode.
  */
-export async function seedWorld(server: TestServer) {
+export async function seedWorld(server: TestHost) {
   const db = server.database.db;
   const platform = await seedOrganization(db, { name: 'Platform', isPlatform: true });
   const platformAdmin = await seedUser(db, { firstName: 'Pat', lastName: 'Platform' });

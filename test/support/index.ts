@@ -30,5 +30,7 @@ export { METADATA_URLS, RESOLVES_TO_METADATA, tableResolver, watchConnections } 
 export { freePort } from './ports.js';
 export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
+export type { TestHost, TestIdt, TestIdtOptions, TestModuleOptions, TestReferenceIdt, TestReferenceModules } from './test-idt.js';
+export { createTestIdt, GENEROUS_RATE_LIMITS, TEST_ORIGIN, testReferenceModules } from './test-idt.js';
 export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';
 export { mintAccessToken, mintServiceToken, TEST_CLIENT_ID, tenantWithTokens } from './tokens.js';

@@ -1,6 +1,6 @@
 import * as oidcClient from 'openid-client';
 import { Browser, type BrowserResponse } from './browser.js';
-import type { TestServer } from './server.js';
+import type { TestHost } from './test-idt.js';
 import { mintAccessToken } from './tokens.js';
 
 /** The platform administrator created by {@link bootstrapAdmin}. */
@@ -15,7 +15,7 @@ export interface TestAdmin {
 
 /** Runs setup over HTTP and returns the first administrator. */
 export async function bootstrapAdmin(
-  server: TestServer,
+  server: TestHost,
   email = 'admin@example.com',
   password = 'correct horse battery staple',
 ): Promise<TestAdmin> {
@@ -36,11 +36,7 @@ export async function bootstrapAdmin(
 }
 
 /** Registers a user over HTTP (self-registration) and returns its id. */
-export async function registerUser(
-  server: TestServer,
-  email: string,
-  password = 'correct horse battery staple',
-): Promise<string> {
+export async function registerUser(server: TestHost, email: string, password = 'correct horse battery staple'): Promise<string> {
   const response = await server.fetch('/v1/identity/auth/register', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -59,7 +55,7 @@ export interface TestClient {
 
 /** Registers a client on an organization's surface with a bearer token. */
 export async function registerClient(
-  server: TestServer,
+  server: TestHost,
   token: string,
   organizationId: string,
   body: Record<string, unknown>,
@@ -74,15 +70,23 @@ export async function registerClient(
   return { clientId: String(registration.client.clientId), clientSecret: registration.clientSecret, record: registration.client };
 }
 
-/** openid-client configuration for a confidential client of the test server. */
-export async function discover(server: TestServer, client: TestClient, auth: 'post' | 'basic' = 'post') {
-  return oidcClient.discovery(
+/** What reaches the server of a configuration {@link discover} made: {@link signIn}'s browser sends through it too. */
+const senders = new WeakMap<oidcClient.Configuration, typeof fetch>();
+
+/**
+ * openid-client configuration for a confidential client of the test server,
+ * sending through the server's `send` (in-process for a test instance).
+ */
+export async function discover(server: TestHost, client: TestClient, auth: 'post' | 'basic' = 'post') {
+  const config = await oidcClient.discovery(
     new URL(server.url),
     client.clientId,
     { id_token_signed_response_alg: 'RS256' },
     auth === 'post' ? oidcClient.ClientSecretPost(client.clientSecret) : oidcClient.ClientSecretBasic(client.clientSecret),
-    { execute: [oidcClient.allowInsecureRequests] },
+    { execute: [oidcClient.allowInsecureRequests], [oidcClient.customFetch]: server.send },
   );
+  senders.set(config, server.send);
+  return config;
 }
 
 /** The outcome of a browser sign-in: the callback URL with the code, and the PKCE/state values. */
@@ -117,7 +121,7 @@ export interface SignInOptions {
  * the relying party.
  */
 export async function signIn(config: oidcClient.Configuration, options: SignInOptions): Promise<SignInResult> {
-  const browser = options.browser ?? new Browser();
+  const browser = options.browser ?? new Browser({}, senders.get(config) ?? fetch);
   const codeVerifier = oidcClient.randomPKCECodeVerifier();
   const state = oidcClient.randomState();
   const url = oidcClient.buildAuthorizationUrl(config, {
@@ -166,7 +170,7 @@ export interface SignInApplicationOptions {
  * the administrator in to it through the real pages ({@link signIn}),
  * stopping at the redirect with the code, not redeemed yet.
  */
-export async function signInApplication(server: TestServer, admin: TestAdmin, options: SignInApplicationOptions = {}) {
+export async function signInApplication(server: TestHost, admin: TestAdmin, options: SignInApplicationOptions = {}) {
   const redirectUri = options.redirectUri ?? 'http://127.0.0.1:9/callback';
   const scopes = options.scopes ?? ['openid', 'offline_access', 'users.read'];
   const client = await registerClient(server, await admin.token(), admin.organizationId, {
@@ -195,7 +199,7 @@ export function redeemCode(config: oidcClient.Configuration, result: SignInResul
  * response: for the answers openid-client turns into exceptions.
  */
 export function codeTokenRequest(
-  server: TestServer,
+  server: TestHost,
   client: TestClient,
   signedIn: { readonly callback: URL; readonly codeVerifier: string },
   extra: Record<string, string> = {},
@@ -217,7 +221,7 @@ export function codeTokenRequest(
 }
 
 /** A raw `refresh_token` grant request with the client's credentials in the body (the answer is not checked). */
-export function refreshTokenRequest(server: TestServer, client: TestClient, refreshToken: string): Promise<Response> {
+export function refreshTokenRequest(server: TestHost, client: TestClient, refreshToken: string): Promise<Response> {
   return server.fetch('/connect/token', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -4,15 +4,7 @@ import { type Clock, type IdtConfigOverrides, loadConfig, type Mailer, refuseUpg
 import { createReferenceServer, type ReferenceModuleOptions, type ReferenceServer } from '@idt/example-server';
 import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
 import { referenceMigrationSets } from './migrations.js';
-
-/**
- * Test servers run in the Testing environment, which enforces rate limits;
- * suites that are not about rate limiting get limits they never reach, and
- * rate-limit suites set their own through `env`.
- */
-const GENEROUS_RATE_LIMITS: Record<string, string> = Object.fromEntries(
-  ['AUTH', 'UPLOAD', 'REGISTRATION', 'GLOBAL'].map((policy) => [`IDT_RATE_LIMIT_${policy}_PERMIT_LIMIT`, '100000']),
-);
+import { GENEROUS_RATE_LIMITS, type TestHost } from './test-idt.js';
 
 /** Options of {@link startTestServer}. */
 export interface TestServerOptions {
@@ -32,8 +24,12 @@ export interface TestServerOptions {
   readonly modules?: ReferenceModuleOptions;
 }
 
-/** The reference server listening on a loopback port, over a throwaway database. */
-export interface TestServer {
+/**
+ * The reference server listening on a loopback port, over a throwaway
+ * database: for the suites that keep the real socket honest. Others use
+ * `createTestIdt`, which answers in-process.
+ */
+export interface TestServer extends TestHost {
   /** The base URL, prefix included. */
   readonly url: string;
   /** The origin the server listens on. */
@@ -43,6 +39,8 @@ export interface TestServer {
   readonly http: Server;
   /** `fetch` relative to {@link url}. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** The global `fetch`: requests go over the socket. */
+  readonly send: typeof fetch;
   /** Stops the server and deletes the database (unless it was passed in). */
   close(): Promise<void>;
 }
@@ -91,6 +89,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     database,
     http,
     fetch: (path, init) => fetch(`${url}${path}`, init),
+    send: fetch,
     async close() {
       await new Promise<void>((resolve) => {
         http.close(() => resolve());

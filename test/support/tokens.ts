@@ -3,9 +3,8 @@ import type { Idt } from '@idt/core';
 import { signJwt } from '@idt/core';
 import type { Knex } from 'knex';
 import { seedTenant } from './identity.js';
-import type { TestServer } from './server.js';
 
-/** What minting needs of a running idt: a {@link TestServer}, or any composition with its database. */
+/** What minting needs of a running idt: a test server or test instance, or any composition with its database. */
 export interface TokenTarget {
   readonly idt: Pick<Idt<any>, 'infrastructure' | 'clock' | 'config'>;
   readonly database: { readonly db: Knex };
@@ -102,7 +101,7 @@ async function insertClient(
  * service-account client row when it does not exist (`sub` = `azp` = the client id).
  */
 export async function mintServiceToken(
-  server: TestServer,
+  server: TokenTarget,
   service: { clientId: string; organizationId: string; scope?: string },
   options: MintOptions = {},
 ): Promise<string> {
@@ -133,7 +132,7 @@ type TenantRole = 'owner' | 'admin' | 'manager' | 'user';
 export type TenantWithTokens = Awaited<ReturnType<typeof seedTenant>> & { readonly tokens: Record<TenantRole, string> };
 
 /** Seeds a tenant ({@link seedTenant}) and mints an access token per member, bound to its organization. */
-export async function tenantWithTokens(server: TestServer, name?: string): Promise<TenantWithTokens> {
+export async function tenantWithTokens(server: TokenTarget, name?: string): Promise<TenantWithTokens> {
   const tenant = await seedTenant(server.database.db, name);
   const tokens = {} as Record<TenantRole, string>;
   for (const role of ['owner', 'admin', 'manager', 'user'] as const) {

@@ -1,7 +1,6 @@
-import { startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { caller, createTestIdt, seedWorld, type TestIdt, testDialects } from '@idt/testing';
 import { validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, seedWorld } from './accounts-helpers.js';
 
 const admin = {
   email: 'ada@example.com',
@@ -11,7 +10,7 @@ const admin = {
   organizationName: 'Acme Platform',
 };
 
-function post(server: TestServer, path: string, body: unknown) {
+function post(server: TestIdt, path: string, body: unknown) {
   return server.fetch(path, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -30,9 +29,9 @@ async function expectProblem(response: Response, status: number, code: string) {
 }
 
 describe.each(testDialects())('reference server foundation on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
   });
   afterAll(async () => {
     await server.close();
@@ -158,9 +157,9 @@ describe.each(testDialects())('reference server foundation on %s', (dialect) => 
 });
 
 describe('reference server under a deployment path prefix', () => {
-  let server: TestServer;
+  let server: TestIdt;
   beforeAll(async () => {
-    server = await startTestServer({ env: { IDT_PATH_PREFIX: '/idt' } });
+    server = await createTestIdt({ env: { IDT_PATH_PREFIX: '/idt' } });
   });
   afterAll(async () => {
     await server.close();
@@ -170,7 +169,7 @@ describe('reference server under a deployment path prefix', () => {
     expect(server.url).toMatch(/\/idt$/);
     expect((await server.fetch('/health')).status).toBe(200);
     expect(await (await server.fetch('/v1/identity/setup/status')).json()).toEqual({ setupRequired: true });
-    expect((await fetch(`${server.origin}/health`)).status).toBe(404);
+    expect((await server.send(`${server.origin}/health`)).status).toBe(404);
     const document = (await (await server.fetch('/openapi/v1.json')).json()) as { servers: Array<{ url: string }> };
     expect(document.servers[0]?.url).toBe(server.url);
     expect(await (await server.fetch('/scalar')).text()).toContain('src="/idt/scalar/standalone.js"');
@@ -184,7 +183,9 @@ describe('reference server under a deployment path prefix', () => {
     const { id } = (await created.json()) as { id: string };
     const location = created.headers.get('location') ?? '';
     expect(location).toBe(`/idt/v1/identity/organizations/${id}`);
-    const followed = await fetch(new URL(location, server.url), { headers: { authorization: `Bearer ${world.outsiderToken}` } });
+    const followed = await server.send(new URL(location, server.url), {
+      headers: { authorization: `Bearer ${world.outsiderToken}` },
+    });
     expect(followed.status).not.toBe(404);
   });
 });

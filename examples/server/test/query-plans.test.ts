@@ -1,13 +1,5 @@
 import { dialectOf } from '@idt/core/knex';
-import {
-  caller,
-  indexDefinitions,
-  mintAccessToken,
-  seedWorld,
-  startTestServer,
-  type TestServer,
-  testDialects,
-} from '@idt/testing';
+import { caller, createTestIdt, indexDefinitions, mintAccessToken, seedWorld, type TestIdt, testDialects } from '@idt/testing';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -35,12 +27,12 @@ interface Statement {
 }
 
 describe.each(testDialects())('query plans of the GET endpoints on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let statements: Statement[];
   let paths: string[];
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     const world = await seedWorld(server);
     const document = (await (await server.fetch('/openapi/v1.json')).json()) as {
       paths: Record<string, Record<string, unknown>>;

@@ -5,9 +5,8 @@ import { createServer as createTcpServer, type Socket, type Server as TcpServer 
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createS3BlobStore, signRequest } from '@idt/storage';
-import { startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { caller, createTestIdt, expectJson, expectProblem, seedWorld, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, expectJson, expectProblem, seedWorld } from './accounts-helpers.js';
 import { EICAR, filesBelow, PNG, storageDirectory, uploadForm } from './storage-helpers.js';
 
 const REGION = 'eu-test-1';
@@ -178,14 +177,14 @@ async function startFakeClamd(port = 0) {
 describe.each(testDialects())('S3 blob store and ClamAV scanning on %s', (dialect) => {
   let s3: Awaited<ReturnType<typeof startS3Stub>>;
   let clamd: Awaited<ReturnType<typeof startFakeClamd>>;
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
 
   beforeAll(async () => {
     s3 = await startS3Stub();
     clamd = await startFakeClamd();
-    server = await startTestServer({
+    server = await createTestIdt({
       dialect,
       env: {
         IDT_STORAGE_DRIVER: 's3',

@@ -3,14 +3,14 @@ import { createManualClock, newId } from '@idt/core';
 import { BUILT_IN_ROLE_PERMISSIONS, scopesWithin } from '@idt/identity';
 import {
   bearer,
+  createTestIdt,
   mintAccessToken,
   mintServiceToken,
   seedMembership,
   seedOrganization,
   seedTenant,
   seedUser,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +26,7 @@ interface Created {
 }
 
 describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let tenant: Awaited<ReturnType<typeof seedTenant>>;
   let otherOrg: { id: string };
   let viewer: { id: string };
@@ -46,7 +46,7 @@ describe.each(testDialects())('API keys over HTTP on %s', (dialect) => {
   };
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
     const { db } = server.database;
     tenant = await seedTenant(db);
     otherOrg = await seedOrganization(db);

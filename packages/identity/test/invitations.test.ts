@@ -1,12 +1,12 @@
 import { join } from 'node:path';
 import { createManualClock } from '@idt/core';
 import { readMailbox } from '@idt/core/mail';
-import { mintAccessToken, seedMembership, seedUser, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, mintAccessToken, seedMembership, seedUser, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, expectJson, expectProblem, organizationRows, outboxEvents, rolesOf, seedWorld } from './accounts-helpers.js';
 
 describe.each(testDialects())('invitations over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
   // Invitation expiry reads this clock.
@@ -28,7 +28,7 @@ describe.each(testDialects())('invitations over HTTP on %s', (dialect) => {
   }
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
     call = caller(server);
     world = await seedWorld(server);
   });

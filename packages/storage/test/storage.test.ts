@@ -3,29 +3,32 @@ import { join } from 'node:path';
 import { newId } from '@idt/core';
 import {
   bootstrapAdmin,
+  caller,
+  createTestIdt,
   discover,
+  expectJson,
+  expectProblem,
   mintAccessToken,
   mintServiceToken,
   registerClient,
-  startTestServer,
-  type TestServer,
+  seedWorld,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import * as oidcClient from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, expectJson, expectProblem, seedWorld } from './accounts-helpers.js';
 import { filesBelow, PNG, sendMultipart, storageDirectory, uploadForm } from './storage-helpers.js';
 
 const UPLOAD_KEYS = ['contentType', 'fileId', 'fileName', 'sizeBytes', 'uploadedAt'];
 const METADATA_KEYS = ['bucket', 'contentType', 'fileName', 'id', 'isPublic', 'path', 'sizeBytes', 'uploadedAt', 'uploadedBy'];
 
 describe.each(testDialects())('storage over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     world = await seedWorld(server);
   });
@@ -501,10 +504,10 @@ describe.each(testDialects())('storage over HTTP on %s', (dialect) => {
 });
 
 describe.each(testDialects())('storage with a real client-credentials token on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
   });
   afterAll(async () => {
     await server.close();

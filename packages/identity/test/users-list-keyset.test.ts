@@ -2,13 +2,13 @@ import { newId } from '@idt/core';
 import { dialectOf } from '@idt/core/knex';
 import {
   connectTestDatabase,
+  createTestIdt,
   mintAccessToken,
   seedMembership,
   seedOrganization,
   seedTenant,
   seedUser,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import type { Knex } from 'knex';
@@ -46,7 +46,7 @@ async function addMembers(db: Knex, organizationId: string, count: number, start
 }
 
 describe.each(testDialects())('the users list at scale on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let db: Knex;
   let alpha: { id: string };
@@ -57,7 +57,7 @@ describe.each(testDialects())('the users list at scale on %s', (dialect) => {
   let alphaOrder: string[];
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     db = server.database.db;
     alpha = await seedOrganization(db, { name: 'Alpha' });
@@ -195,23 +195,23 @@ async function explain(db: Knex, sql: string, bindings: readonly unknown[]): Pro
 }
 
 describe.each(testDialects())('users from memory (GET /users/me and the users list) on %s', (dialect) => {
-  let first: TestServer;
-  let second: TestServer;
+  let first: TestIdt;
+  let second: TestIdt;
   let token: string;
   let secondToken: string;
   let userId: string;
   /** The tenant owner's tokens on each instance, for the users list. */
-  let listTokens: Map<TestServer, string>;
+  let listTokens: Map<TestIdt, string>;
 
   beforeAll(async () => {
-    first = await startTestServer({ dialect });
+    first = await createTestIdt({ dialect });
     const tenant = await seedTenant(first.database.db, 'Setup done');
     // A second instance with its own pool on the same database: the profile it keeps must follow writes made by the first.
-    second = await startTestServer({ database: connectTestDatabase(first.database) });
+    second = await createTestIdt({ database: connectTestDatabase(first.database) });
     const user = await seedUser(first.database.db, { firstName: 'Ada', lastName: 'Lovelace' });
     userId = user.id;
     token = await mintAccessToken(first, { sub: userId });
-    // Each instance is its own issuer (its own port); the signing keys are the shared database's.
+    // Each instance verifies through its own caches; the signing keys are the shared database's.
     secondToken = await mintAccessToken(second, { sub: userId });
     await seedMembership(first.database.db, { userId, organizationId: tenant.organization.id, roles: ['user'] });
     listTokens = new Map();
@@ -224,7 +224,7 @@ describe.each(testDialects())('users from memory (GET /users/me and the users li
     await first.close();
   });
 
-  const me = async (server: TestServer) =>
+  const me = async (server: TestIdt) =>
     expectJson(await caller(server)('GET', '/v1/identity/users/me', { token: server === first ? token : secondToken }));
 
   it('serves a profile change at once on the instance that made it and on the next request elsewhere', async () => {
@@ -238,7 +238,7 @@ describe.each(testDialects())('users from memory (GET /users/me and the users li
     await expect.poll(async () => (await me(second)).firstName, { timeout: 5000, interval: 50 }).toBe('Augusta');
   });
 
-  const listed = async (server: TestServer) => {
+  const listed = async (server: TestIdt) => {
     const page = (await expectJson(
       await caller(server)('GET', '/v1/identity/users?pageSize=100', { token: listTokens.get(server) as string }),
     )) as { items: Array<{ id: string; firstName: string }> };
@@ -246,7 +246,7 @@ describe.each(testDialects())('users from memory (GET /users/me and the users li
   };
 
   it('lists users from memory: a page read again reads no user row, and follows a profile change on every instance', async () => {
-    const readsOf = async (server: TestServer) => {
+    const readsOf = async (server: TestIdt) => {
       const statements: string[] = [];
       const capture = (query: { sql: string }) => statements.push(query.sql);
       server.database.db.on('query', capture);

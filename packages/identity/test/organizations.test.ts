@@ -1,4 +1,4 @@
-import { mintAccessToken, seedMembership, seedUser, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, mintAccessToken, seedMembership, seedUser, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, expectJson, expectProblem, organizationRows, outboxEvents, rolesOf, seedWorld } from './accounts-helpers.js';
 
@@ -33,13 +33,13 @@ const ACCOUNTS_OPERATIONS = [
 ];
 
 describe.each(testDialects())('organizations and members over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
   const org = (id: string, rest = '') => `/v1/identity/organizations/${id}${rest}`;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     world = await seedWorld(server);
   });

@@ -1,15 +1,15 @@
 import { join } from 'node:path';
 import { type MailboxMessage, readMailbox } from '@idt/core/mail';
-import type { TestServer } from '@idt/testing';
+import type { TestHost } from '@idt/testing';
 import { expect } from 'vitest';
 
 /** The mailbox of a test server's development mailer. */
-export function mailDirectory(server: TestServer): string {
+export function mailDirectory(server: TestHost): string {
   return join(server.database.dataDir, 'mail');
 }
 
 /** Every message to `to` carrying the `X-Idt-Template` header `template`, oldest first. */
-export async function mailsTo(server: TestServer, to: string, template?: string): Promise<MailboxMessage[]> {
+export async function mailsTo(server: TestHost, to: string, template?: string): Promise<MailboxMessage[]> {
   const messages = await readMailbox(mailDirectory(server), { to });
   return template ? messages.filter((message) => message.headers['x-idt-template'] === template) : messages;
 }
@@ -19,7 +19,7 @@ export async function mailsTo(server: TestServer, to: string, template?: string)
  * `template`, and returns the newest. Mail is sent by event handlers or in
  * the background, so it lands shortly after the request that caused it.
  */
-export async function waitForMail(server: TestServer, to: string, template: string, already = 0): Promise<MailboxMessage> {
+export async function waitForMail(server: TestHost, to: string, template: string, already = 0): Promise<MailboxMessage> {
   const deadline = Date.now() + 5000;
   for (;;) {
     await server.idt.infrastructure.events.dispatchPending();
@@ -52,7 +52,7 @@ export function jsonInit(method: string, body: unknown, headers: Record<string, 
 }
 
 /** Counts rows of a table matching `where`. */
-export async function countRows(server: TestServer, table: string, where: Record<string, unknown> = {}): Promise<number> {
+export async function countRows(server: TestHost, table: string, where: Record<string, unknown> = {}): Promise<number> {
   const row = await server.database.db(table).where(where).count({ n: '*' }).first();
   return Number(row?.n ?? 0);
 }

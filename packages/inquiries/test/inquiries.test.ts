@@ -2,19 +2,23 @@ import { defineEventHandler, type EventEnvelope, newId } from '@idt/core';
 import { INQUIRY_STATUSES, type InquiryStatus, InquirySubmittedEvent } from '@idt/inquiries';
 import {
   bootstrapAdmin,
+  caller,
+  createTestIdt,
   discover,
+  expectJson,
+  expectProblem,
   mintAccessToken,
   mintServiceToken,
+  outboxEvents,
   registerClient,
   seedMembership,
   seedUser,
-  startTestServer,
-  type TestServer,
+  seedWorld,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import * as oidcClient from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, expectJson, expectProblem, outboxEvents, seedWorld } from './accounts-helpers.js';
 
 const INQUIRY_KEYS = [
   'budgetRange',
@@ -48,7 +52,7 @@ function inquiry(overrides: Record<string, unknown> = {}) {
 }
 
 describe.each(testDialects())('inquiries over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
   /** Another plain user of tenant A: a stranger to the user's inquiries. */
@@ -59,7 +63,7 @@ describe.each(testDialects())('inquiries over HTTP on %s', (dialect) => {
   const delivered: Array<EventEnvelope<Record<string, unknown>>> = [];
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     world = await seedWorld(server);
     const stranger = await seedUser(server.database.db, { firstName: 'Sam', lastName: 'Stranger' });
@@ -569,10 +573,10 @@ describe.each(testDialects())('inquiries over HTTP on %s', (dialect) => {
 });
 
 describe.each(testDialects())('inquiries with real tokens and a trusted proxy on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, env: { IDT_TRUST_PROXY: 'true' } });
+    server = await createTestIdt({ dialect, env: { IDT_TRUST_PROXY: 'true' } });
   });
   afterAll(async () => {
     await server.close();

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TestServer } from '@idt/testing';
+import type { TestHost } from '@idt/testing';
 
 /** One part of a hand-built multipart body. */
 export type Part =
@@ -35,7 +35,7 @@ export function multipart(parts: readonly Part[], boundary = `----idt${Math.rand
 
 /** Sends a hand-built multipart body as a stream. */
 export function sendMultipart(
-  server: TestServer,
+  server: TestHost,
   token: string | undefined,
   parts: readonly Part[],
   headers: Record<string, string> = {},
@@ -61,7 +61,7 @@ export function sendMultipart(
 
 /** Uploads with the platform's FormData (Content-Length known). */
 export function uploadForm(
-  server: TestServer,
+  server: TestHost,
   token: string | undefined,
   file: { content: Uint8Array | string; fileName: string; type?: string } | undefined,
   fields: Record<string, string> = { bucket: 'documents' },
@@ -124,7 +124,7 @@ export function filesBelow(directory: string): string[] {
 }
 
 /** The storage directory of a test server. */
-export function storageDirectory(server: TestServer): string {
+export function storageDirectory(server: TestHost): string {
   return server.idt.services.storage.settings.directory;
 }
 

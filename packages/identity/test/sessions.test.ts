@@ -2,12 +2,12 @@ import { createManualClock, defineEventHandler, type EventEnvelope } from '@idt/
 import { UserSessionEvictedEvent } from '@idt/identity';
 import {
   bearer,
+  createTestIdt,
   mintAccessToken,
   mintServiceToken,
   seedTenant,
   seedUser,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { validate } from '@readme/openapi-parser';
@@ -17,7 +17,7 @@ import { countRows, expectProblem } from './credentials-support.js';
 const COOKIE = 'idt_session';
 
 describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let tenant: Awaited<ReturnType<typeof seedTenant>>;
   // Session expiry reads this clock.
   const clock = createManualClock();
@@ -26,7 +26,7 @@ describe.each(testDialects())('sessions over HTTP on %s', (dialect) => {
   const cookie = (value: string, extra: Record<string, string> = {}) => ({ cookie: `${COOKIE}=${value}`, ...extra });
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
     tenant = await seedTenant(server.database.db);
     server.idt.infrastructure.events.subscribe(
       defineEventHandler({

@@ -1,4 +1,4 @@
-import { seedTenant, seedUser, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, seedTenant, seedUser, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRows, expectProblem, jsonInit, linkIn, mailsTo, waitForMail } from './credentials-support.js';
 
@@ -6,7 +6,7 @@ const LINK = 'passwordless-magic-link';
 const CODE = 'passwordless-code';
 
 describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
 
   const requestLink = (body: unknown) => server.fetch('/v1/identity/auth/passwordless/magic-link', jsonInit('POST', body));
   const requestCode = (body: unknown) => server.fetch('/v1/identity/auth/passwordless/code', jsonInit('POST', body));
@@ -26,7 +26,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
   const sessionCookie = (response: Response) => (response.headers.get('set-cookie') ?? '').split(';')[0] as string;
   /** Posts a mailed link's token as its confirmation page does (same-origin form post). */
   const postLink = (link: string, headers: Record<string, string> = {}, token = new URL(link).searchParams.get('token') ?? '') =>
-    fetch(`${new URL(link).origin}${new URL(link).pathname}`, {
+    server.send(`${new URL(link).origin}${new URL(link).pathname}`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', origin: new URL(link).origin, ...headers },
       body: new URLSearchParams({ token }).toString(),
@@ -36,7 +36,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     (await server.database.db('identity_passwordless_requests').where({ user_id: userId, kind: 'link' }).first()).consumed_at;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     await seedTenant(server.database.db);
   });
   afterAll(async () => {
@@ -54,7 +54,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     expect(new Date(row.expires_at).getTime() - new Date(row.created_at).getTime()).toBe(15 * 60_000);
 
     // Opening the link (a browser, a mail scanner, a link preview) shows a page and consumes nothing.
-    const opened = await fetch(link, { headers: { accept: 'text/html' } });
+    const opened = await server.send(link, { headers: { accept: 'text/html' } });
     expect(opened.status).toBe(200);
     expect(opened.headers.get('content-type')).toMatch(/^text\/html/);
     expect(opened.headers.get('content-security-policy')).toContain("form-action 'self'");
@@ -65,7 +65,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     expect(page).toContain('<form method="post" action="/v1/identity/auth/passwordless/magic-link/verify">');
     expect(page).toContain(`<input type="hidden" name="token" value="${new URL(link).searchParams.get('token')}">`);
     expect(page).not.toContain('<script');
-    expect((await fetch(link)).status).toBe(200);
+    expect((await server.send(link)).status).toBe(200);
     expect(await consumedAt(user.id)).toBeNull();
     expect(await countRows(server, 'identity_sessions', { user_id: user.id })).toBe(0);
 
@@ -126,7 +126,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     // Login CSRF: another site posting the attacker's link must not sign the visitor in.
     await expectProblem(await postLink(link, { origin: 'https://evil.example' }), 403, 'Auth.Forbidden');
     await expectProblem(await postLink(link, { origin: 'null' }), 403, 'Auth.Forbidden');
-    const crossSite = await fetch(`${server.url}/v1/identity/auth/passwordless/magic-link/verify`, {
+    const crossSite = await server.send(`${server.url}/v1/identity/auth/passwordless/magic-link/verify`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'cross-site' },
       body: new URLSearchParams({ token: new URL(link).searchParams.get('token') ?? '' }).toString(),
@@ -137,7 +137,7 @@ describe.each(testDialects())('passwordless sign-in over HTTP on %s', (dialect) 
     expect(asPage.headers.get('set-cookie')).toBeNull();
     expect(await asPage.text()).toContain('does not work here');
     // A body that is not the form, or has no token.
-    const asJson = await fetch(`${server.url}/v1/identity/auth/passwordless/magic-link/verify`, {
+    const asJson = await server.send(`${server.url}/v1/identity/auth/passwordless/magic-link/verify`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: server.url },
       body: JSON.stringify({ token: new URL(link).searchParams.get('token') }),

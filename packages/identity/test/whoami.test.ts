@@ -1,12 +1,12 @@
 import { BUILT_IN_ROLE_PERMISSIONS } from '@idt/identity';
 import {
+  createTestIdt,
   mintAccessToken,
   mintServiceToken,
   seedMembership,
   seedOrganization,
   seedTenant,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ import { expectProblem, jsonInit } from './credentials-support.js';
 const WHOAMI = '/v1/identity/auth/whoami';
 
 describe.each(testDialects())('GET /v1/identity/auth/whoami on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let tenant: Awaited<ReturnType<typeof seedTenant>>;
   let other: { id: string };
 
@@ -28,7 +28,7 @@ describe.each(testDialects())('GET /v1/identity/auth/whoami on %s', (dialect) =>
   };
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     tenant = await seedTenant(server.database.db);
     other = await seedOrganization(server.database.db);
   });

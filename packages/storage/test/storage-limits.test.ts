@@ -3,9 +3,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { caller, expectJson, expectProblem, seedWorld, startTestServer, type TestServer, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { caller, expectJson, expectProblem, seedWorld } from './accounts-helpers.js';
 import { filesBelow, pattern, sendMultipart, sha256Of, storageDirectory, uploadForm } from './storage-helpers.js';
 
 const MB = 1024 * 1024;

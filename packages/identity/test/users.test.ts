@@ -1,17 +1,17 @@
 import { defineEventHandler, type EventEnvelope } from '@idt/core';
 import { UserDeactivatedEvent } from '@idt/identity';
-import { mintAccessToken, seedMembership, seedUser, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, mintAccessToken, seedMembership, seedUser, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, expectJson, expectProblem, outboxEvents, seedWorld } from './accounts-helpers.js';
 
 describe.each(testDialects())('users over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
   const deactivations: Array<EventEnvelope<{ userId: string; deactivatedAt: string }>> = [];
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     world = await seedWorld(server);
     server.idt.infrastructure.events.subscribe(
@@ -248,7 +248,8 @@ describe.each(testDialects())('users over HTTP on %s', (dialect) => {
       );
       const db = server.database.db;
       const watermark = await db('identity_token_revocations').where({ subject_type: 'user', subject_id: target.id }).first();
-      expect(Number(watermark.not_before)).toBeGreaterThan(Math.floor(Date.now() / 1000) - 60);
+      // The second after the server's clock: tokens issued in the current second are refused too.
+      expect(Number(watermark.not_before)).toBe(Math.floor(server.clock.now().getTime() / 1000) + 1);
       const events = await outboxEvents(db, 'UserDeactivatedEvent');
       expect(events).toEqual([
         { userId: target.id, deactivatedAt: expect.stringMatching(/Z$/), deactivatedByUserId: world.platformAdmin.id },
@@ -297,11 +298,9 @@ describe.each(testDialects())('users over HTTP on %s', (dialect) => {
       ]);
       const path = `/v1/identity/organizations/${world.b.organization.id}`;
       await expectProblem(await call('GET', path, { token: world.b.tokens.user }), 401, 'Auth.Unauthenticated');
-      const fresh = await mintAccessToken(
-        server,
-        { sub: target.id, org_id: world.b.organization.id },
-        { issuedAt: Math.floor(Date.now() / 1000) + 2 },
-      );
+      // Two seconds after the watermark, by the server's clock: a token issued now is newer than it.
+      server.clock.advance(2_000);
+      const fresh = await mintAccessToken(server, { sub: target.id, org_id: world.b.organization.id });
       expect((await call('GET', path, { token: fresh })).status).toBe(200);
     });
   });

@@ -1,6 +1,7 @@
 import {
   Browser,
   bootstrapAdmin,
+  createTestIdt,
   discover,
   expectJson,
   type oidcClient,
@@ -9,10 +10,9 @@ import {
   refreshTokenRequest,
   registerClient,
   signIn,
-  startTestServer,
   type TestAdmin,
   type TestClient,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +33,7 @@ function sessionIds(html: string, base: string): string[] {
 }
 
 describe.each(testDialects())('the account page on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   let client: TestClient;
   let config: oidcClient.Configuration;
@@ -42,7 +42,7 @@ describe.each(testDialects())('the account page on %s', (dialect) => {
   let consentPageHtml: string;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     admin = await bootstrapAdmin(server);
     // Not first-party: it asks for consent, which the account page can withdraw.
     client = await registerClient(server, await admin.token(), admin.organizationId, {
@@ -75,11 +75,11 @@ describe.each(testDialects())('the account page on %s', (dialect) => {
   });
 
   it('asks a visitor without a sign-in session to sign in, and changes nothing on a POST', async () => {
-    const page = await fetch(account());
+    const page = await server.send(account());
     expect(page.status).toBe(401);
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(await page.text()).toContain('Sign in to see your account');
-    const post = await fetch(`${account()}/consents/withdraw`, {
+    const post = await server.send(`${account()}/consents/withdraw`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ client: client.clientId, csrf: 'x' }).toString(),
@@ -197,7 +197,7 @@ describe.each(testDialects())('the account page on %s', (dialect) => {
   });
 
   it('works with a fresh browser too (the cookie is all it needs)', async () => {
-    const fresh = new Browser();
+    const fresh = new Browser({}, server.send);
     expect((await fresh.request(account())).status).toBe(401);
   });
 });

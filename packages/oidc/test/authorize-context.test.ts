@@ -1,9 +1,9 @@
 import {
   Browser,
+  createTestIdt,
   oidcClient,
-  startTestServer,
   type TenantWithTokens,
-  type TestServer,
+  type TestIdt,
   tenantWithTokens,
   testDialects,
 } from '@idt/testing';
@@ -22,7 +22,7 @@ const THEME = {
 type Config = Awaited<ReturnType<typeof configFor>>;
 
 describe.each(testDialects())('GET /v1/identity/auth/authorize-context on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let tenant: TenantWithTokens;
   let branded: Awaited<ReturnType<typeof register>>;
@@ -33,7 +33,7 @@ describe.each(testDialects())('GET /v1/identity/auth/authorize-context on %s', (
 
   /** Starts a sign-in in a fresh browser and stops at the first sign-in page. */
   async function startSignIn(config: Config, scope = 'openid email users.read') {
-    const browser = new Browser();
+    const browser = new Browser({}, server.send);
     const url = oidcClient.buildAuthorizationUrl(config, {
       redirect_uri: REDIRECT_URI,
       scope,
@@ -49,7 +49,7 @@ describe.each(testDialects())('GET /v1/identity/auth/authorize-context on %s', (
   }
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await createTestIdt({ dialect, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
     call = caller(server);
     tenant = await tenantWithTokens(server, 'Context');
     await server.database
@@ -116,14 +116,14 @@ describe.each(testDialects())('GET /v1/identity/auth/authorize-context on %s', (
 
   it('answers 404 for return URLs on other origins, unknown interactions and anything else', async () => {
     const { interaction } = await startSignIn(brandedConfig);
-    const port = new URL(server.origin).port;
+    const { host } = new URL(server.origin);
     const path = interaction.pathname;
     for (const returnUrl of [
       `https://evil.example${path}`,
       `//evil.example${path}`,
-      `http://localhost:${port}${path}`,
-      `https://127.0.0.1:${port}${path}`,
-      `http://127.0.0.1:${Number(port) + 1}${path}`,
+      `http://www.${host}${path}`,
+      `https://${host}${path}`,
+      `http://${host}:8080${path}`,
       `${server.origin}/connect/interaction/unknownInteractionUid123`,
       '/connect/interaction/unknownInteractionUid123',
       `${server.origin}/connect/interaction/${branded.clientId}`,
@@ -201,7 +201,7 @@ describe.each(testDialects())('GET /v1/identity/auth/authorize-context on %s', (
     expect(css.body).toContain(THEME.light.primary);
     expect(css.body).toContain(THEME.dark.primary);
     // Without the sign-in's cookies there is nothing to read.
-    const anonymous = await fetch(themeUrl.href);
+    const anonymous = await server.send(themeUrl.href);
     expect(anonymous.status).not.toBe(200);
     expect(await anonymous.text()).not.toContain(THEME.light.primary);
     const byClientId = await server.fetch(`/connect/assets/theme/${encodeURIComponent(branded.clientId)}.css`);

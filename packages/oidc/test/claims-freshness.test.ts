@@ -1,15 +1,15 @@
 import {
   bootstrapAdmin,
   caller,
+  createTestIdt,
   discover,
   expectJson,
   oidcClient,
   redeemCode,
   registerClient,
   signIn,
-  startTestServer,
   type TestAdmin,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,10 +25,10 @@ function decode(token: string): Record<string, unknown> {
  * right after a change must carry the change, never the remembered value.
  */
 describe.each(testDialects())('claims of refreshed tokens on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     admin = await bootstrapAdmin(server);
   });
   afterAll(async () => {

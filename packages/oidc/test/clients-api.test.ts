@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import {
   createSkippingClock,
+  createTestIdt,
   mintAccessToken,
+  type SkippingClock,
   seedOrganization,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
+  type TestReferenceModules,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,7 +66,7 @@ const THEME = {
 const sha256 = (value: string) => `sha256:${createHash('sha256').update(value).digest('hex')}`;
 
 describe.each(testDialects())('OAuth clients over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt<TestReferenceModules, SkippingClock>;
   let call: ReturnType<typeof caller>;
   let world: Awaited<ReturnType<typeof seedWorld>>;
   // The wall clock, skipped ahead where a test needs a later `updatedAt` (rows keep their creation order).
@@ -86,7 +88,7 @@ describe.each(testDialects())('OAuth clients over HTTP on %s', (dialect) => {
   });
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await createTestIdt({ dialect, clock, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
     call = caller(server);
     world = await seedWorld(server);
   });

@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto';
 import { createManualClock, sha256Hex } from '@idt/core';
 import {
   Browser,
+  createTestIdt,
   oidcClient,
   redeemCode,
   signIn,
-  startTestServer,
   type TenantWithTokens,
-  type TestServer,
+  type TestIdt,
   tenantWithTokens,
   testDialects,
 } from '@idt/testing';
@@ -31,7 +31,7 @@ import {
 const sha256 = (value: string) => `sha256:${createHash('sha256').update(value).digest('hex')}`;
 
 describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, delete on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let tenant: TenantWithTokens;
   const path = (clientId: string, rest = '') => `/v1/identity/organizations/${tenant.organization.id}/clients/${clientId}${rest}`;
@@ -62,7 +62,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
     });
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await createTestIdt({ dialect, clock, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
     call = caller(server);
     tenant = await tenantWithTokens(server, 'Lifecycle');
   });
@@ -270,7 +270,7 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
         scope: 'openid offline_access',
         email: user.email,
         password: user.password,
-        browser: new Browser(),
+        browser: new Browser({}, server.send),
       });
       const fresh = await redeemCode(config, again);
       await expectJson(await call('GET', '/v1/identity/users/me', { token: fresh.access_token }));
@@ -330,13 +330,13 @@ describe.each(testDialects())('client lifecycle: rotate, suspend, reinstate, del
 });
 
 describe.each(testDialects())('the registration rate policy on the clients surface on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let tenant: TenantWithTokens;
   const base = () => `/v1/identity/organizations/${tenant.organization.id}/clients`;
 
   beforeAll(async () => {
-    server = await startTestServer({
+    server = await createTestIdt({
       dialect,
       env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true', IDT_RATE_LIMIT_REGISTRATION_PERMIT_LIMIT: '2' },
     });

@@ -13,7 +13,7 @@ import {
   seedOrganization,
   seedUser,
   type TestClient,
-  type TestServer,
+  type TestHost,
   tenantWithTokens,
 } from '@idt/testing';
 import { expect } from 'vitest';
@@ -26,7 +26,7 @@ export interface CallOptions {
 }
 
 /** Calls the API of a test server as JSON. */
-export function caller(server: TestServer) {
+export function caller(server: TestHost) {
   return (method: string, path: string, options: CallOptions = {}) =>
     server.fetch(path, {
       method,
@@ -66,7 +66,7 @@ export function jwtPayload(token: string): Record<string, any> {
  * The platform organization (with an owner), and two tenants A and B with a
  * token per role. Seeding an owner ends setup mode.
  */
-export async function seedWorld(server: TestServer) {
+export async function seedWorld(server: TestHost) {
   const db = server.database.db;
   const platform = await seedOrganization(db, { name: 'Platform', isPlatform: true });
   const platformAdmin = await seedUser(db, { firstName: 'Pat', lastName: 'Platform' });
@@ -86,7 +86,7 @@ export async function seedWorld(server: TestServer) {
 }
 
 /** The stored row of a client. */
-export function clientRow(server: TestServer, clientId: string): Promise<Record<string, any> | undefined> {
+export function clientRow(server: TestHost, clientId: string): Promise<Record<string, any> | undefined> {
   return server.database.db('oidc_clients').where({ client_id: clientId }).first();
 }
 
@@ -99,7 +99,7 @@ export function unique(prefix: string): string {
 
 /** Registers a client over the organization surface and returns the registration (asserting 201). */
 export async function register(
-  server: TestServer,
+  server: TestHost,
   token: string,
   organizationId: string,
   body: Record<string, unknown>,
@@ -115,7 +115,7 @@ export async function register(
 }
 
 /** The openid-client configuration of a registered client (client_secret_basic). */
-export function configFor(server: TestServer, client: { clientId: string; clientSecret: string }) {
+export function configFor(server: TestHost, client: { clientId: string; clientSecret: string }) {
   return discover(server, { clientId: client.clientId, clientSecret: client.clientSecret, record: {} }, 'basic');
 }
 
@@ -144,7 +144,7 @@ export async function grantError(attempt: Promise<unknown>): Promise<{ status: n
 }
 
 /** A client-credentials grant of a service account. */
-export async function serviceToken(server: TestServer, client: { clientId: string; clientSecret: string }, scope: string) {
+export async function serviceToken(server: TestHost, client: { clientId: string; clientSecret: string }, scope: string) {
   const config = await configFor(server, client);
   return oidcClient.clientCredentialsGrant(config, { scope });
 }
@@ -163,7 +163,7 @@ export async function nextSecond(since = Date.now()): Promise<void> {
 }
 
 /** A user who can sign in with a password (registered over HTTP). */
-export async function passwordUser(server: TestServer, label: string) {
+export async function passwordUser(server: TestHost, label: string) {
   const email = `${label}-${Date.now().toString(36)}${++counter}@example.com`.toLowerCase();
   const password = 'correct horse battery staple';
   const id = await registerUser(server, email, password);

@@ -3,15 +3,15 @@ import {
   Browser,
   type BrowserResponse,
   bootstrapAdmin,
+  createTestIdt,
   mintAccessToken,
   registerClient,
   registerUser,
   seedMembership,
   seedOrganization,
-  startTestServer,
   type TestAdmin,
   type TestClient,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import * as oauth from 'oauth4webapi';
@@ -26,7 +26,12 @@ const SIGNED_OUT = 'http://127.0.0.1:9/signed-out';
 const PASSWORD = 'correct horse battery staple';
 /** The default reuse leeway of redeemed refresh tokens, in milliseconds. */
 const LEEWAY_MS = 30_000;
-const insecure = { [oauth.allowInsecureRequests]: true } as const;
+/** What oauth4webapi sends through: the in-process instance of the describe block that runs. */
+let send: typeof fetch = fetch;
+const insecure = {
+  [oauth.allowInsecureRequests]: true,
+  [oauth.customFetch]: (url: string, init: oauth.CustomFetchOptions<string, unknown>) => send(url, init as RequestInit),
+} as const;
 
 /** Both caching headers of RFC 6749 5.1. */
 function expectNoStore(response: Response | BrowserResponse) {
@@ -64,11 +69,12 @@ interface SignedIn {
 describe.each(testDialects())('relying-party conformance with oauth4webapi on %s', (dialect) => {
   // The refresh-token reuse leeway reads this clock; it starts on a whole second, as oidc-provider's `iat` does.
   const clock: ManualClock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   let as: oauth.AuthorizationServer;
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
+    send = server.send;
     admin = await bootstrapAdmin(server);
     const issuer = new URL(server.url);
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
@@ -107,7 +113,7 @@ describe.each(testDialects())('relying-party conformance with oauth4webapi on %s
   async function signInByPost(
     client: TestClient,
     person: { email: string; password: string } = admin,
-    browser = new Browser(),
+    browser = new Browser({}, server.send),
   ): Promise<SignedIn> {
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
@@ -183,7 +189,7 @@ describe.each(testDialects())('relying-party conformance with oauth4webapi on %s
 
   it('applies every check of a GET to a POST authorization request', async () => {
     const client = await application('Post Checks');
-    const browser = new Browser();
+    const browser = new Browser({}, server.send);
     const form = {
       client_id: client.clientId,
       response_type: 'code',
@@ -521,13 +527,14 @@ describe.each(testDialects())('relying-party conformance with oauth4webapi on %s
 
 describe.each(testDialects())('caching headers of the token endpoint under the auth rate limit on %s', (dialect) => {
   const LIMIT = 3;
-  let server: TestServer;
+  let server: TestIdt;
   let service: TestClient;
   beforeAll(async () => {
-    server = await startTestServer({
+    server = await createTestIdt({
       dialect,
       env: { IDT_RATE_LIMIT_AUTH_PERMIT_LIMIT: String(LIMIT), IDT_RATE_LIMIT_AUTH_WINDOW_SECONDS: '60' },
     });
+    send = server.send;
     const admin = await bootstrapAdmin(server);
     service = await registerClient(server, await admin.token(), admin.organizationId, {
       kind: 'service-account',

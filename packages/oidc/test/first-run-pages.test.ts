@@ -1,4 +1,4 @@
-import { bootstrapAdmin, expectProblem, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { bootstrapAdmin, createTestIdt, expectProblem, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const DEMO_REDIRECT = 'http://localhost:3000/bff/callback';
@@ -18,9 +18,9 @@ function expectPageHeaders(response: Response) {
 
 describe.each(testDialects())('first-run pages on %s', (dialect) => {
   describe('in Development', () => {
-    let server: TestServer;
+    let server: TestIdt;
     beforeAll(async () => {
-      server = await startTestServer({ dialect, env: { IDT_ENVIRONMENT: 'Development' } });
+      server = await createTestIdt({ dialect, env: { IDT_ENVIRONMENT: 'Development' } });
     });
     afterAll(async () => {
       await server?.close();
@@ -76,9 +76,9 @@ describe.each(testDialects())('first-run pages on %s', (dialect) => {
       expect(url.searchParams.get('code_challenge_method')).toBe('S256');
 
       // The link really opens the sign-in page.
-      const authorize = await fetch(url, { redirect: 'manual' });
+      const authorize = await server.send(url, { redirect: 'manual' });
       expect(authorize.status).toBe(303);
-      const signIn = await fetch(new URL(authorize.headers.get('location') as string, server.origin), {
+      const signIn = await server.send(new URL(authorize.headers.get('location') as string, server.origin), {
         headers: {
           cookie: authorize.headers
             .getSetCookie()
@@ -91,10 +91,10 @@ describe.each(testDialects())('first-run pages on %s', (dialect) => {
   });
 
   describe('outside Development', () => {
-    let server: TestServer;
+    let server: TestIdt;
     let clientId: string;
     beforeAll(async () => {
-      server = await startTestServer({ dialect });
+      server = await createTestIdt({ dialect });
       await bootstrapAdmin(server);
       const { client } = await server.idt.services.oidc.clients.register(
         { userId: null, platformAdmin: true },

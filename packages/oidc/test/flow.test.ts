@@ -1,19 +1,19 @@
 import {
   bootstrapAdmin,
+  createTestIdt,
   discover,
   oidcClient,
   redeemCode,
   registerClient,
   signIn,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 describe('authorization code flow (smoke)', () => {
-  let server: TestServer;
+  let server: TestIdt;
   beforeAll(async () => {
-    server = await startTestServer({ env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await createTestIdt({ env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
   });
   afterAll(async () => {
     await server?.close();

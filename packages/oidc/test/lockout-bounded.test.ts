@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { Agent, request } from 'node:http';
 import { createLogger, createManualClock } from '@idt/core';
 import { createCacheInvalidator, createWindowCounter } from '@idt/core/knex';
 import { createKnexClientLockout, UNKNOWN_CLIENT_LIMIT } from '@idt/oidc/knex';
-import { bootstrapAdmin, registerClient, startTestServer, type TestClient, type TestServer, testDialects } from '@idt/testing';
+import { bootstrapAdmin, createTestIdt, registerClient, type TestClient, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const FLOOD = 10_000;
 const CONCURRENCY = 50;
 
-function clientCredentials(server: TestServer, clientId: string, clientSecret: string) {
+function clientCredentials(server: TestIdt, clientId: string, clientSecret: string) {
   return server.fetch('/connect/token', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -22,28 +21,14 @@ function clientCredentials(server: TestServer, clientId: string, clientSecret: s
   });
 }
 
-/**
- * Posts a form over a keep-alive node:http agent and resolves with the status
- * and body: the flood's client costs a fraction of `fetch`'s, so the server's
- * work dominates the run.
- */
-function postForm(agent: Agent, url: string, form: Record<string, string>): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const body = new URLSearchParams(form).toString();
-    const req = request(url, {
-      method: 'POST',
-      agent,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) },
-    });
-    req.on('error', reject);
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.end(body);
+/** Posts a form through the in-process instance and resolves with the status and body. */
+async function postForm(server: TestIdt, url: string, form: Record<string, string>): Promise<{ status: number; body: string }> {
+  const response = await server.send(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form).toString(),
   });
+  return { status: response.status, body: await response.text() };
 }
 
 /** Runs `task(0..count-1)` with at most `limit` in flight; returns the statuses. */
@@ -60,15 +45,15 @@ async function runBounded(count: number, limit: number, task: (index: number) =>
   return statuses;
 }
 
-const rowCount = async (server: TestServer, table: string) =>
+const rowCount = async (server: TestIdt, table: string) =>
   Number((await server.database.db(table).count({ n: '*' }).first())?.n ?? 0);
 
 describe.each(testDialects())('invalid-client lockout state on %s', (dialect) => {
   const clock = createManualClock('2030-01-01T00:00:00.000Z');
-  let server: TestServer;
+  let server: TestIdt;
   let service: TestClient;
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock, env: { IDT_RATE_LIMIT_AUTH_PERMIT_LIMIT: '1000000' } });
+    server = await createTestIdt({ dialect, clock, env: { IDT_RATE_LIMIT_AUTH_PERMIT_LIMIT: '1000000' } });
     const admin = await bootstrapAdmin(server);
     service = await registerClient(server, await admin.token(), admin.organizationId, {
       kind: 'service-account',
@@ -83,17 +68,16 @@ describe.each(testDialects())('invalid-client lockout state on %s', (dialect) =>
   it(`adds no row for ${FLOOD} token requests with unknown client ids, and keeps at most ${UNKNOWN_CLIENT_LIMIT} in memory`, async () => {
     const failuresBefore = await rowCount(server, 'oidc_client_auth_failures');
     const countersBefore = await rowCount(server, 'core_rate_limit_counters');
-    const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
     const statuses = await runBounded(FLOOD, CONCURRENCY, async (index) => {
       // Random ids of 16 to 414 characters, some longer than a client id can be.
       const clientId = randomBytes(8 + (index % 200)).toString('hex');
-      const { status, body } = await postForm(agent, `${server.url}/connect/token`, {
+      const { status, body } = await postForm(server, `${server.url}/connect/token`, {
         grant_type: 'client_credentials',
         client_id: clientId,
         client_secret: 'guess',
       });
       return (JSON.parse(body) as { error?: string }).error === 'invalid_client' ? status : -status;
-    }).finally(() => agent.destroy());
+    });
     expect(statuses.filter((status) => status !== 401)).toEqual([]);
     expect(await rowCount(server, 'oidc_client_auth_failures')).toBe(failuresBefore);
     // The auth window of the one caller IP may add one counter row; no per-client counter is written.

@@ -1,5 +1,5 @@
 import { createManualClock, createStdoutLogSink, type ManualClock } from '@idt/core';
-import { bootstrapAdmin, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { bootstrapAdmin, createTestIdt, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /** Asserts a refusal: a problem document of this status and code, not cached, with SPEC-NOTES' `reason`; answers it. */
@@ -22,14 +22,14 @@ const event = (overrides: Record<string, unknown> = {}) => ({
 });
 
 describe.each(testDialects())('POST /logs on the sign-in host on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let clock: ManualClock;
   const lines: string[] = [];
   const sink = createStdoutLogSink({ write: (chunk) => lines.push(...chunk.trimEnd().split('\n')) });
 
   beforeAll(async () => {
     clock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
-    server = await startTestServer({ dialect, clock, modules: { oidc: { logs: { sink } } } });
+    server = await createTestIdt({ dialect, clock, moduleOptions: { oidc: { logs: { sink } } } });
     // The setup gate answers 503 to everything outside its allowlist until the first administrator exists.
     await bootstrapAdmin(server);
   });
@@ -84,11 +84,11 @@ describe.each(testDialects())('POST /logs on the sign-in host on %s', (dialect) 
 
   it('answers 403 Logs.OriginNotAllowed to another origin or none', async () => {
     nextWindow();
-    for (const origin of ['https://evil.example', server.origin.replace('127.0.0.1', 'localhost')]) {
+    for (const origin of ['https://evil.example', server.origin.replace('//', '//www.')]) {
       const response = await send({ events: [event()] }, { headers: { origin } });
       expect(await refusalOf(response, 403, 'Logs.OriginNotAllowed'), origin).toMatchObject({ reason: 'origin not allowed' });
     }
-    const bare = await fetch(`${server.url}/logs`, { method: 'POST', body: JSON.stringify({ events: [event()] }) });
+    const bare = await server.send(`${server.url}/logs`, { method: 'POST', body: JSON.stringify({ events: [event()] }) });
     expect(await refusalOf(bare, 403, 'Logs.OriginNotAllowed')).toMatchObject({ reason: 'origin not allowed' });
   });
 

@@ -1,13 +1,13 @@
 import {
   Browser,
+  createTestIdt,
   oidcClient,
   redeemCode,
   type SignInResult,
   seedMembership,
   seedOrganization,
   signIn,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
   tenantWithTokens,
   testDialects,
 } from '@idt/testing';
@@ -31,11 +31,11 @@ type Config = Awaited<ReturnType<typeof configFor>>;
 const SCOPE = 'openid profile email roles';
 
 describe.each(testDialects())('organizations at authorize time on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
+    server = await createTestIdt({ dialect, env: { IDT_BACKCHANNEL_ALLOW_PRIVATE_HOSTS: 'true' } });
     call = caller(server);
   });
   afterAll(async () => {
@@ -287,7 +287,7 @@ describe.each(testDialects())('organizations at authorize time on %s', (dialect)
       const { tokens } = await exchange(config, first);
 
       // Another browser (a new single sign-on session): not asked again.
-      const second = await run(config, user, { browser: new Browser() });
+      const second = await run(config, user, { browser: new Browser({}, server.send) });
       expect(sawConsent(second.pages)).toBe(false);
       const { tokens: secondTokens } = await exchange(config, second);
       const otherClientId = (await boundClient('open')).client.clientId;
@@ -309,7 +309,7 @@ describe.each(testDialects())('organizations at authorize time on %s', (dialect)
         'Auth.Unauthenticated',
       );
 
-      const third = await run(config, user, { browser: new Browser() });
+      const third = await run(config, user, { browser: new Browser({}, server.send) });
       expect(sawConsent(third.pages)).toBe(true);
       const { tokens: thirdTokens } = await exchange(config, third);
       await expectProblem(
@@ -326,7 +326,7 @@ describe.each(testDialects())('organizations at authorize time on %s', (dialect)
       const { config } = await boundClient('open');
       const user = await passwordUser(server, 'more-scopes');
       await exchange(config, await run(config, user, { scope: 'openid' }));
-      const more = await run(config, user, { scope: 'openid users.read', browser: new Browser() });
+      const more = await run(config, user, { scope: 'openid users.read', browser: new Browser({}, server.send) });
       expect(sawConsent(more.pages)).toBe(true);
       expect(jwtPayload((await exchange(config, more)).tokens.access_token).scope).toContain('users.read');
     });
@@ -337,7 +337,7 @@ describe.each(testDialects())('organizations at authorize time on %s', (dialect)
       const denied = await run(config, user, { consent: 'deny' });
       expect(sawConsent(denied.pages)).toBe(true);
       expectRedirectError(denied, 'access_denied');
-      const again = await run(config, user, { browser: new Browser() });
+      const again = await run(config, user, { browser: new Browser({}, server.send) });
       expect(sawConsent(again.pages)).toBe(true);
     });
   });

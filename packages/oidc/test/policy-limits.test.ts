@@ -2,16 +2,16 @@ import { createManualClock, type ManualClock } from '@idt/core';
 import {
   Browser,
   bootstrapAdmin,
+  createTestIdt,
   discover,
   oidcClient,
   redeemCode,
   registerClient,
   seedOrganization,
   signIn,
-  startTestServer,
   type TestAdmin,
   type TestClient,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,7 +21,7 @@ const RIGHT = 'correct horse battery staple';
 const WRONG = 'not the password at all';
 
 /** A client_secret_post token request: the client names itself in the form body. */
-function clientCredentials(server: TestServer, client: TestClient, headers: Record<string, string> = {}) {
+function clientCredentials(server: TestIdt, client: TestClient, headers: Record<string, string> = {}) {
   return server.fetch('/connect/token', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
@@ -35,7 +35,7 @@ function clientCredentials(server: TestServer, client: TestClient, headers: Reco
 }
 
 /** Registers a client on an organization through the clients service (as a platform administrator would). */
-async function clientOf(server: TestServer, organizationId: string, input: Record<string, unknown>): Promise<TestClient> {
+async function clientOf(server: TestIdt, organizationId: string, input: Record<string, unknown>): Promise<TestClient> {
   const registration = await server.idt.services.oidc.clients.register(
     { userId: null, platformAdmin: true },
     organizationId,
@@ -47,12 +47,12 @@ async function clientOf(server: TestServer, organizationId: string, input: Recor
 describe.each(testDialects())('sign-in and client lockouts on %s', (dialect) => {
   // The lockout windows read this clock; it starts on a whole second, as oidc-provider's own timestamps do.
   const clock: ManualClock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   let client: TestClient;
   let config: oidcClient.Configuration;
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
     admin = await bootstrapAdmin(server);
     client = await registerClient(server, await admin.token(), admin.organizationId, {
       kind: 'application',
@@ -68,7 +68,7 @@ describe.each(testDialects())('sign-in and client lockouts on %s', (dialect) => 
 
   /** Opens the sign-in page of a new authorization request in a new browser. */
   async function openSignIn() {
-    const browser = new Browser();
+    const browser = new Browser({}, server.send);
     const url = oidcClient.buildAuthorizationUrl(config, {
       redirect_uri: REDIRECT,
       scope: 'openid email',
@@ -150,9 +150,9 @@ describe.each(testDialects())('sign-in and client lockouts on %s', (dialect) => 
 describe.each(testDialects())('the auth rate limit of the provider endpoints on %s', (dialect) => {
   const AUTH_LIMIT = 30;
   const clock: ManualClock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
-  let server: TestServer;
+  let server: TestIdt;
   beforeAll(async () => {
-    server = await startTestServer({
+    server = await createTestIdt({
       dialect,
       clock,
       env: { IDT_RATE_LIMIT_AUTH_PERMIT_LIMIT: String(AUTH_LIMIT), IDT_RATE_LIMIT_AUTH_WINDOW_SECONDS: '60' },

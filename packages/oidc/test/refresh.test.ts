@@ -2,6 +2,7 @@ import { createManualClock, type ManualClock, sha256Hex } from '@idt/core';
 import {
   bootstrapAdmin,
   codeTokenRequest,
+  createTestIdt,
   discover,
   oidcClient,
   redeemCode,
@@ -9,9 +10,8 @@ import {
   registerClient,
   signIn,
   signInApplication,
-  startTestServer,
   type TestAdmin,
-  type TestServer,
+  type TestIdt,
   tenantWithTokens,
   testDialects,
 } from '@idt/testing';
@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
-async function refreshRow(server: TestServer, token: string) {
+async function refreshRow(server: TestIdt, token: string) {
   return server.database
     .db('oidc_payloads')
     .where({ model: 'RefreshToken', id: sha256Hex(token) })
@@ -30,13 +30,13 @@ async function refreshRow(server: TestServer, token: string) {
 const LEEWAY_MS = 30_000;
 
 describe.each(testDialects())('refresh-token rotation on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   // The leeway and the adapter's expiries read this clock. It starts on a whole second, as oidc-provider's
   // `iat` (its own Date.now()) does, so that absolute expiries come out exact to the millisecond.
   const clock: ManualClock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
     admin = await bootstrapAdmin(server);
   });
   afterAll(async () => {

@@ -3,12 +3,12 @@ import { sha256Hex } from '@idt/core';
 import {
   bearer,
   bootstrapAdmin,
+  createTestIdt,
   redeemCode,
   refreshTokenRequest,
   signInApplication,
-  startTestServer,
   type TestAdmin,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import providerContext from 'oidc-provider/lib/helpers/als.js';
@@ -23,10 +23,10 @@ const hooked = typeof (new AsyncLocalStorage() as unknown as { enabled?: unknown
 const contextOn = () => (providerContext as unknown as { enabled: boolean }).enabled;
 
 describe.skipIf(!hooked).each(testDialects())("oidc-provider's request context on %s", (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     admin = await bootstrapAdmin(server);
   });
   afterAll(async () => {

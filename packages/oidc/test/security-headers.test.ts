@@ -1,14 +1,14 @@
 import {
   Browser,
   bootstrapAdmin,
+  createTestIdt,
   discover,
   oidcClient,
   redeemCode,
   registerClient,
   signIn,
-  startTestServer,
   type TestAdmin,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,11 +37,11 @@ function expectLockedDownPage(page: { status: number; headers: Headers; body: st
 }
 
 describe.each(testDialects())('security headers on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   let client: Awaited<ReturnType<typeof registerClient>>;
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     admin = await bootstrapAdmin(server);
     client = await registerClient(server, await admin.token(), admin.organizationId, {
       kind: 'application',
@@ -56,7 +56,7 @@ describe.each(testDialects())('security headers on %s', (dialect) => {
   });
 
   it('serves its own page for a logout without a session: no inline script, framing refused, forms kept home', async () => {
-    const page = await new Browser().navigate(`${server.url}/connect/logout`);
+    const page = await new Browser({}, server.send).navigate(`${server.url}/connect/logout`);
     expect(page.status).toBe(200);
     expectLockedDownPage(page, ["'self'", server.origin]);
     expect(page.body).toContain('data-autosubmit');
@@ -65,7 +65,7 @@ describe.each(testDialects())('security headers on %s', (dialect) => {
   });
 
   it('continues a logout without a session to the registered post-logout redirect, and allows only that origin', async () => {
-    const browser = new Browser();
+    const browser = new Browser({}, server.send);
     const url = `${server.url}/connect/logout?client_id=${client.clientId}&post_logout_redirect_uri=${encodeURIComponent(SIGNED_OUT)}&state=s1`;
     const page = await browser.navigate(url);
     expectLockedDownPage(page, ["'self'", server.origin, 'https://rp.example.com']);
@@ -75,7 +75,7 @@ describe.each(testDialects())('security headers on %s', (dialect) => {
   });
 
   it('shows the signed-out page after a logout without a redirect', async () => {
-    const browser = new Browser();
+    const browser = new Browser({}, server.send);
     await browser.navigate(`${server.url}/connect/logout`);
     const done = await browser.submit({ form: 'logout' });
     expect(done.status).toBe(200);
@@ -86,7 +86,7 @@ describe.each(testDialects())('security headers on %s', (dialect) => {
   it('lets the sign-in form and the logout confirmation reach only their relying party', async () => {
     const config = await discover(server, client);
     const verifier = oidcClient.randomPKCECodeVerifier();
-    const browser = new Browser();
+    const browser = new Browser({}, server.send);
     const page = await browser.navigate(
       oidcClient.buildAuthorizationUrl(config, {
         redirect_uri: REDIRECT,
@@ -112,7 +112,9 @@ describe.each(testDialects())('security headers on %s', (dialect) => {
   });
 
   it('renders provider errors under the same policy', async () => {
-    const page = await new Browser().navigate(`${server.url}/connect/authorize?client_id=nobody&response_type=code&scope=openid`);
+    const page = await new Browser({}, server.send).navigate(
+      `${server.url}/connect/authorize?client_id=nobody&response_type=code&scope=openid`,
+    );
     expect(page.status).toBe(400);
     expectLockedDownPage(page, ["'self'"]);
   });
@@ -132,9 +134,9 @@ describe.each(testDialects())('security headers on %s', (dialect) => {
 });
 
 describe('HSTS when the issuer is https', () => {
-  let server: TestServer;
+  let server: TestIdt;
   beforeAll(async () => {
-    server = await startTestServer({ config: { issuer: 'https://id.example.test', trustProxy: true } });
+    server = await createTestIdt({ config: { issuer: 'https://id.example.test', trustProxy: true } });
   });
   afterAll(async () => {
     await server?.close();

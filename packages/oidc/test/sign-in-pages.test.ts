@@ -3,15 +3,15 @@ import { readMailbox } from '@idt/core/mail';
 import {
   Browser,
   bootstrapAdmin,
+  createTestIdt,
   discover,
   oidcClient,
   redeemCode,
   registerClient,
   signIn,
-  startTestServer,
   type TestAdmin,
   type TestClient,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,7 +21,7 @@ const REDIRECT = 'http://127.0.0.1:9/callback';
 const isString = (value: unknown): value is string => typeof value === 'string';
 
 /** Passwordless mail is sent in the background: wait for a new message containing `marker`. */
-async function latestMail(server: TestServer, to: string, marker: string) {
+async function latestMail(server: TestIdt, to: string, marker: string) {
   const seen = new Set<string>();
   for (let attempt = 0; attempt < 100; attempt++) {
     const messages = await readMailbox(join(server.database.dataDir, 'mail'), { to }).catch(() => []);
@@ -35,12 +35,12 @@ async function latestMail(server: TestServer, to: string, marker: string) {
 }
 
 describe.each(testDialects())('sign-in pages on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   let client: TestClient;
   let config: oidcClient.Configuration;
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     admin = await bootstrapAdmin(server);
     const registration = await server.idt.services.oidc.clients.register(
       { userId: null, platformAdmin: true },
@@ -55,7 +55,7 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     await server?.close();
   });
 
-  async function openSignIn(browser = new Browser(), configuration = config) {
+  async function openSignIn(browser = new Browser({}, server.send), configuration = config) {
     const verifier = oidcClient.randomPKCECodeVerifier();
     const url = oidcClient.buildAuthorizationUrl(configuration, {
       redirect_uri: REDIRECT,
@@ -73,7 +73,7 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     const requests: string[] = [];
     const browser = new Browser({}, (input, init) => {
       requests.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
-      return fetch(input, init);
+      return server.send(input, init);
     });
     const interactions = () => [
       ...new Set(requests.map((request) => /\/connect\/interaction\/([^/]+)/.exec(request)?.[1]).filter(isString)),
@@ -106,7 +106,7 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
     expect(csp).toContain("frame-ancestors 'none'");
     expect(page.headers.get('x-frame-options')).toBe('DENY');
     expect(page.headers.get('cache-control')).toBe('no-store');
-    const css = await fetch(`${server.url}/connect/assets/idt.css`);
+    const css = await server.send(`${server.url}/connect/assets/idt.css`);
     expect(css.headers.get('content-type')).toMatch(/text\/css/);
   });
 
@@ -271,7 +271,7 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
   });
 
   it('shows an expired page for an unknown interaction and cancels back to the client', async () => {
-    const expired = await new Browser().navigate(`${server.url}/connect/interaction/unknown-uid`);
+    const expired = await new Browser({}, server.send).navigate(`${server.url}/connect/interaction/unknown-uid`);
     expect(expired.status).toBe(400);
     expect(expired.body).toContain('This sign-in has expired');
     const { browser } = await openSignIn();
@@ -285,9 +285,9 @@ describe.each(testDialects())('sign-in pages on %s', (dialect) => {
 });
 
 describe('sign-in pages show the client branding', () => {
-  let server: TestServer;
+  let server: TestIdt;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await createTestIdt();
   });
   afterAll(async () => {
     await server?.close();
@@ -328,7 +328,7 @@ describe('sign-in pages show the client branding', () => {
       code_challenge_method: 'S256',
       state: 's',
     });
-    const browser = new Browser();
+    const browser = new Browser({}, server.send);
     const page = await browser.navigate(url.href);
     expect(page.body).toContain('Acme &lt;Portal&gt;');
     expect(page.body).toContain('Everything in one place');
@@ -345,9 +345,9 @@ describe.each([
   ['behind a trusted proxy', 'true', '203.0.113.5'],
   ['without a trusted proxy', 'false', '127.0.0.1'],
 ] as const)('a sign-in session %s', (_label, trustProxy, recorded) => {
-  let server: TestServer;
+  let server: TestIdt;
   beforeAll(async () => {
-    server = await startTestServer({ env: { IDT_TRUST_PROXY: trustProxy } });
+    server = await createTestIdt({ env: { IDT_TRUST_PROXY: trustProxy } });
   });
   afterAll(async () => {
     await server?.close();
@@ -371,7 +371,7 @@ describe.each([
       scope: 'openid',
       email: admin.email,
       password: admin.password,
-      browser: new Browser({ 'x-forwarded-for': '203.0.113.5, 10.0.0.1' }),
+      browser: new Browser({ 'x-forwarded-for': '203.0.113.5, 10.0.0.1' }, server.send),
     });
     const sid = (await redeemCode(config, result)).claims()?.sid as string;
     const session = await server.database.db('identity_sessions').where({ id: sid }).first();

@@ -1,13 +1,13 @@
 import {
   bootstrapAdmin,
+  createTestIdt,
   discover,
   oidcClient,
   redeemCode,
   registerClient,
   signIn,
-  startTestServer,
   type TestAdmin,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { createLocalJWKSet, jwtVerify } from 'jose';
@@ -24,7 +24,7 @@ function header(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8'));
 }
 
-async function tokenRequest(server: TestServer, body: Record<string, string>, basic?: [string, string]) {
+async function tokenRequest(server: TestIdt, body: Record<string, string>, basic?: [string, string]) {
   return server.fetch('/connect/token', {
     method: 'POST',
     headers: {
@@ -36,10 +36,10 @@ async function tokenRequest(server: TestServer, body: Record<string, string>, ba
 }
 
 describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let admin: TestAdmin;
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     admin = await bootstrapAdmin(server);
   });
   afterAll(async () => {
@@ -193,14 +193,19 @@ describe.each(testDialects())('OpenID provider tokens on %s', (dialect) => {
   it('requires PKCE at the authorization endpoint and refuses form_post', async () => {
     const client = await application('Modes');
     const base = `${server.url}/connect/authorize?client_id=${client.clientId}&response_type=code&redirect_uri=${encodeURIComponent(REDIRECT)}&scope=openid&state=s`;
-    const withoutPkce = await fetch(base, { redirect: 'manual' });
+    const withoutPkce = await server.send(base, { redirect: 'manual' });
     const location = new URL(withoutPkce.headers.get('location') ?? '', server.url);
     expect(location.searchParams.get('error')).toBe('invalid_request');
-    const formPost = await fetch(`${base}&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256&response_mode=form_post`, {
+    const formPost = await server.send(
+      `${base}&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256&response_mode=form_post`,
+      {
+        redirect: 'manual',
+      },
+    );
+    expect(formPost.status).toBe(400);
+    const plain = await server.send(`${base}&code_challenge=${'a'.repeat(43)}&code_challenge_method=plain`, {
       redirect: 'manual',
     });
-    expect(formPost.status).toBe(400);
-    const plain = await fetch(`${base}&code_challenge=${'a'.repeat(43)}&code_challenge_method=plain`, { redirect: 'manual' });
     expect(new URL(plain.headers.get('location') ?? '', server.url).searchParams.get('error')).toBe('invalid_request');
   });
 

@@ -1,5 +1,5 @@
 import { createManualClock } from '@idt/core';
-import { mintAccessToken, mintServiceToken, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, mintAccessToken, mintServiceToken, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, expectJson, expectProblem, outboxEvents, seedWorld, type World } from './helpers.js';
 
@@ -28,12 +28,12 @@ const RECORD_KEYS = [
 ];
 
 describe.each(testDialects())('announcements over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: World;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     world = await seedWorld(server);
   });
@@ -309,11 +309,11 @@ describe.each(testDialects())('announcements over HTTP on %s', (dialect) => {
 
 describe.each(testDialects())('the announcement job on a manual clock on %s', (dialect) => {
   const clock = createManualClock(Date.now());
-  let server: TestServer;
+  let server: TestIdt;
   let world: World;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
     world = await seedWorld(server);
   });
   afterAll(async () => {

@@ -1,4 +1,4 @@
-import { startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, expectJson, expectProblem, outboxEvents, seedWorld, type World } from './helpers.js';
 
@@ -17,12 +17,12 @@ function entry(overrides: Record<string, unknown> = {}) {
 }
 
 describe.each(testDialects())('changelog over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: World;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     world = await seedWorld(server);
   });

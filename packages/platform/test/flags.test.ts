@@ -1,13 +1,13 @@
 import { createManualClock } from '@idt/core';
 import {
   createTestDatabase,
+  createTestIdt,
   mintAccessToken,
   referenceMigrationSets,
   seedMembership,
   seedOrganization,
   seedUser,
-  startTestServer,
-  type TestServer,
+  type TestIdt,
   testDialects,
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,12 +16,12 @@ import { caller, expectJson, expectProblem, outboxEvents, seedWorld, type World 
 const checkout = { key: 'new-checkout', name: 'New checkout', description: 'The one-page checkout', type: 'boolean' };
 
 describe.each(testDialects())('feature flags over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: World;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect });
+    server = await createTestIdt({ dialect });
     call = caller(server);
     world = await seedWorld(server);
   });
@@ -249,7 +249,7 @@ describe.each(testDialects())('flag evaluation is deterministic across restarts 
     try {
       const organization = await seedOrganization(database.db, { name: 'Rollout' });
       const users = Array.from({ length: 10_000 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
-      const first = await startTestServer({ dialect, database });
+      const first = await createTestIdt({ dialect, database });
       // The flag row as a platform administrator's POST stores it.
       await database.db('platform_flags').insert({
         key: 'rollout-30',
@@ -263,7 +263,7 @@ describe.each(testDialects())('flag evaluation is deterministic across restarts 
         created_at: new Date().toISOString(),
         updated_at: new Date().toISOString(),
       });
-      const evaluateAll = async (server: TestServer) => {
+      const evaluateAll = async (server: TestIdt) => {
         const answers: boolean[] = [];
         for (const userId of users) {
           const values = await server.idt.services.platform.flags.evaluate({ organizationId: organization.id, userId });
@@ -274,7 +274,7 @@ describe.each(testDialects())('flag evaluation is deterministic across restarts 
       const once = await evaluateAll(first);
       const twice = await evaluateAll(first);
       await first.close();
-      const restarted = await startTestServer({ dialect, database });
+      const restarted = await createTestIdt({ dialect, database });
       try {
         const afterRestart = await evaluateAll(restarted);
         expect(twice).toEqual(once);
@@ -304,11 +304,11 @@ describe.each(testDialects())('flag evaluation is deterministic across restarts 
 
 describe.each(testDialects())('override expiry on a manual clock on %s', (dialect) => {
   const clock = createManualClock(Date.now());
-  let server: TestServer;
+  let server: TestIdt;
   let world: World;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, clock });
+    server = await createTestIdt({ dialect, clock });
     world = await seedWorld(server);
   });
   afterAll(async () => {

@@ -1,4 +1,4 @@
-import { mintAccessToken, mintServiceToken, startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, mintAccessToken, mintServiceToken, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, expectJson, expectProblem, outboxEvents, seedWorld, type World } from './helpers.js';
 
@@ -6,14 +6,14 @@ import { caller, expectJson, expectProblem, outboxEvents, seedWorld, type World 
 const PROPAGATION_MS = 2_000;
 
 describe.each(testDialects())('settings over HTTP on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: World;
 
   beforeAll(async () => {
-    server = await startTestServer({
+    server = await createTestIdt({
       dialect,
-      modules: {
+      moduleOptions: {
         platform: {
           settings: [
             { key: 'billing.currency', type: 'string', default: 'EUR', description: 'Invoice currency' },
@@ -360,9 +360,9 @@ describe.each(testDialects())('settings over HTTP on %s', (dialect) => {
   });
 
   it('evicts the caches of another instance on the same database when a value changes', async () => {
-    const second = await startTestServer({ dialect, database: server.database });
+    const second = await createTestIdt({ dialect, database: server.database });
     try {
-      // Tokens name their issuer: the second instance listens on another port.
+      // Minted and verified by the second instance, with its own caches.
       const token = await mintAccessToken(second, { sub: world.a.user.id, org_id: world.a.organization.id });
       const read = async () =>
         (await expectJson(await caller(second)('GET', '/v1/configuration/config', { token }))).settings['ui.locale'];

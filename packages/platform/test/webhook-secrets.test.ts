@@ -1,14 +1,14 @@
-import { startTestServer, type TestServer, testDialects } from '@idt/testing';
+import { createTestIdt, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caller, expectJson, seedWorld, type World } from './helpers.js';
 
 describe.each(testDialects())('webhook endpoint secrets at rest on %s', (dialect) => {
-  let server: TestServer;
+  let server: TestIdt;
   let call: ReturnType<typeof caller>;
   let world: World;
 
   beforeAll(async () => {
-    server = await startTestServer({ dialect, modules: { platform: { webhooks: { allowPrivateHosts: true } } } });
+    server = await createTestIdt({ dialect, moduleOptions: { platform: { webhooks: { allowPrivateHosts: true } } } });
     call = caller(server);
     world = await seedWorld(server);
   });

@@ -32,6 +32,20 @@ export function createHubEventHandlers(hub: Pick<RealtimeHub, 'endSession' | 'cl
       },
     });
 
+  const closeMemberHandler = (
+    name: string,
+    event: typeof MembershipRemovedEvent | typeof MembershipSuspendedEvent,
+    description: string,
+    reason: string,
+  ) =>
+    defineEventHandler({
+      name,
+      module: 'notifications',
+      event: event as typeof MembershipRemovedEvent,
+      description,
+      handle: ({ payload }) => hub.closeUser(payload.userId, { organizationId: payload.organizationId, reason }),
+    });
+
   return [
     endSessionHandler('notifications.realtime-end-oidc-session', OidcSessionEndedEvent),
     endSessionHandler('notifications.realtime-end-revoked-session', UserSessionRevokedEvent),
@@ -43,27 +57,17 @@ export function createHubEventHandlers(hub: Pick<RealtimeHub, 'endSession' | 'cl
       description: 'Closes every realtime connection of a deactivated user, without reconnect.',
       handle: ({ payload }) => hub.closeUser(payload.userId, { reason: 'Your account was deactivated.' }),
     }),
-    defineEventHandler({
-      name: 'notifications.realtime-close-removed-member',
-      module: 'notifications',
-      event: MembershipRemovedEvent,
-      description: 'Closes the realtime connections a removed member opened for that organization, without reconnect.',
-      handle: ({ payload }) =>
-        hub.closeUser(payload.userId, {
-          organizationId: payload.organizationId,
-          reason: 'Your membership of this organization ended.',
-        }),
-    }),
-    defineEventHandler({
-      name: 'notifications.realtime-close-suspended-member',
-      module: 'notifications',
-      event: MembershipSuspendedEvent,
-      description: 'Closes the realtime connections a suspended member opened for that organization, without reconnect.',
-      handle: ({ payload }) =>
-        hub.closeUser(payload.userId, {
-          organizationId: payload.organizationId,
-          reason: 'Your membership of this organization was suspended.',
-        }),
-    }),
+    closeMemberHandler(
+      'notifications.realtime-close-removed-member',
+      MembershipRemovedEvent,
+      'Closes the realtime connections a removed member opened for that organization, without reconnect.',
+      'Your membership of this organization ended.',
+    ),
+    closeMemberHandler(
+      'notifications.realtime-close-suspended-member',
+      MembershipSuspendedEvent,
+      'Closes the realtime connections a suspended member opened for that organization, without reconnect.',
+      'Your membership of this organization was suspended.',
+    ),
   ];
 }

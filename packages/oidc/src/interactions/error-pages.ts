@@ -1,4 +1,4 @@
-import { DATABASE_RETRY_AFTER_SECONDS, type LightResponse, markup } from '@idt/core';
+import { DATABASE_RETRY_AFTER_SECONDS, type LightResponse, markup, type SafeHtml } from '@idt/core';
 import { pageResponse } from './interaction.js';
 import { renderPage, renderUnavailablePage } from './pages.js';
 
@@ -9,53 +9,42 @@ import { renderPage, renderUnavailablePage } from './pages.js';
  */
 export const signInErrorPages = {
   /** 400: no pending interaction for this browser, or another one than the address names. */
-  expired(assets: string, formTargets: readonly string[]): LightResponse {
-    return pageResponse(
+  expired: (assets: string, formTargets: readonly string[]): LightResponse =>
+    errorPage(
       400,
-      renderPage(
-        { title: 'Sign-in expired', assets },
-        markup`<h1>This sign-in has expired</h1>
+      'Sign-in expired',
+      assets,
+      formTargets,
+      markup`<h1>This sign-in has expired</h1>
 <p>Sign-in requests last one hour and work only in the browser that started them.</p>
 <p class="hint">Go back to the application and start the sign-in again.</p>`,
-      ),
-      formTargets,
-    );
-  },
+    ),
 
   /** 400: the query or form holds a NUL character or bytes that are not valid UTF-8. */
-  unreadable(assets: string, formTargets: readonly string[]): LightResponse {
-    return pageResponse(
+  unreadable: (assets: string, formTargets: readonly string[]): LightResponse =>
+    errorPage(
       400,
-      renderPage(
-        { title: 'Sign-in problem', assets },
-        markup`<h1>This request could not be read</h1>
+      'Sign-in problem',
+      assets,
+      formTargets,
+      markup`<h1>This request could not be read</h1>
 <p>It contains characters that are not allowed.</p>
 <p class="hint">Go back to the application and start the sign-in again.</p>`,
-      ),
-      formTargets,
-    );
-  },
+    ),
 
   /** 403: the form's CSRF token is not this interaction's. */
-  formExpired(assets: string, formTargets: readonly string[]): LightResponse {
-    return pageResponse(
+  formExpired: (assets: string, formTargets: readonly string[]): LightResponse =>
+    errorPage(
       403,
-      renderPage(
-        { title: 'Sign-in problem', assets },
-        markup`<h1>This form has expired</h1><p>Reload the page and try again.</p>`,
-      ),
+      'Sign-in problem',
+      assets,
       formTargets,
-    );
-  },
+      markup`<h1>This form has expired</h1><p>Reload the page and try again.</p>`,
+    ),
 
   /** 500: something failed. */
-  failed(assets: string, formTargets: readonly string[]): LightResponse {
-    return pageResponse(
-      500,
-      renderPage({ title: 'Sign-in problem', assets }, markup`<h1>Something went wrong</h1><p>Try again in a moment.</p>`),
-      formTargets,
-    );
-  },
+  failed: (assets: string, formTargets: readonly string[]): LightResponse =>
+    errorPage(500, 'Sign-in problem', assets, formTargets, markup`<h1>Something went wrong</h1><p>Try again in a moment.</p>`),
 
   /** 503 with `Retry-After`: the database is unreachable. */
   unavailable(assets: string, formTargets: readonly string[]): LightResponse {
@@ -64,3 +53,8 @@ export const signInErrorPages = {
     });
   },
 };
+
+/** One error page of the sign-in pages, with their security headers. */
+function errorPage(status: number, title: string, assets: string, formTargets: readonly string[], body: SafeHtml): LightResponse {
+  return pageResponse(status, renderPage({ title, assets }, body), formTargets);
+}

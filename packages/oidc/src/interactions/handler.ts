@@ -1,43 +1,20 @@
 import { type Clock, isDatabaseUnavailable, type Logger, silentLogger, systemClock } from '@idt/core';
-import type { TokenMac } from '@idt/identity';
-import type Provider from 'oidc-provider';
-import type { ClientService } from '../clients/service.js';
-import type { StoredClient } from '../clients/store.js';
-import type { SignInLockout } from '../policy/sign-in-lockout.js';
 import { signInAsset } from './assets.js';
-import type { AccountDirectory } from './directory.js';
 import { dispatch, safeParams } from './dispatcher.js';
 import { signInErrorPages } from './error-pages.js';
 import { Interaction, type SignInServices } from './interaction.js';
 import type { PageHandler } from './page-request.js';
 import { type InteractionDetails, ProviderExchange } from './provider-exchange.js';
-import type { ConsentStore, GrantContextStore } from './stores.js';
 
-/** Options of {@link createInteractionHandler}. */
-export interface InteractionHandlerOptions {
-  /** The current provider (it is rebuilt when signing keys rotate). */
-  readonly provider: () => Provider;
-  readonly directory: AccountDirectory;
-  /** Client records (cached by the caller, evicted on change) and the scope descriptions of the consent page. */
-  readonly clients: Pick<ClientService, 'findStored' | 'scopes'>;
-  readonly consents: ConsentStore;
-  readonly grantContexts: GrantContextStore;
-  /** The API resource indicator (access-token audience). */
-  readonly apiResource: string;
-  /** The deployment path prefix (`''` or `/idt`). */
-  readonly pathPrefix: string;
+/**
+ * Options of {@link createInteractionHandler}: the {@link SignInServices}
+ * that are not derived from the others (paths, cookie name), with defaults
+ * for the clock, the logger and `trustProxy`.
+ */
+export interface InteractionHandlerOptions
+  extends Omit<SignInServices, 'sessionCookieName' | 'trustProxy' | 'clock' | 'logger' | 'base' | 'assets'> {
   /** The sign-in session cookie (also read by the API for sign-in hosts). */
   readonly sessionCookie: { readonly name: string };
-  /** HMAC tokens; binds CSRF tokens to the interaction. */
-  readonly tokens: TokenMac;
-  /** The refresh-token lifetime of a new login (SPEC 5.3 precedence). */
-  readonly refreshTokenLifetime: (client: StoredClient) => number;
-  /**
-   * The password lockout of an address (`policy/sign-in-lockout.ts`): it
-   * runs the password check unless the address is locked out, and counts
-   * failures only.
-   */
-  readonly signInLockout: SignInLockout;
   /** Take the client IP of a session from `X-Forwarded-For` (a trusted proxy sets it). */
   readonly trustProxy?: boolean;
   readonly clock?: Clock;

@@ -55,6 +55,14 @@ function storeContract(make: () => BffSessionStore) {
     expect(await store.read('unknown', T0)).toBeUndefined();
   });
 
+  it('refuses a second session with a taken id, keeping the stored one', async () => {
+    const store = make();
+    const created = session();
+    await store.create(created);
+    await expect(store.create({ ...session(), id: created.id })).rejects.toThrow();
+    expect(await store.read(created.id, T0)).toEqual(created);
+  });
+
   it('keeps null members and an empty role list', async () => {
     const store = make();
     const bare = session({
@@ -138,6 +146,15 @@ function storeContract(make: () => BffSessionStore) {
     // A failing holder releases the lock.
     await expect(store.withRefreshLock(created.id, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(await store.withRefreshLock(created.id, async () => 'next')).toBe('next');
+  });
+
+  it('runs the refresh-locked function of a session that is gone (it finds nothing to refresh)', async () => {
+    const store = make();
+    const created = session();
+    await store.create(created);
+    await store.destroy(created.id);
+    expect(await store.withRefreshLock(created.id, async () => store.read(created.id, T0))).toBeUndefined();
+    expect(await store.withRefreshLock('never-created', async () => 'ran')).toBe('ran');
   });
 }
 

@@ -1,6 +1,6 @@
 import { defineEvent, type PendingEvent } from '@idt/core';
 import { z } from 'zod';
-import type { InquiryRecord } from './store.js';
+import type { InquiryRecord } from './records.js';
 
 /** The contracts namespace of the inquiries module's integration events (SPEC 6). */
 export const INQUIRY_EVENTS_NAMESPACE = 'Inquiries.Events';
@@ -38,15 +38,18 @@ export interface InquirySubmitted {
   readonly inquiry: InquiryRecord;
 }
 
-/** Domain events of the inquiries module (raised by the service, persisted by the store). */
+/** Domain events of the inquiries module (raised by the service, which publishes their integration events). */
 export type InquiryDomainEvent = InquirySubmitted;
 
 /**
- * Bridges domain events to the integration events the outbox carries. Stores
- * call it in the transaction that persists the change.
+ * Bridges domain events to the integration events the outbox carries. The
+ * service publishes them in the transaction that persists the change.
  *
  * @example
- * await outbox.write(trx, toIntegrationEvents([{ type: 'InquirySubmitted', inquiry }]));
+ * await store.transaction(async (tx) => {
+ *   await tx.insert(inquiry);
+ *   await tx.publish(toIntegrationEvents([{ type: 'InquirySubmitted', inquiry }]));
+ * });
  */
 export function toIntegrationEvents(events: readonly InquiryDomainEvent[]): PendingEvent[] {
   return events.map(({ inquiry }) => {

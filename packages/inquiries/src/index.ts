@@ -14,6 +14,7 @@ export { createInquiryRoutes } from './http/routes.js';
 export type { InquiriesServices } from './module.js';
 export { inquiries } from './module.js';
 export { InquiriesCodes } from './problems.js';
+export type { CommentRecord, InquiryFilter, InquiryRecord } from './records.js';
 export {
   ChangeStatusInput,
   CommentCreated,
@@ -35,4 +36,4 @@ export {
 } from './service.js';
 export type { InquiryStatus } from './status.js';
 export { canTransition, INQUIRY_STATUSES, nextStatus, parseInquiryStatus } from './status.js';
-export type { CommentRecord, InquiriesStore, InquiryFilter, InquiryRecord } from './store.js';
+export type { InquiriesStore, InquiriesWrites } from './store.js';

@@ -1,5 +1,6 @@
 import { type Clock, newId, type Principal, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
+import { toIntegrationEvents } from './events.js';
 import { CommentInput, type CommentResponse, INQUIRY_LIMITS, InquiryInput, type InquiryResponse } from './schemas.js';
 import { canTransition, type InquiryStatus, nextStatus } from './status.js';
 import type { CommentRecord, InquiriesStore, InquiryRecord } from './store.js';
@@ -29,7 +30,7 @@ export interface InquiriesServiceOptions {
 
 /** Inquiries and their comments, in the caller's organization. */
 export interface InquiriesService {
-  /** Stores an inquiry of the caller (`InquiriesWrite`) and raises `InquirySubmitted`. */
+  /** Stores an inquiry of the caller (`InquiriesWrite`) and publishes `InquirySubmittedEvent` in the same transaction. */
   submit(actor: InquiryActor, input: InquiryInput, context: SubmissionContext): Promise<InquiryResponse>;
   /** Every inquiry of the organization, newest first, optionally of one status (`InquiriesRead`). */
   list(actor: InquiryActor, filter?: { status?: InquiryStatus | undefined }): Promise<InquiryResponse[]>;
@@ -156,7 +157,10 @@ export function createInquiriesService(options: InquiriesServiceOptions): Inquir
         createdAt: clock.now().toISOString(),
         updatedAt: null,
       };
-      await store.insert(record, [{ type: 'InquirySubmitted', inquiry: record }]);
+      await store.transaction(async (tx) => {
+        await tx.insert(record);
+        await tx.publish(toIntegrationEvents([{ type: 'InquirySubmitted', inquiry: record }]));
+      });
       return toInquiryResponse(record);
     },
 

@@ -1,65 +1,35 @@
-import type { InquiryDomainEvent } from './events.js';
+import type { UnitOfWork } from '@idt/core';
+import type { CommentRecord, InquiryFilter, InquiryRecord } from './records.js';
 import type { InquiryStatus } from './status.js';
 
-/** An inquiry as stored: the response fields plus the organization and the submitter's IP address. */
-export interface InquiryRecord {
-  readonly id: string;
-  readonly organizationId: string;
-  readonly name: string;
-  readonly email: string;
-  readonly phone: string;
-  readonly company: string | null;
-  /** The submitting user; `null` for a service account. */
-  readonly submitterId: string | null;
-  /** Kept for abuse handling; never part of a response. */
-  readonly submitterIp: string | null;
-  readonly projectType: string;
-  readonly budgetRange: string;
-  readonly timeline: string;
-  readonly message: string;
-  readonly status: InquiryStatus;
-  /** ISO 8601 UTC. */
-  readonly createdAt: string;
-  /** ISO 8601 UTC; `null` until the first change. */
-  readonly updatedAt: string | null;
-}
+export type { CommentRecord, InquiryFilter, InquiryRecord } from './records.js';
 
-/** A comment on an inquiry. */
-export interface CommentRecord {
-  readonly id: string;
-  readonly organizationId: string;
-  readonly inquiryId: string;
-  /** The user id, or the client id of a service account. */
-  readonly authorId: string;
-  readonly authorName: string;
-  readonly content: string;
-  readonly isInternal: boolean;
-  /** ISO 8601 UTC. */
-  readonly createdAt: string;
-}
-
-/** Which inquiries of an organization to list. */
-export interface InquiryFilter {
-  readonly status?: InquiryStatus;
-  /** Only the inquiries of this submitter. */
-  readonly submitterId?: string;
+/**
+ * The inquiry primitives the service runs in one transaction (see
+ * {@link InquiriesStore.transaction}). None of them publishes events: the
+ * service does, through the transaction's effects.
+ */
+export interface InquiriesWrites {
+  /** Stores a new inquiry. */
+  insert(inquiry: InquiryRecord): Promise<void>;
 }
 
 /**
- * Persistence of inquiries and their comments. Every method is scoped to one
- * organization: a row of another organization does not exist for it.
+ * Persistence of inquiries and their comments: reads and single-statement
+ * writes outside a transaction, and the {@link InquiriesWrites} primitives
+ * inside one the inquiries service opens (which also publishes
+ * `InquirySubmittedEvent`, in that transaction). Every method is scoped to
+ * one organization: a row of another organization does not exist for it.
  */
-export interface InquiriesStore {
-  /** Stores a new inquiry and, in the same transaction, the integration events its domain events bridge to. */
-  insert(inquiry: InquiryRecord, events: readonly InquiryDomainEvent[]): Promise<void>;
+export interface InquiriesStore extends UnitOfWork<InquiriesWrites> {
   find(organizationId: string, id: string): Promise<InquiryRecord | undefined>;
-  /** Newest first. */
+  /** Newest first (`created_at`, then id). */
   list(organizationId: string, filter: InquiryFilter): Promise<InquiryRecord[]>;
   /**
    * Moves an inquiry from `from` to `to` in one statement, only while its
    * status is still `from`: of concurrent moves from one status, exactly one
    * wins. Returns the updated inquiry, or `undefined` when no row matched
-   * (missing, or moved meanwhile).
+   * (missing, of another organization, or moved meanwhile).
    */
   transition(
     organizationId: string,
@@ -68,9 +38,14 @@ export interface InquiriesStore {
     to: InquiryStatus,
     at: string,
   ): Promise<InquiryRecord | undefined>;
-  /** Stores a comment; `inquiry-missing` when its inquiry is not in the organization. */
+  /**
+   * Stores a comment in one transaction of its own, after taking its
+   * inquiry's row (so a concurrent delete cannot leave it orphaned);
+   * `inquiry-missing` (nothing written) when the inquiry is not in the
+   * comment's organization.
+   */
   insertComment(comment: CommentRecord): Promise<'created' | 'inquiry-missing'>;
   findComment(organizationId: string, inquiryId: string, commentId: string): Promise<CommentRecord | undefined>;
-  /** Oldest first; internal comments only when asked for. */
+  /** Oldest first (`created_at`, then id); internal comments only when asked for. */
   listComments(organizationId: string, inquiryId: string, options: { includeInternal: boolean }): Promise<CommentRecord[]>;
 }

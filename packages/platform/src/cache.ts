@@ -1,7 +1,7 @@
 import type { CacheInvalidator } from '@idt/core/knex';
 
 /** core's `ALL_KEYS`: every entry of the namespace (kept literal so the root entry does not load `@idt/core/knex`). */
-const ALL_KEYS = '*';
+export const ALL_KEYS = '*';
 
 /** A small per-key cache evicted by the cache invalidator of every instance. */
 export interface KeyedCache<T> {

@@ -34,7 +34,7 @@ export {
   parseAnnouncementStatus,
   plannedStatus,
 } from './announcements/status.js';
-export type { AnnouncementChange, AnnouncementRecord, AnnouncementsStore } from './announcements/store.js';
+export type { AnnouncementChange, AnnouncementRecord, AnnouncementsStore, AnnouncementsWrites } from './announcements/store.js';
 export type { KeyedCache } from './cache.js';
 export { createKeyedCache } from './cache.js';
 export type { ChangeType } from './changelog/schemas.js';
@@ -48,7 +48,7 @@ export {
 } from './changelog/schemas.js';
 export type { ChangelogService, ChangelogServiceOptions } from './changelog/service.js';
 export { createChangelogService, toChangelogResponse } from './changelog/service.js';
-export type { ChangelogRecord, ChangelogStore } from './changelog/store.js';
+export type { ChangelogRecord, ChangelogStore, ChangelogWrites } from './changelog/store.js';
 export type {
   AnnouncementPublishedPayload,
   ChangelogPublishedPayload,
@@ -83,7 +83,7 @@ export {
 } from './flags/schemas.js';
 export type { FlagCaller, FlagsService, FlagsServiceOptions } from './flags/service.js';
 export { createFlagsService } from './flags/service.js';
-export type { FlagRecord, FlagsStore } from './flags/store.js';
+export type { FlagRecord, FlagsStore, FlagsWrites } from './flags/store.js';
 export { createAnnouncementRoutes } from './http/announcement-routes.js';
 export { createChangelogRoutes } from './http/changelog-routes.js';
 export { createConfigurationRoutes } from './http/configuration-routes.js';
@@ -107,7 +107,14 @@ export {
 export { ConfigResponse, ResolvedSettingResponse, SettingKeyParams, SettingValueInput } from './settings/schemas.js';
 export type { ResolvedSetting, SettingSource, SettingsService, SettingsServiceOptions } from './settings/service.js';
 export { createSettingsService } from './settings/service.js';
-export type { SettingScope, SettingsStore, SettingTarget, SettingValueRecord } from './settings/store.js';
+export type {
+  SettingOwner,
+  SettingScope,
+  SettingsStore,
+  SettingsWrites,
+  SettingTarget,
+  SettingValueRecord,
+} from './settings/store.js';
 export type { WebhookEventType } from './webhooks/catalog.js';
 export { WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_TYPE } from './webhooks/catalog.js';
 export {
@@ -132,4 +139,12 @@ export { createWebhookSender } from './webhooks/sender.js';
 export type { WebhooksService, WebhooksServiceOptions } from './webhooks/service.js';
 export { createWebhooksService, WEBHOOKS_MANAGE } from './webhooks/service.js';
 export { generateWebhookSecret, newMessageId, signatureHeader, signWebhook } from './webhooks/signing.js';
-export type { AttemptOutcome, DeliveryRecord, EndpointRecord, MessageRecord, WebhooksStore } from './webhooks/store.js';
+export type {
+  AttemptOutcome,
+  DeliveryRecord,
+  DisabledEndpoint,
+  EndpointRecord,
+  MessageRecord,
+  WebhooksStore,
+  WebhooksWrites,
+} from './webhooks/store.js';

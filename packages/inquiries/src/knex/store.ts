@@ -1,15 +1,15 @@
 import type { EventOutbox } from '@idt/core';
-import { toIso, toIsoOrNull } from '@idt/core/knex';
+import { knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { toIntegrationEvents } from '../events.js';
+import type { CommentRecord, InquiryRecord } from '../records.js';
 import { parseInquiryStatus } from '../status.js';
-import type { CommentRecord, InquiriesStore, InquiryRecord } from '../store.js';
+import type { InquiriesStore, InquiriesWrites } from '../store.js';
 import { INQUIRIES_TABLE, INQUIRY_COMMENTS_TABLE } from './migrations.js';
 
 /** Options of {@link createKnexInquiriesStore}. */
 export interface KnexInquiriesStoreOptions {
   readonly db: Knex;
-  /** Writes the integration events in the transaction that stores the change. */
+  /** Writes the integration events the service publishes, in the transaction that stores the change. */
   readonly outbox: EventOutbox;
 }
 
@@ -50,37 +50,43 @@ function commentFromRow(row: Row): CommentRecord {
   };
 }
 
+/** The {@link InquiriesWrites} primitives over one transaction. */
+function inquiriesWrites(trx: Knex.Transaction): InquiriesWrites {
+  return {
+    async insert(inquiry) {
+      await trx(INQUIRIES_TABLE).insert({
+        id: inquiry.id,
+        organization_id: inquiry.organizationId,
+        name: inquiry.name,
+        email: inquiry.email,
+        phone: inquiry.phone,
+        company: inquiry.company,
+        submitter_id: inquiry.submitterId,
+        submitter_ip: inquiry.submitterIp,
+        project_type: inquiry.projectType,
+        budget_range: inquiry.budgetRange,
+        timeline: inquiry.timeline,
+        message: inquiry.message,
+        status: inquiry.status,
+        created_at: inquiry.createdAt,
+        updated_at: inquiry.updatedAt,
+      });
+    },
+  };
+}
+
 /**
- * The knex {@link InquiriesStore}. Every statement filters by organization.
+ * The knex {@link InquiriesStore}. Every statement filters by organization;
+ * the inquiries service publishes the events in the store's transactions.
  *
  * @example
  * const store = createKnexInquiriesStore({ db, outbox: bus });
  */
 export function createKnexInquiriesStore(options: KnexInquiriesStoreOptions): InquiriesStore {
-  const { db, outbox } = options;
+  const { db } = options;
 
   return {
-    insert: (inquiry, events) =>
-      db.transaction(async (trx) => {
-        await trx(INQUIRIES_TABLE).insert({
-          id: inquiry.id,
-          organization_id: inquiry.organizationId,
-          name: inquiry.name,
-          email: inquiry.email,
-          phone: inquiry.phone,
-          company: inquiry.company,
-          submitter_id: inquiry.submitterId,
-          submitter_ip: inquiry.submitterIp,
-          project_type: inquiry.projectType,
-          budget_range: inquiry.budgetRange,
-          timeline: inquiry.timeline,
-          message: inquiry.message,
-          status: inquiry.status,
-          created_at: inquiry.createdAt,
-          updated_at: inquiry.updatedAt,
-        });
-        await outbox.write(trx, toIntegrationEvents(events));
-      }),
+    ...knexUnitOfWork(options, inquiriesWrites),
 
     async find(organizationId, id) {
       const row = await db(INQUIRIES_TABLE).where({ id, organization_id: organizationId }).first();

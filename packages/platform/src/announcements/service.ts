@@ -8,6 +8,7 @@ import {
   requirePermission,
   tenantOf,
 } from '../access.js';
+import { AnnouncementPublishedEvent } from '../events.js';
 import { AnnouncementInput, type AnnouncementResponse } from './schemas.js';
 import { type AnnouncementStatus, canTransition, nextStatuses, plannedStatus } from './status.js';
 import type { AnnouncementChange, AnnouncementRecord, AnnouncementsStore } from './store.js';
@@ -155,9 +156,43 @@ export function createAnnouncementsService(options: AnnouncementsServiceOptions)
     );
   }
 
+  /**
+   * Moves an announcement while its status is still `from`; a move to
+   * Published writes `AnnouncementPublishedEvent` in the same transaction,
+   * so of concurrent publications only the one that moved it announces it.
+   */
+  function transition(
+    id: string,
+    from: AnnouncementStatus,
+    to: AnnouncementStatus,
+    at: string,
+    publishAt?: string,
+  ): Promise<AnnouncementRecord | undefined> {
+    return store.transaction(async (tx) => {
+      const moved = await tx.transition(id, from, to, at, publishAt);
+      if (moved && to === 'Published') {
+        await tx.publish([
+          {
+            event: AnnouncementPublishedEvent,
+            payload: {
+              announcementId: moved.id,
+              organizationId: moved.organizationId,
+              title: moved.title,
+              type: moved.type,
+              target: moved.target,
+              targetValue: moved.targetValue,
+              publishedAt: moved.publishAt ?? at,
+            },
+          },
+        ]);
+      }
+      return moved;
+    });
+  }
+
   async function move(record: AnnouncementRecord, to: AnnouncementStatus, publishAt?: string): Promise<AnnouncementRecord> {
     if (!canTransition(record.status, to)) throw invalidTransition(record.status, to);
-    const moved = await store.transition(record.id, record.status, to, clock.now().toISOString(), publishAt);
+    const moved = await transition(record.id, record.status, to, clock.now().toISOString(), publishAt);
     if (moved) return moved;
     // Another request (or the job) moved it between the read and the update.
     const now = await store.find(record.organizationId, record.id);
@@ -260,7 +295,7 @@ export function createAnnouncementsService(options: AnnouncementsServiceOptions)
           const lapsed = record.expiresAt !== null && record.expiresAt <= now;
           if (record.status === 'Scheduled') {
             // A window that passed before publication expires without going out.
-            const moved = await store.transition(
+            const moved = await transition(
               record.id,
               'Scheduled',
               lapsed ? 'Expired' : 'Published',
@@ -273,7 +308,7 @@ export function createAnnouncementsService(options: AnnouncementsServiceOptions)
               else published += 1;
             }
           } else if (record.status === 'Published' && lapsed) {
-            if (await store.transition(record.id, 'Published', 'Expired', now)) {
+            if (await transition(record.id, 'Published', 'Expired', now)) {
               progressed = true;
               expired += 1;
             }

@@ -1,3 +1,4 @@
+import type { UnitOfWork } from '@idt/core';
 import type { AnnouncementTarget, AnnouncementType } from './schemas.js';
 import type { AnnouncementStatus } from './status.js';
 
@@ -29,31 +30,47 @@ export interface AnnouncementRecord {
 export type AnnouncementChange = Omit<AnnouncementRecord, 'id' | 'organizationId' | 'createdBy' | 'createdAt'>;
 
 /**
- * Persistence of announcements and dismissals. Status changes are
- * compare-and-set: of concurrent moves from one status exactly one wins.
- * Moving to Published also writes `AnnouncementPublishedEvent` in the same
- * transaction.
+ * The announcement primitives the announcements service runs in one
+ * transaction (see {@link AnnouncementsStore.transaction}). None of them
+ * publishes events: the service does, through the transaction's effects.
  */
-export interface AnnouncementsStore {
-  insert(record: AnnouncementRecord): Promise<void>;
-  /** An announcement of the organization. */
-  find(organizationId: string, id: string): Promise<AnnouncementRecord | undefined>;
-  /** Every announcement of the organization, newest first, optionally of one status. */
-  list(organizationId: string, status?: AnnouncementStatus): Promise<AnnouncementRecord[]>;
-  /** Replaces the fields while the status is still `expected`; `undefined` when it moved (or is missing). */
-  update(
-    organizationId: string,
-    id: string,
-    expected: AnnouncementStatus,
-    change: AnnouncementChange,
-  ): Promise<AnnouncementRecord | undefined>;
-  /** Moves the status while it is still `from`; `publishAt` is set when given. */
+export interface AnnouncementsWrites {
+  /**
+   * Moves the status while it is still `from`, in one conditional statement
+   * (`UPDATE ... WHERE id = ? AND status = from`): of concurrent moves from
+   * one status exactly one wins. `publishAt` is set when given.
+   *
+   * @returns the moved announcement, or `undefined` when it moved meanwhile (or is missing).
+   */
   transition(
     id: string,
     from: AnnouncementStatus,
     to: AnnouncementStatus,
     at: string,
     publishAt?: string,
+  ): Promise<AnnouncementRecord | undefined>;
+}
+
+/**
+ * Persistence of announcements and dismissals: reads and single-statement
+ * writes outside a transaction, and the {@link AnnouncementsWrites}
+ * primitives inside one the announcements service opens (which also writes
+ * `AnnouncementPublishedEvent` to the outbox when it publishes, in that
+ * transaction). Status changes are compare-and-set: of concurrent moves
+ * from one status exactly one wins.
+ */
+export interface AnnouncementsStore extends UnitOfWork<AnnouncementsWrites> {
+  insert(record: AnnouncementRecord): Promise<void>;
+  /** An announcement of the organization. */
+  find(organizationId: string, id: string): Promise<AnnouncementRecord | undefined>;
+  /** Every announcement of the organization, newest first, optionally of one status. */
+  list(organizationId: string, status?: AnnouncementStatus): Promise<AnnouncementRecord[]>;
+  /** Replaces the fields while the status is still `expected`; `undefined` when it moved (or is missing, or of another organization). */
+  update(
+    organizationId: string,
+    id: string,
+    expected: AnnouncementStatus,
+    change: AnnouncementChange,
   ): Promise<AnnouncementRecord | undefined>;
   /**
    * Published announcements the organization's members may see at `now`
@@ -63,6 +80,6 @@ export interface AnnouncementsStore {
   active(organizationId: string, userId: string | null, now: string): Promise<AnnouncementRecord[]>;
   /** Records a dismissal (idempotent). */
   dismiss(announcementId: string, userId: string, at: string): Promise<void>;
-  /** Scheduled announcements whose `publishAt` is due, and Published ones whose `expiresAt` passed. */
+  /** Scheduled announcements whose `publishAt` is due, and Published ones whose `expiresAt` passed, by id, at most `limit`. */
   due(now: string, limit: number): Promise<AnnouncementRecord[]>;
 }

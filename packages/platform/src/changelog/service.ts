@@ -1,6 +1,7 @@
 import { type Clock, isUuid, newId, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { type PlatformActor, type PlatformDirectory, PlatformPermissions, requirePlatformAdministrator } from '../access.js';
+import { ChangelogPublishedEvent } from '../events.js';
 import { type ChangelogEntryResponse, ChangelogInput } from './schemas.js';
 import type { ChangelogRecord, ChangelogStore } from './store.js';
 
@@ -78,7 +79,27 @@ export function createChangelogService(options: ChangelogServiceOptions): Change
   async function setPublished(actor: PlatformActor, id: string, isPublished: boolean) {
     await admin(actor);
     const current = await existing(id);
-    const updated = await store.setPublished(current.id, isPublished, clock.now().toISOString(), actor.subject);
+    const at = clock.now().toISOString();
+    const updated = await store.transaction(async (tx) => {
+      const outcome = await tx.setPublished(current.id, isPublished, at);
+      if (outcome?.changed && isPublished) {
+        const { entry } = outcome;
+        await tx.publish([
+          {
+            event: ChangelogPublishedEvent,
+            payload: {
+              entryId: entry.id,
+              version: entry.version,
+              title: entry.title,
+              releasedAt: entry.releasedAt,
+              publishedBy: actor.subject,
+              publishedAt: at,
+            },
+          },
+        ]);
+      }
+      return outcome?.entry;
+    });
     if (!updated) throw notFound();
     return toChangelogResponse(updated);
   }

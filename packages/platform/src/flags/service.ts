@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '@idt/core';
+import { type Clock, systemClock, type TransactionEffects } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import {
@@ -9,8 +9,8 @@ import {
   requirePlatformAdministrator,
   tenantOf,
 } from '../access.js';
-import { createKeyedCache } from '../cache.js';
-import { FLAGS_CACHE } from '../events.js';
+import { ALL_KEYS, createKeyedCache } from '../cache.js';
+import { FeatureFlagChangedEvent, type FeatureFlagChangedPayload, FLAGS_CACHE } from '../events.js';
 import { evaluateFlag, type FlagOverride, type FlagValue } from './evaluate.js';
 import {
   FlagCreateInput,
@@ -72,13 +72,29 @@ function toFlagResponse(flag: FlagRecord): FlagResponse {
   };
 }
 
+/**
+ * Records a flag change in the store's transaction: `FeatureFlagChangedEvent`
+ * and the eviction of the flag caches it touched (`definitions`, or the
+ * organization id of an override) on every instance.
+ */
+async function changed(tx: TransactionEffects, payload: FeatureFlagChangedPayload): Promise<void> {
+  await tx.publish([{ event: FeatureFlagChangedEvent, payload }]);
+  await tx.evict([
+    { namespace: FLAGS_CACHE, key: payload.organizationId ?? 'definitions' },
+    // A deleted flag takes every organization's overrides with it.
+    ...(payload.change === 'deleted' ? [{ namespace: FLAGS_CACHE, key: ALL_KEYS }] : []),
+  ]);
+}
+
 function notFound(key: string): ProblemError {
   return new ProblemError('FeatureFlags.NotFound', `No feature flag has the key '${key.slice(0, 100)}'.`);
 }
 
 /**
- * Creates the feature flag service. Evaluation reads flags and overrides
- * from caches evicted on every instance by the store's invalidations; an
+ * Creates the feature flag service. Every change writes
+ * `FeatureFlagChangedEvent` and evicts the flag caches of every instance in
+ * the store's transaction; evaluation reads flags and overrides from those
+ * caches; an
  * override's `expiresAt` is compared with the injected clock at evaluation.
  *
  * @example
@@ -123,7 +139,21 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
       const data = FlagCreateInput.parse(input);
       const now = clock.now().toISOString();
       const record: FlagRecord = { ...data, createdAt: now, updatedAt: now };
-      if ((await store.insert(record, actor.subject)) === 'exists') {
+      const inserted = await store.transaction(async (tx) => {
+        const outcome = await tx.insert(record);
+        if (outcome === 'created') {
+          await changed(tx, {
+            key: record.key,
+            organizationId: null,
+            userId: null,
+            change: 'created',
+            changedBy: actor.subject,
+            changedAt: record.createdAt,
+          });
+        }
+        return outcome;
+      });
+      if (inserted === 'exists') {
         throw new ProblemError('FeatureFlags.KeyExists', `A feature flag with the key '${data.key}' already exists.`);
       }
       definitions.evict('definitions');
@@ -140,14 +170,39 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
         createdAt: current.createdAt,
         updatedAt: clock.now().toISOString(),
       };
-      if (!(await store.update(record, actor.subject))) throw notFound(key);
+      const updated = await store.transaction(async (tx) => {
+        if (!(await tx.update(record))) return false;
+        await changed(tx, {
+          key: record.key,
+          organizationId: null,
+          userId: null,
+          change: 'updated',
+          changedBy: actor.subject,
+          changedAt: record.updatedAt,
+        });
+        return true;
+      });
+      if (!updated) throw notFound(key);
       definitions.evict('definitions');
       return toFlagResponse(record);
     },
 
     async remove(actor, key) {
       await admin(actor);
-      if (!(await store.remove(key, clock.now().toISOString(), actor.subject))) throw notFound(key);
+      const at = clock.now().toISOString();
+      const removed = await store.transaction(async (tx) => {
+        if (!(await tx.remove(key))) return false;
+        await changed(tx, {
+          key,
+          organizationId: null,
+          userId: null,
+          change: 'deleted',
+          changedBy: actor.subject,
+          changedAt: at,
+        });
+        return true;
+      });
+      if (!removed) throw notFound(key);
       definitions.evict('definitions');
     },
 
@@ -180,7 +235,20 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
         throw new ValidationProblem({ userId: ['Not a member of your organization.'] });
       }
       const override: FlagOverride = { flagKey: flag.key, organizationId, ...data };
-      if (!(await store.putOverride(override, clock.now().toISOString(), actor.subject))) throw notFound(key);
+      const at = clock.now().toISOString();
+      const put = await store.transaction(async (tx) => {
+        if (!(await tx.putOverride(override, at, actor.subject))) return false;
+        await changed(tx, {
+          key: override.flagKey,
+          organizationId,
+          userId: override.userId,
+          change: 'override-set',
+          changedBy: actor.subject,
+          changedAt: at,
+        });
+        return true;
+      });
+      if (!put) throw notFound(key);
       overrides.evict(organizationId);
       return overrideResponse(override);
     },
@@ -189,7 +257,11 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
       const organizationId = tenantOf(actor);
       requirePermission(actor, PlatformPermissions.configurationManage);
       await existing(key);
-      await store.removeOverride(key, organizationId, userId, clock.now().toISOString(), actor.subject);
+      const at = clock.now().toISOString();
+      await store.transaction(async (tx) => {
+        if (!(await tx.removeOverride(key, organizationId, userId))) return;
+        await changed(tx, { key, organizationId, userId, change: 'override-removed', changedBy: actor.subject, changedAt: at });
+      });
       overrides.evict(organizationId);
     },
 

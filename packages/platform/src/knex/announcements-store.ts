@@ -1,15 +1,15 @@
 import type { EventOutbox } from '@idt/core';
-import { toIso, toIsoOrNull } from '@idt/core/knex';
+import { knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { AnnouncementTarget, AnnouncementType } from '../announcements/schemas.js';
 import { parseAnnouncementStatus } from '../announcements/status.js';
-import type { AnnouncementChange, AnnouncementRecord, AnnouncementsStore } from '../announcements/store.js';
-import { AnnouncementPublishedEvent } from '../events.js';
+import type { AnnouncementChange, AnnouncementRecord, AnnouncementsStore, AnnouncementsWrites } from '../announcements/store.js';
 import { ANNOUNCEMENT_DISMISSALS_TABLE, ANNOUNCEMENTS_TABLE } from './migrations.js';
 
 /** Options of {@link createKnexAnnouncementsStore}. */
 export interface KnexAnnouncementsStoreOptions {
   readonly db: Knex;
+  /** Writes the events the announcements service publishes, in the store's transaction. */
   readonly outbox: EventOutbox;
 }
 
@@ -60,18 +60,34 @@ function changeRow(change: AnnouncementChange) {
   };
 }
 
+/** The {@link AnnouncementsWrites} primitives over one transaction. */
+function announcementsWrites(trx: Knex.Transaction): AnnouncementsWrites {
+  return {
+    async transition(id, from, to, at, publishAt) {
+      const rows: Row[] = await trx(ANNOUNCEMENTS_TABLE)
+        .where({ id, status: from })
+        .update({ status: to, updated_at: at, ...(publishAt !== undefined ? { publish_at: publishAt } : {}) })
+        .returning('*');
+      return rows[0] ? fromRow(rows[0]) : undefined;
+    },
+  };
+}
+
 /**
  * The knex {@link AnnouncementsStore}: status changes are one conditional
- * `UPDATE`, and a move to Published writes `AnnouncementPublishedEvent` in
- * its transaction, so concurrent publications give one event.
+ * `UPDATE`, so of concurrent publications one moves the announcement (and
+ * the announcements service writes its one `AnnouncementPublishedEvent` in
+ * that transaction).
  *
  * @example
  * const store = createKnexAnnouncementsStore({ db, outbox: bus });
  */
 export function createKnexAnnouncementsStore(options: KnexAnnouncementsStoreOptions): AnnouncementsStore {
-  const { db, outbox } = options;
+  const { db } = options;
 
   return {
+    ...knexUnitOfWork(options, announcementsWrites),
+
     async insert(record) {
       await db(ANNOUNCEMENTS_TABLE).insert({
         id: record.id,
@@ -104,34 +120,6 @@ export function createKnexAnnouncementsStore(options: KnexAnnouncementsStoreOpti
         .returning('*');
       return rows[0] ? fromRow(rows[0]) : undefined;
     },
-
-    transition: (id, from, to, at, publishAt) =>
-      db.transaction(async (trx) => {
-        const rows: Row[] = await trx(ANNOUNCEMENTS_TABLE)
-          .where({ id, status: from })
-          .update({ status: to, updated_at: at, ...(publishAt !== undefined ? { publish_at: publishAt } : {}) })
-          .returning('*');
-        const row = rows[0];
-        if (!row) return undefined;
-        const record = fromRow(row);
-        if (to === 'Published') {
-          await outbox.write(trx, [
-            {
-              event: AnnouncementPublishedEvent,
-              payload: {
-                announcementId: record.id,
-                organizationId: record.organizationId,
-                title: record.title,
-                type: record.type,
-                target: record.target,
-                targetValue: record.targetValue,
-                publishedAt: record.publishAt ?? at,
-              },
-            },
-          ]);
-        }
-        return record;
-      }),
 
     async active(organizationId, userId, now) {
       const query = db(`${ANNOUNCEMENTS_TABLE} as a`)

@@ -1,14 +1,14 @@
 import type { EventOutbox } from '@idt/core';
-import { isUniqueViolation, toIso } from '@idt/core/knex';
+import { isUniqueViolation, knexUnitOfWork, toIso } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { ChangeType } from '../changelog/schemas.js';
-import type { ChangelogRecord, ChangelogStore } from '../changelog/store.js';
-import { ChangelogPublishedEvent } from '../events.js';
+import type { ChangelogRecord, ChangelogStore, ChangelogWrites } from '../changelog/store.js';
 import { CHANGELOG_TABLE } from './migrations.js';
 
 /** Options of {@link createKnexChangelogStore}. */
 export interface KnexChangelogStoreOptions {
   readonly db: Knex;
+  /** Writes the events the changelog service publishes, in the store's transaction. */
   readonly outbox: EventOutbox;
 }
 
@@ -39,6 +39,21 @@ function fields(entry: ChangelogRecord) {
   };
 }
 
+/** The {@link ChangelogWrites} primitives over one transaction. */
+function changelogWrites(trx: Knex.Transaction): ChangelogWrites {
+  return {
+    async setPublished(id, isPublished, at) {
+      // Only a change of state is written, so concurrent publications give one event.
+      const changed: Row[] = await trx(CHANGELOG_TABLE)
+        .where({ id, is_published: !isPublished })
+        .update({ is_published: isPublished, updated_at: at, ...(isPublished ? { published_at: at } : {}) })
+        .returning('*');
+      const row = changed[0] ?? (await trx(CHANGELOG_TABLE).where({ id }).first());
+      return row ? { entry: fromRow(row), changed: changed[0] !== undefined } : undefined;
+    },
+  };
+}
+
 /**
  * The knex {@link ChangelogStore}. A taken version is detected by the
  * unique index (`ON CONFLICT DO NOTHING` on insert), so concurrent creations
@@ -48,9 +63,11 @@ function fields(entry: ChangelogRecord) {
  * const store = createKnexChangelogStore({ db, outbox: bus });
  */
 export function createKnexChangelogStore(options: KnexChangelogStoreOptions): ChangelogStore {
-  const { db, outbox } = options;
+  const { db } = options;
 
   return {
+    ...knexUnitOfWork(options, changelogWrites),
+
     async insert(entry) {
       const inserted: Row[] = await db(CHANGELOG_TABLE)
         .insert({ id: entry.id, ...fields(entry), is_published: entry.isPublished, created_at: entry.createdAt })
@@ -94,33 +111,5 @@ export function createKnexChangelogStore(options: KnexChangelogStoreOptions): Ch
         .limit(limit);
       return rows.map(fromRow);
     },
-
-    setPublished: (id, isPublished, at, by) =>
-      db.transaction(async (trx) => {
-        // Only a change of state is written, so concurrent publications give one event.
-        const changed: Row[] = await trx(CHANGELOG_TABLE)
-          .where({ id, is_published: !isPublished })
-          .update({ is_published: isPublished, updated_at: at, ...(isPublished ? { published_at: at } : {}) })
-          .returning('*');
-        const row = changed[0] ?? (await trx(CHANGELOG_TABLE).where({ id }).first());
-        if (!row) return undefined;
-        const record = fromRow(row);
-        if (changed[0] && isPublished) {
-          await outbox.write(trx, [
-            {
-              event: ChangelogPublishedEvent,
-              payload: {
-                entryId: record.id,
-                version: record.version,
-                title: record.title,
-                releasedAt: record.releasedAt,
-                publishedBy: by,
-                publishedAt: at,
-              },
-            },
-          ]);
-        }
-        return record;
-      }),
   };
 }

@@ -1,17 +1,18 @@
 import type { EventOutbox } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
-import { toIso, toIsoOrNull } from '@idt/core/knex';
+import { knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { FeatureFlagChangedEvent, type FeatureFlagChangedPayload, FLAGS_CACHE } from '../events.js';
 import type { FlagOverride, FlagType, FlagVariant } from '../flags/evaluate.js';
-import type { FlagRecord, FlagsStore } from '../flags/store.js';
+import type { FlagRecord, FlagsStore, FlagsWrites } from '../flags/store.js';
 import { FLAG_OVERRIDES_TABLE, FLAGS_TABLE } from './migrations.js';
 
 /** Options of {@link createKnexFlagsStore}. */
 export interface KnexFlagsStoreOptions {
   readonly db: Knex;
+  /** Writes the events the flags service publishes, in the store's transaction. */
   readonly outbox: EventOutbox;
-  readonly invalidator: CacheInvalidator;
+  /** Evicts the flag caches the flags service names, once the store's transaction commits. */
+  readonly invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
 }
 
 type Row = Record<string, unknown>;
@@ -57,25 +58,72 @@ function flagRow(flag: FlagRecord) {
   };
 }
 
+/** The {@link FlagsWrites} primitives over one transaction. */
+function flagsWrites(trx: Knex.Transaction): FlagsWrites {
+  return {
+    async insert(flag) {
+      const inserted: Row[] = await trx(FLAGS_TABLE)
+        .insert({ key: flag.key, ...flagRow(flag), created_at: flag.createdAt })
+        .onConflict('key')
+        .ignore()
+        .returning('key');
+      return inserted.length === 0 ? 'exists' : 'created';
+    },
+
+    async update(flag) {
+      return (await trx(FLAGS_TABLE).where({ key: flag.key }).update(flagRow(flag))) > 0;
+    },
+
+    async remove(key) {
+      await trx(FLAG_OVERRIDES_TABLE).where({ flag_key: key }).delete();
+      return (await trx(FLAGS_TABLE).where({ key }).delete()) > 0;
+    },
+
+    async putOverride(override, at, by) {
+      // Taking the flag row keeps a concurrent delete from leaving an orphan override.
+      const present = await trx(FLAGS_TABLE)
+        .where({ key: override.flagKey })
+        .update({ key: trx.ref('key') });
+      if (present === 0) return false;
+      await trx(FLAG_OVERRIDES_TABLE)
+        .insert({
+          flag_key: override.flagKey,
+          organization_id: override.organizationId,
+          user_id: override.userId ?? '',
+          enabled: override.enabled,
+          variant: override.variant,
+          expires_at: override.expiresAt,
+          updated_at: at,
+          updated_by: by,
+        })
+        .onConflict(['flag_key', 'organization_id', 'user_id'])
+        .merge(['enabled', 'variant', 'expires_at', 'updated_at', 'updated_by']);
+      return true;
+    },
+
+    async removeOverride(flagKey, organizationId, userId) {
+      const removed = await trx(FLAG_OVERRIDES_TABLE)
+        .where({ flag_key: flagKey, organization_id: organizationId, user_id: userId ?? '' })
+        .delete();
+      return removed > 0;
+    },
+  };
+}
+
 /**
- * The knex {@link FlagsStore}: every write also writes
- * `FeatureFlagChangedEvent` and the cache eviction (`definitions`, or the
- * organization id of an override) in its transaction.
+ * The knex {@link FlagsStore}: the flags service writes
+ * `FeatureFlagChangedEvent` and the cache evictions in the store's
+ * transactions, through `outbox` and `invalidator`.
  *
  * @example
  * const store = createKnexFlagsStore({ db, outbox: bus, invalidator });
  */
 export function createKnexFlagsStore(options: KnexFlagsStoreOptions): FlagsStore {
-  const { db, outbox, invalidator } = options;
-
-  async function announce(trx: Knex.Transaction, payload: FeatureFlagChangedPayload) {
-    await outbox.write(trx, [{ event: FeatureFlagChangedEvent, payload }]);
-    await invalidator.invalidate(FLAGS_CACHE, payload.organizationId ?? 'definitions', trx);
-    // A deleted flag takes every organization's overrides with it.
-    if (payload.change === 'deleted') await invalidator.invalidate(FLAGS_CACHE, '*', trx);
-  }
+  const { db } = options;
 
   return {
+    ...knexUnitOfWork(options, flagsWrites),
+
     async list() {
       return (await db(FLAGS_TABLE).orderBy('key')).map(flagFromRow);
     },
@@ -85,93 +133,9 @@ export function createKnexFlagsStore(options: KnexFlagsStoreOptions): FlagsStore
       return row ? flagFromRow(row) : undefined;
     },
 
-    insert: (flag, by) =>
-      db.transaction(async (trx) => {
-        const inserted: Row[] = await trx(FLAGS_TABLE)
-          .insert({ key: flag.key, ...flagRow(flag), created_at: flag.createdAt })
-          .onConflict('key')
-          .ignore()
-          .returning('key');
-        if (inserted.length === 0) return 'exists' as const;
-        await announce(trx, {
-          key: flag.key,
-          organizationId: null,
-          userId: null,
-          change: 'created',
-          changedBy: by,
-          changedAt: flag.createdAt,
-        });
-        return 'created' as const;
-      }),
-
-    update: (flag, by) =>
-      db.transaction(async (trx) => {
-        const updated = await trx(FLAGS_TABLE).where({ key: flag.key }).update(flagRow(flag));
-        if (updated === 0) return false;
-        await announce(trx, {
-          key: flag.key,
-          organizationId: null,
-          userId: null,
-          change: 'updated',
-          changedBy: by,
-          changedAt: flag.updatedAt,
-        });
-        return true;
-      }),
-
-    remove: (key, at, by) =>
-      db.transaction(async (trx) => {
-        await trx(FLAG_OVERRIDES_TABLE).where({ flag_key: key }).delete();
-        const removed = await trx(FLAGS_TABLE).where({ key }).delete();
-        if (removed === 0) return false;
-        await announce(trx, { key, organizationId: null, userId: null, change: 'deleted', changedBy: by, changedAt: at });
-        return true;
-      }),
-
     async overrides(organizationId) {
       const rows = await db(FLAG_OVERRIDES_TABLE).where({ organization_id: organizationId }).orderBy(['flag_key', 'user_id']);
       return rows.map(overrideFromRow);
     },
-
-    putOverride: (override, at, by) =>
-      db.transaction(async (trx) => {
-        // Taking the flag row keeps a concurrent delete from leaving an orphan override.
-        const present = await trx(FLAGS_TABLE)
-          .where({ key: override.flagKey })
-          .update({ key: trx.ref('key') });
-        if (present === 0) return false;
-        await trx(FLAG_OVERRIDES_TABLE)
-          .insert({
-            flag_key: override.flagKey,
-            organization_id: override.organizationId,
-            user_id: override.userId ?? '',
-            enabled: override.enabled,
-            variant: override.variant,
-            expires_at: override.expiresAt,
-            updated_at: at,
-            updated_by: by,
-          })
-          .onConflict(['flag_key', 'organization_id', 'user_id'])
-          .merge(['enabled', 'variant', 'expires_at', 'updated_at', 'updated_by']);
-        await announce(trx, {
-          key: override.flagKey,
-          organizationId: override.organizationId,
-          userId: override.userId,
-          change: 'override-set',
-          changedBy: by,
-          changedAt: at,
-        });
-        return true;
-      }),
-
-    removeOverride: (flagKey, organizationId, userId, at, by) =>
-      db.transaction(async (trx) => {
-        const removed = await trx(FLAG_OVERRIDES_TABLE)
-          .where({ flag_key: flagKey, organization_id: organizationId, user_id: userId ?? '' })
-          .delete();
-        if (removed === 0) return false;
-        await announce(trx, { key: flagKey, organizationId, userId, change: 'override-removed', changedBy: by, changedAt: at });
-        return true;
-      }),
   };
 }

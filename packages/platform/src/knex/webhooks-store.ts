@@ -1,9 +1,8 @@
 import { type EventOutbox, newId, type SecretBox } from '@idt/core';
-import { type CacheInvalidator, toIso, toIsoOrNull } from '@idt/core/knex';
+import { type CacheInvalidator, knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
-import { WEBHOOK_ENDPOINTS_CACHE, WebhookEndpointDisabledEvent } from '../events.js';
 import type { DeliveryAttemptResponse } from '../webhooks/schemas.js';
-import type { DeliveryRecord, EndpointRecord, MessageRecord, WebhooksStore } from '../webhooks/store.js';
+import type { DeliveryRecord, EndpointRecord, MessageRecord, WebhooksStore, WebhooksWrites } from '../webhooks/store.js';
 import {
   WEBHOOK_ATTEMPTS_TABLE,
   WEBHOOK_DELIVERIES_TABLE,
@@ -81,6 +80,77 @@ function attemptFromRow(row: Row): DeliveryAttemptResponse {
   };
 }
 
+/** The {@link WebhooksWrites} primitives over one transaction, with endpoint secrets sealed by `box`. */
+function webhooksWrites(trx: Knex.Transaction, box: SecretBox): WebhooksWrites {
+  return {
+    async insertEndpoint(endpoint) {
+      await trx(WEBHOOK_ENDPOINTS_TABLE).insert({
+        id: endpoint.id,
+        ...endpointRow(endpoint, box),
+        created_at: endpoint.createdAt,
+      });
+    },
+
+    async updateEndpoint(endpoint) {
+      return (await trx(WEBHOOK_ENDPOINTS_TABLE).where({ id: endpoint.id }).update(endpointRow(endpoint, box))) > 0;
+    },
+
+    async deleteEndpoint(id) {
+      return (await trx(WEBHOOK_ENDPOINTS_TABLE).where({ id }).delete()) > 0;
+    },
+
+    async recordAttempt(outcome) {
+      const delivery = await trx(`${WEBHOOK_DELIVERIES_TABLE} as d`)
+        .join(`${WEBHOOK_MESSAGES_TABLE} as m`, 'm.id', 'd.message_id')
+        .where('d.id', outcome.deliveryId)
+        .first('d.endpoint_id', 'd.message_id', 'm.event_type');
+      if (!delivery) return undefined;
+      await trx(WEBHOOK_ATTEMPTS_TABLE).insert({
+        id: newId(),
+        delivery_id: outcome.deliveryId,
+        endpoint_id: delivery.endpoint_id,
+        message_id: delivery.message_id,
+        event_type: delivery.event_type,
+        attempt: outcome.attempt,
+        status: outcome.status,
+        response_status: outcome.responseStatus,
+        duration_ms: outcome.durationMs,
+        error: outcome.error?.slice(0, 500) ?? null,
+        created_at: outcome.at,
+        next_attempt_at: outcome.nextAttemptAt,
+      });
+      await trx(WEBHOOK_DELIVERIES_TABLE).where({ id: outcome.deliveryId }).update({
+        status: outcome.status,
+        attempts: outcome.attempt,
+        next_attempt_at: outcome.nextAttemptAt,
+        claimed_until: null,
+      });
+      const endpointId = String(delivery.endpoint_id);
+      if (outcome.status === 'succeeded') {
+        await trx(WEBHOOK_ENDPOINTS_TABLE)
+          .where({ id: endpointId })
+          .update({ last_success_at: outcome.at, failure_streak_since: null });
+        return undefined;
+      }
+      await trx(WEBHOOK_ENDPOINTS_TABLE)
+        .where({ id: endpointId })
+        .whereNull('failure_streak_since')
+        .update({ failure_streak_since: outcome.at });
+      if (!outcome.disableEndpoint) return undefined;
+      const disabled: Array<{ url: string }> = await trx(WEBHOOK_ENDPOINTS_TABLE)
+        .where({ id: endpointId, enabled: true })
+        .update({ enabled: false, disabled_reason: outcome.disableEndpoint, updated_at: outcome.at })
+        .returning(['url']);
+      // Only the attempt that disabled it reports it (a concurrent one finds it disabled).
+      const [endpointRow] = disabled;
+      return endpointRow ? { endpointId, url: endpointRow.url } : undefined;
+    },
+  };
+}
+
+/** Evicts nothing: without an invalidator no instance caches the routing, so there is nothing to evict. */
+const noEvictions: Pick<CacheInvalidator, 'invalidateMany'> = { invalidateMany: async () => undefined };
+
 /**
  * The knex {@link WebhooksStore}. Endpoint secrets are sealed with `box`
  * (AES-256-GCM under the server secret, bound to the endpoint id): they
@@ -88,10 +158,12 @@ function attemptFromRow(row: Row): DeliveryAttemptResponse {
  * alone does not let anyone forge deliveries. Deliveries are claimed one conditional
  * `UPDATE` at a time (status pending, due, lease free), so two instances
  * never send the same attempt; a crashed instance's lease runs out and
- * another takes the delivery over, under the same `webhook-id`. With an
- * `invalidator`, every write that can change which endpoints receive an
- * event evicts {@link WEBHOOK_ENDPOINTS_CACHE} on every instance, in the
- * write's transaction.
+ * another takes the delivery over, under the same `webhook-id`. The
+ * webhooks service writes `WebhookEndpointDisabledEvent` through `outbox`,
+ * and evicts `WEBHOOK_ENDPOINTS_CACHE` on every instance through
+ * `invalidator` after every write that can change which endpoints receive
+ * an event, in the write's transaction (without an invalidator, nothing
+ * caches the routing and the evictions are dropped).
  *
  * @example
  * const store = createKnexWebhooksStore(db, bus, createSecretBox(secret, WEBHOOK_SECRET_PURPOSE), invalidator);
@@ -100,25 +172,11 @@ export function createKnexWebhooksStore(
   db: Knex,
   outbox: EventOutbox,
   box: SecretBox,
-  invalidator?: CacheInvalidator,
+  invalidator?: Pick<CacheInvalidator, 'invalidateMany'>,
 ): WebhooksStore {
   const fromRow = (row: Row) => endpointFromRow(row, box);
-  /** Runs an endpoint write and evicts the routing caches when it commits. */
-  const routingWrite = <T>(write: (trx: Knex.Transaction) => Promise<T>) =>
-    db.transaction(async (trx) => {
-      const result = await write(trx);
-      await invalidator?.invalidate(WEBHOOK_ENDPOINTS_CACHE, '*', trx);
-      return result;
-    });
   return {
-    insertEndpoint: (endpoint) =>
-      routingWrite(async (trx) => {
-        await trx(WEBHOOK_ENDPOINTS_TABLE).insert({
-          id: endpoint.id,
-          ...endpointRow(endpoint, box),
-          created_at: endpoint.createdAt,
-        });
-      }),
+    ...knexUnitOfWork({ db, outbox, invalidator: invalidator ?? noEvictions }, (trx) => webhooksWrites(trx, box)),
 
     async findEndpoint(id) {
       const row = await db(WEBHOOK_ENDPOINTS_TABLE).where({ id }).first();
@@ -128,13 +186,6 @@ export function createKnexWebhooksStore(
     async listEndpoints() {
       return (await db(WEBHOOK_ENDPOINTS_TABLE).orderBy('created_at')).map(fromRow);
     },
-
-    updateEndpoint: (endpoint) =>
-      routingWrite(
-        async (trx) => (await trx(WEBHOOK_ENDPOINTS_TABLE).where({ id: endpoint.id }).update(endpointRow(endpoint, box))) > 0,
-      ),
-
-    deleteEndpoint: (id) => routingWrite(async (trx) => (await trx(WEBHOOK_ENDPOINTS_TABLE).where({ id }).delete()) > 0),
 
     enqueue: (message, endpointIds, at, sourceEventId) =>
       db.transaction(async (trx) => {
@@ -226,66 +277,6 @@ export function createKnexWebhooksStore(
       }
       return claimed;
     },
-
-    recordAttempt: (outcome) =>
-      db.transaction(async (trx) => {
-        const delivery = await trx(`${WEBHOOK_DELIVERIES_TABLE} as d`)
-          .join(`${WEBHOOK_MESSAGES_TABLE} as m`, 'm.id', 'd.message_id')
-          .where('d.id', outcome.deliveryId)
-          .first('d.endpoint_id', 'd.message_id', 'm.event_type');
-        if (!delivery) return;
-        await trx(WEBHOOK_ATTEMPTS_TABLE).insert({
-          id: newId(),
-          delivery_id: outcome.deliveryId,
-          endpoint_id: delivery.endpoint_id,
-          message_id: delivery.message_id,
-          event_type: delivery.event_type,
-          attempt: outcome.attempt,
-          status: outcome.status,
-          response_status: outcome.responseStatus,
-          duration_ms: outcome.durationMs,
-          error: outcome.error?.slice(0, 500) ?? null,
-          created_at: outcome.at,
-          next_attempt_at: outcome.nextAttemptAt,
-        });
-        await trx(WEBHOOK_DELIVERIES_TABLE).where({ id: outcome.deliveryId }).update({
-          status: outcome.status,
-          attempts: outcome.attempt,
-          next_attempt_at: outcome.nextAttemptAt,
-          claimed_until: null,
-        });
-        const endpoint = trx(WEBHOOK_ENDPOINTS_TABLE).where({ id: delivery.endpoint_id });
-        if (outcome.status === 'succeeded') {
-          await endpoint.update({ last_success_at: outcome.at, failure_streak_since: null });
-        } else {
-          await trx(WEBHOOK_ENDPOINTS_TABLE)
-            .where({ id: delivery.endpoint_id })
-            .whereNull('failure_streak_since')
-            .update({ failure_streak_since: outcome.at });
-          if (outcome.disableEndpoint) {
-            const disabled: Array<{ url: string }> = await trx(WEBHOOK_ENDPOINTS_TABLE)
-              .where({ id: delivery.endpoint_id, enabled: true })
-              .update({ enabled: false, disabled_reason: outcome.disableEndpoint, updated_at: outcome.at })
-              .returning(['url']);
-            // Only the attempt that disabled it tells the administrators (a concurrent one finds it disabled).
-            const [endpointRow] = disabled;
-            if (endpointRow) {
-              await invalidator?.invalidate(WEBHOOK_ENDPOINTS_CACHE, '*', trx);
-              await outbox.write(trx, [
-                {
-                  event: WebhookEndpointDisabledEvent,
-                  payload: {
-                    endpointId: delivery.endpoint_id,
-                    url: endpointRow.url,
-                    reason: outcome.disableEndpoint,
-                    disabledAt: outcome.at,
-                  },
-                },
-              ]);
-            }
-          }
-        }
-      }),
 
     async attempts(endpointId, status, page, pageSize) {
       const base = db(WEBHOOK_ATTEMPTS_TABLE).where({ endpoint_id: endpointId });

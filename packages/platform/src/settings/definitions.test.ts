@@ -12,7 +12,7 @@ import {
   type SettingDefinition,
 } from './definitions.js';
 import { createSettingsService } from './service.js';
-import type { SettingsStore, SettingValueRecord } from './store.js';
+import type { SettingsStore, SettingsWrites, SettingValueRecord } from './store.js';
 
 const definitions: SettingDefinition[] = [
   { key: 'billing.currency', type: 'string', default: 'EUR', description: 'Invoice currency' },
@@ -101,32 +101,22 @@ describe('createSettingRegistry', () => {
   });
 });
 
-/** An in-memory store, enough for the key rules. */
+/** An in-memory store, enough for the key rules (its transactions neither roll back nor record effects). */
 function memoryStore(): SettingsStore & { rows: SettingValueRecord[] } {
   const rows: SettingValueRecord[] = [];
   const same = (a: SettingValueRecord, b: { scope: string; organizationId: string | null; userId: string | null; key: string }) =>
     a.scope === b.scope && a.organizationId === b.organizationId && a.userId === b.userId && a.key === b.key;
-  return {
-    rows,
-    async list(scope, organizationId, userId) {
-      return rows.filter(
-        (row) =>
-          row.scope === scope &&
-          (scope === 'system' || row.organizationId === organizationId) &&
-          (scope !== 'user' || row.userId === userId),
-      );
-    },
-    async upsert(record, { customLimit } = {}) {
+  const owned = (row: SettingValueRecord, owner: { scope: string; organizationId: string | null; userId: string | null }) =>
+    row.scope === owner.scope &&
+    (owner.scope === 'system' || row.organizationId === owner.organizationId) &&
+    (owner.scope !== 'user' || row.userId === owner.userId);
+  const writes: SettingsWrites = {
+    has: async (target) => rows.some((row) => same(row, target)),
+    count: async (owner, prefix) => rows.filter((row) => owned(row, owner) && row.key.startsWith(prefix)).length,
+    async put(record) {
       const index = rows.findIndex((row) => same(row, record));
-      if (index === -1 && customLimit !== undefined) {
-        const count = rows.filter(
-          (row) => row.scope === record.scope && row.organizationId === record.organizationId && row.key.startsWith('custom.'),
-        ).length;
-        if (count >= customLimit) return 'limit-reached';
-      }
       if (index === -1) rows.push(record);
       else rows[index] = record;
-      return 'saved';
     },
     async remove(target) {
       const index = rows.findIndex((row) => same(row, target));
@@ -134,6 +124,13 @@ function memoryStore(): SettingsStore & { rows: SettingValueRecord[] } {
       rows.splice(index, 1);
       return true;
     },
+  };
+  return {
+    rows,
+    async list(scope, organizationId, userId) {
+      return rows.filter((row) => owned(row, { scope, organizationId, userId }));
+    },
+    transaction: (work) => work({ ...writes, publish: async () => undefined, evict: async () => undefined }),
   };
 }
 

@@ -1,4 +1,4 @@
-import { type Clock, compareCodeUnits, systemClock } from '@idt/core';
+import { type Clock, compareCodeUnits, systemClock, type TransactionEffects } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import {
@@ -10,7 +10,7 @@ import {
   tenantOf,
 } from '../access.js';
 import { createKeyedCache } from '../cache.js';
-import { SETTINGS_CACHE } from '../events.js';
+import { SETTINGS_CACHE, SettingChangedEvent, type SettingChangedPayload } from '../events.js';
 import {
   CUSTOM_SETTINGS_LIMIT,
   checkSettingValue,
@@ -133,21 +133,59 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
     return actor.userId;
   }
 
+  /** The cache key of a target's values: the organization id, or `system`. */
+  const cacheKey = (target: SettingTarget) => (target.scope === 'system' ? 'system' : (target.organizationId ?? 'system'));
+
+  /**
+   * Records a change in the store's transaction: `SettingChangedEvent` and
+   * the eviction of the target's cached values on every instance.
+   */
+  async function changed(
+    tx: TransactionEffects,
+    target: SettingTarget,
+    change: SettingChangedPayload['change'],
+    at: string,
+    by: string,
+  ): Promise<void> {
+    const payload: SettingChangedPayload = {
+      scope: target.scope,
+      organizationId: target.organizationId,
+      userId: target.userId,
+      key: target.key,
+      change,
+      changedBy: by,
+      changedAt: at,
+    };
+    await tx.publish([{ event: SettingChangedEvent, payload }]);
+    await tx.evict([{ namespace: SETTINGS_CACHE, key: cacheKey(target) }]);
+  }
+
   async function save(target: SettingTarget, value: JsonValue, actor: PlatformActor, customLimit?: number): Promise<void> {
     const record: SettingValueRecord = { ...target, value, updatedAt: clock.now().toISOString(), updatedBy: actor.subject };
-    const outcome = await store.upsert(record, customLimit === undefined ? {} : { customLimit });
+    const outcome = await store.transaction(async (tx) => {
+      // A new custom key counts against the owner's limit; replacing a value does not.
+      if (customLimit !== undefined && !(await tx.has(target)) && (await tx.count(target, 'custom.')) >= customLimit) {
+        return 'limit-reached' as const;
+      }
+      await tx.put(record);
+      await changed(tx, target, 'set', record.updatedAt, record.updatedBy);
+      return 'saved' as const;
+    });
     if (outcome === 'limit-reached') {
       throw new ProblemError(
         'Settings.CustomLimitReached',
         `An organization has at most ${CUSTOM_SETTINGS_LIMIT} custom settings.`,
       );
     }
-    cache.evict(target.scope === 'system' ? 'system' : (target.organizationId ?? 'system'));
+    cache.evict(cacheKey(target));
   }
 
   async function reset(target: SettingTarget, actor: PlatformActor): Promise<void> {
-    await store.remove(target, clock.now().toISOString(), actor.subject);
-    cache.evict(target.scope === 'system' ? 'system' : (target.organizationId ?? 'system'));
+    const at = clock.now().toISOString();
+    await store.transaction(async (tx) => {
+      if (await tx.remove(target)) await changed(tx, target, 'reset', at, actor.subject);
+    });
+    cache.evict(cacheKey(target));
   }
 
   /** The definition of a key writable on the organization surface (`undefined` for custom keys). */

@@ -2,8 +2,8 @@ import { type Clock, checkOutboundUrl, newId, type OutboundResolver, type Page, 
 import type { CacheInvalidator } from '@idt/core/knex';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import { type PlatformActor, type PlatformDirectory, requirePlatformAdministrator } from '../access.js';
-import { createKeyedCache } from '../cache.js';
-import { WEBHOOK_ENDPOINTS_CACHE } from '../events.js';
+import { ALL_KEYS, createKeyedCache } from '../cache.js';
+import { WEBHOOK_ENDPOINTS_CACHE, WebhookEndpointDisabledEvent } from '../events.js';
 import { WEBHOOK_TEST_TYPE, type WebhookEventType } from './catalog.js';
 import { nextRetryDelayMs, parseRetryAfter, WEBHOOK_DISABLE_AFTER_MS } from './schedule.js';
 import {
@@ -15,7 +15,7 @@ import {
 } from './schemas.js';
 import type { WebhookSender } from './sender.js';
 import { generateWebhookSecret, newMessageId, signatureHeader } from './signing.js';
-import type { EndpointRecord, MessageRecord, WebhooksStore } from './store.js';
+import type { AttemptOutcome, EndpointRecord, MessageRecord, WebhooksStore, WebhooksWrites } from './store.js';
 
 /** The permission webhooks need, in the platform organization. */
 export const WEBHOOKS_MANAGE = 'WebhooksManage';
@@ -40,8 +40,8 @@ export interface WebhooksServiceOptions {
   readonly userAgent?: string;
   /**
    * Evicts the routing cache (which endpoints receive an event) on every
-   * instance, when the store publishes {@link WEBHOOK_ENDPOINTS_CACHE}.
-   * Without it every event reads the endpoints.
+   * instance, when the service evicts {@link WEBHOOK_ENDPOINTS_CACHE} in the
+   * store's transaction. Without it every event reads the endpoints.
    */
   readonly invalidator?: CacheInvalidator;
 }
@@ -123,6 +123,14 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
       })),
     );
 
+  /** Runs an endpoint write and evicts the routing caches of every instance when it commits. */
+  const routingWrite = <T>(write: (tx: WebhooksWrites) => Promise<T>): Promise<T> =>
+    store.transaction(async (tx) => {
+      const result = await write(tx);
+      await tx.evict([{ namespace: WEBHOOK_ENDPOINTS_CACHE, key: ALL_KEYS }]);
+      return result;
+    });
+
   async function existing(id: string): Promise<EndpointRecord> {
     const key = id.trim().toLowerCase();
     const endpoint = /^[0-9a-f-]{36}$/.test(key) ? await store.findEndpoint(key) : undefined;
@@ -196,7 +204,8 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
     const streakStart = endpoint.failureStreakSince === null ? at.getTime() : Date.parse(endpoint.failureStreakSince);
     const failingTooLong = !succeeded && at.getTime() - streakStart >= WEBHOOK_DISABLE_AFTER_MS;
     const delay = succeeded || gone ? null : nextRetryDelayMs(attempt, parseRetryAfter(result.retryAfter, at), random);
-    await store.recordAttempt({
+    const disableEndpoint = gone ? 'The endpoint answered 410 Gone.' : failingTooLong ? 'Deliveries failed for 5 days.' : null;
+    const outcome: AttemptOutcome = {
       deliveryId: delivery.id,
       attempt,
       status: succeeded ? 'succeeded' : delay === null || failingTooLong ? 'failed' : 'pending',
@@ -207,7 +216,19 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
         : (result.error ?? (result.status >= 300 && result.status < 400 ? 'redirect not followed' : `HTTP ${result.status}`)),
       at: at.toISOString(),
       nextAttemptAt: delay === null || failingTooLong ? null : new Date(at.getTime() + delay).toISOString(),
-      disableEndpoint: gone ? 'The endpoint answered 410 Gone.' : failingTooLong ? 'Deliveries failed for 5 days.' : null,
+      disableEndpoint,
+    };
+    await store.transaction(async (tx) => {
+      const disabled = await tx.recordAttempt(outcome);
+      // Only the attempt that disabled the endpoint tells the administrators.
+      if (!disabled || disableEndpoint === null) return;
+      await tx.evict([{ namespace: WEBHOOK_ENDPOINTS_CACHE, key: ALL_KEYS }]);
+      await tx.publish([
+        {
+          event: WebhookEndpointDisabledEvent,
+          payload: { endpointId: disabled.endpointId, url: disabled.url, reason: disableEndpoint, disabledAt: outcome.at },
+        },
+      ]);
     });
   }
 
@@ -249,7 +270,7 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
         lastSuccessAt: null,
         failureStreakSince: null,
       };
-      await store.insertEndpoint(endpoint);
+      await routingWrite((tx) => tx.insertEndpoint(endpoint));
       return { endpoint: toResponse(endpoint), secret: endpoint.secret };
     },
 
@@ -270,14 +291,14 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
         ...(enabling ? { disabledReason: null, failureStreakSince: null } : {}),
         updatedAt: clock.now().toISOString(),
       };
-      if (!(await store.updateEndpoint(next))) throw notFound();
+      if (!(await routingWrite((tx) => tx.updateEndpoint(next)))) throw notFound();
       return toResponse(next);
     },
 
     async remove(actor, id) {
       await admin(actor);
       const current = await existing(id);
-      if (!(await store.deleteEndpoint(current.id))) throw notFound();
+      if (!(await routingWrite((tx) => tx.deleteEndpoint(current.id)))) throw notFound();
     },
 
     async rotateSecret(actor, id, input) {
@@ -294,7 +315,7 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
         previousSecretExpiresAt: graceSeconds > 0 ? previousSecretExpiresAt : null,
         updatedAt: now.toISOString(),
       };
-      if (!(await store.updateEndpoint(next))) throw notFound();
+      if (!(await routingWrite((tx) => tx.updateEndpoint(next)))) throw notFound();
       return { secret, previousSecretExpiresAt };
     },
 

@@ -1,4 +1,4 @@
-import type { PageSlice } from '@idt/core';
+import type { PageSlice, UnitOfWork } from '@idt/core';
 import type { DeliveryAttemptResponse } from './schemas.js';
 
 /** A stored webhook endpoint. */
@@ -55,29 +55,65 @@ export interface AttemptOutcome {
   readonly disableEndpoint: string | null;
 }
 
-/** Persistence of endpoints, messages, deliveries and attempts. */
-export interface WebhooksStore {
+/** An endpoint that one attempt disabled. */
+export interface DisabledEndpoint {
+  readonly endpointId: string;
+  readonly url: string;
+}
+
+/**
+ * The webhook primitives the webhooks service runs in one transaction (see
+ * {@link WebhooksStore.transaction}): the writes of endpoints (which the
+ * service follows with the eviction of `WEBHOOK_ENDPOINTS_CACHE`) and
+ * of attempts. None of them publishes events or evicts caches: the service
+ * does, through the transaction's effects.
+ */
+export interface WebhooksWrites {
   insertEndpoint(endpoint: EndpointRecord): Promise<void>;
-  findEndpoint(id: string): Promise<EndpointRecord | undefined>;
-  listEndpoints(): Promise<EndpointRecord[]>;
+  /** Replaces an endpoint; `false` when there is none. */
   updateEndpoint(endpoint: EndpointRecord): Promise<boolean>;
+  /** Deletes an endpoint with its deliveries and attempts; `false` when there was none. */
   deleteEndpoint(id: string): Promise<boolean>;
   /**
-   * Stores a message and one pending delivery per endpoint id, due at `at`.
-   * With `sourceEventId`, a second call for the same event does nothing
-   * (the event bus delivers at least once). Returns whether it stored.
+   * Records an attempt and updates its delivery (status, attempts, next
+   * attempt, lease released) and its endpoint (last success, or the start
+   * of its failure streak). With `disableEndpoint`, disables the endpoint in
+   * one conditional statement (`UPDATE ... WHERE enabled`): of concurrent
+   * attempts exactly one disables it.
+   *
+   * @returns the endpoint when this attempt disabled it; `undefined`
+   *   otherwise (and when the delivery is missing, nothing is written).
+   */
+  recordAttempt(outcome: AttemptOutcome): Promise<DisabledEndpoint | undefined>;
+}
+
+/**
+ * Persistence of endpoints, messages, deliveries and attempts: reads and
+ * atomic writes of deliveries outside a transaction, and the
+ * {@link WebhooksWrites} primitives inside one the webhooks service opens
+ * (which also evicts the routing cache and writes
+ * `WebhookEndpointDisabledEvent`, in that transaction).
+ */
+export interface WebhooksStore extends UnitOfWork<WebhooksWrites> {
+  findEndpoint(id: string): Promise<EndpointRecord | undefined>;
+  /** Every endpoint, oldest first. */
+  listEndpoints(): Promise<EndpointRecord[]>;
+  /**
+   * Stores a message and one pending delivery per endpoint id, due at `at`,
+   * in one transaction of its own. With `sourceEventId`, a second call for
+   * the same event does nothing (the event bus delivers at least once).
+   * Returns whether it stored.
    */
   enqueue(message: MessageRecord, endpointIds: readonly string[], at: string, sourceEventId?: string): Promise<boolean>;
   findMessage(id: string): Promise<MessageRecord | undefined>;
   /** Makes the message's delivery to the endpoint pending and due at `at` (creating it when missing). */
   requeue(messageId: string, endpointId: string, at: string): Promise<void>;
   /**
-   * Claims due deliveries of enabled endpoints until `leaseUntil`: a claimed
-   * delivery is not handed out again before then, on any instance.
+   * Claims due deliveries of enabled endpoints until `leaseUntil`, each with
+   * one conditional statement: a claimed delivery is not handed out again
+   * before then, on any instance.
    */
   claimDue(now: string, leaseUntil: string, limit: number): Promise<DeliveryRecord[]>;
-  /** Records an attempt and updates its delivery and endpoint, in one transaction. */
-  recordAttempt(outcome: AttemptOutcome): Promise<void>;
   /** An endpoint's attempts, newest first. */
   attempts(
     endpointId: string,

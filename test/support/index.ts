@@ -30,6 +30,24 @@ export { METADATA_URLS, RESOLVES_TO_METADATA, tableResolver, watchConnections } 
 export { freePort } from './ports.js';
 export type { TestServer, TestServerOptions } from './server.js';
 export { startTestServer } from './server.js';
+export type {
+  RecordingInvalidator,
+  StoreContractEffects,
+  StoreContractInvalidator,
+  StoreContractInvalidatorFactory,
+  StoreContractSetup,
+  StoreContracts,
+  StoreContractWorld,
+  UnitOfWorkChecks,
+} from './store-contracts.js';
+export {
+  defineStoreContracts,
+  recordingInvalidator,
+  startedInvalidator,
+  statementsOf,
+  winners,
+  withoutInvalidator,
+} from './store-contracts.js';
 export type { TestHost, TestIdt, TestIdtOptions, TestModuleOptions, TestReferenceIdt, TestReferenceModules } from './test-idt.js';
 export { createTestIdt, GENEROUS_RATE_LIMITS, TEST_ORIGIN, testReferenceModules } from './test-idt.js';
 export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';

@@ -1,124 +1,12 @@
-import { createHash } from 'node:crypto';
-import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServer as createTcpServer, type Socket, type Server as TcpServer } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { createS3BlobStore, signRequest } from '@idt/storage';
+import { createS3BlobStore } from '@idt/storage';
 import { caller, createTestIdt, expectJson, expectProblem, seedWorld, type TestIdt, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { S3_STUB_ACCOUNT, type S3Stub, startS3Stub } from './contracts/s3-stub.js';
 import { EICAR, filesBelow, PNG, storageDirectory, uploadForm } from './storage-helpers.js';
-
-const REGION = 'eu-test-1';
-const BUCKET = 'idt-files';
-const ACCESS_KEY = 'AKIDIDTTEST';
-const SECRET = 'test/secret+key';
-
-interface StoredObject {
-  readonly body: Buffer;
-  readonly contentType: string;
-}
-
-/**
- * A tiny S3-compatible stub: path-style PutObject, GetObject and
- * DeleteObject on one bucket, objects in memory. Every request must carry a
- * well-formed SigV4 `Authorization` header whose signature matches the
- * request as the stub received it, and a PUT body must match its signed
- * SHA-256. This checks the adapter's requests; it is no proof that real S3
- * accepts them (there is no network here), which the AWS test vector in the
- * package's unit tests covers for the signing itself.
- */
-async function startS3Stub() {
-  const objects = new Map<string, StoredObject>();
-  const log: Array<{ method: string; key: string; status: number }> = [];
-  let failPuts = false;
-
-  async function readBody(req: IncomingMessage): Promise<Buffer> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
-  }
-
-  function verify(req: IncomingMessage): string | undefined {
-    const authorization = req.headers.authorization ?? '';
-    const match =
-      /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request,SignedHeaders=([a-z0-9;-]+),Signature=([0-9a-f]{64})$/.exec(
-        authorization,
-      );
-    if (!match) return 'malformed Authorization header';
-    const [, accessKey, day, region, signedHeaders, signature] = match;
-    const amzDate = String(req.headers['x-amz-date'] ?? '');
-    if (accessKey !== ACCESS_KEY || region !== REGION) return 'wrong credential scope';
-    if (!/^\d{8}T\d{6}Z$/.test(amzDate) || amzDate.slice(0, 8) !== day) return 'bad x-amz-date';
-    const names = (signedHeaders as string).split(';');
-    for (const required of ['host', 'x-amz-content-sha256', 'x-amz-date'])
-      if (!names.includes(required)) return `${required} unsigned`;
-    const date = new Date(
-      `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
-    );
-    const headers = Object.fromEntries(
-      names
-        .filter((name) => !['host', 'x-amz-date', 'x-amz-content-sha256'].includes(name))
-        .map((name) => [name, String(req.headers[name])]),
-    );
-    const expected = signRequest({
-      method: req.method ?? 'GET',
-      url: new URL(req.url ?? '/', `http://${req.headers.host}`),
-      headers,
-      payloadHash: String(req.headers['x-amz-content-sha256']),
-      region: REGION,
-      accessKeyId: ACCESS_KEY,
-      secretAccessKey: SECRET,
-      date,
-    });
-    return expected.authorization?.endsWith(`Signature=${signature}`) ? undefined : 'SignatureDoesNotMatch';
-  }
-
-  const server: Server = createHttpServer(async (req, res) => {
-    const path = decodeURIComponent(new URL(req.url ?? '/', 'http://stub').pathname);
-    const key = path.replace(new RegExp(`^/${BUCKET}/`), '');
-    const reply = (status: number, body = '', headers: Record<string, string> = {}) => {
-      log.push({ method: req.method ?? '', key, status });
-      res.writeHead(status, headers).end(body);
-    };
-    const problem = verify(req);
-    const body = await readBody(req);
-    if (problem) return reply(403, `<Error><Code>AccessDenied</Code><Message>${problem}</Message></Error>`);
-    if (!path.startsWith(`/${BUCKET}/`)) return reply(404, '<Error><Code>NoSuchBucket</Code></Error>');
-    if (req.method === 'PUT') {
-      const hash = createHash('sha256').update(body).digest('hex');
-      if (hash !== req.headers['x-amz-content-sha256'])
-        return reply(400, '<Error><Code>XAmzContentSHA256Mismatch</Code></Error>');
-      if (Number(req.headers['content-length']) !== body.length) return reply(400, '<Error><Code>IncompleteBody</Code></Error>');
-      if (failPuts) return reply(500, '<Error><Code>InternalError</Code></Error>');
-      objects.set(key, { body, contentType: String(req.headers['content-type']) });
-      return reply(200);
-    }
-    if (req.method === 'GET') {
-      const object = objects.get(key);
-      if (!object) return reply(404, '<Error><Code>NoSuchKey</Code></Error>');
-      return reply(200, object.body as unknown as string, {
-        'content-type': object.contentType,
-        'content-length': String(object.body.length),
-      });
-    }
-    if (req.method === 'DELETE') {
-      objects.delete(key);
-      return reply(204);
-    }
-    return reply(405);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    objects,
-    log,
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    failPuts(value: boolean) {
-      failPuts = value;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /**
  * A fake clamd speaking INSTREAM: `zINSTREAM\0`, chunks prefixed by their
@@ -175,7 +63,7 @@ async function startFakeClamd(port = 0) {
 }
 
 describe.each(testDialects())('S3 blob store and ClamAV scanning on %s', (dialect) => {
-  let s3: Awaited<ReturnType<typeof startS3Stub>>;
+  let s3: S3Stub;
   let clamd: Awaited<ReturnType<typeof startFakeClamd>>;
   let server: TestIdt;
   let call: ReturnType<typeof caller>;
@@ -189,10 +77,10 @@ describe.each(testDialects())('S3 blob store and ClamAV scanning on %s', (dialec
       env: {
         IDT_STORAGE_DRIVER: 's3',
         IDT_S3_ENDPOINT: s3.endpoint,
-        IDT_S3_REGION: REGION,
-        IDT_S3_BUCKET: BUCKET,
-        IDT_S3_ACCESS_KEY_ID: ACCESS_KEY,
-        IDT_S3_SECRET_ACCESS_KEY: SECRET,
+        IDT_S3_REGION: S3_STUB_ACCOUNT.region,
+        IDT_S3_BUCKET: S3_STUB_ACCOUNT.bucket,
+        IDT_S3_ACCESS_KEY_ID: S3_STUB_ACCOUNT.accessKeyId,
+        IDT_S3_SECRET_ACCESS_KEY: S3_STUB_ACCOUNT.secretAccessKey,
         IDT_CLAMAV_URL: `tcp://127.0.0.1:${clamd.port}`,
       },
     });
@@ -286,9 +174,7 @@ describe.each(testDialects())('S3 blob store and ClamAV scanning on %s', (dialec
   it('fails requests signed with the wrong secret (the stub checks every signature)', async () => {
     const wrong = createS3BlobStore({
       endpoint: s3.endpoint,
-      region: REGION,
-      bucket: BUCKET,
-      accessKeyId: ACCESS_KEY,
+      ...S3_STUB_ACCOUNT,
       secretAccessKey: 'not-the-secret',
       spoolDirectory: join(storageDirectory(server), '.s3-spool'),
     });
@@ -300,10 +186,7 @@ describe.each(testDialects())('S3 blob store and ClamAV scanning on %s', (dialec
     await staged.discard();
     const right = createS3BlobStore({
       endpoint: s3.endpoint,
-      region: REGION,
-      bucket: BUCKET,
-      accessKeyId: ACCESS_KEY,
-      secretAccessKey: SECRET,
+      ...S3_STUB_ACCOUNT,
       spoolDirectory: join(storageDirectory(server), '.s3-spool'),
     });
     const good = await right.stage(Readable.from([Buffer.from('hello')]));

@@ -1,154 +1,19 @@
-import { defineEvent, type TransactionEffects, type UnitOfWork } from '@idt/core';
-import { coreMigrations, createEventBus } from '@idt/core/knex';
+import { coreMigrations } from '@idt/core/knex';
 import { identityMigrations } from '@idt/identity/knex';
-import { createTestDatabase, type TestDatabase, testDialects } from '@idt/testing';
-import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import { defineStoreContracts, withoutInvalidator } from '@idt/testing';
 import { inquiriesMigrations } from '../../src/knex.js';
 
-/**
- * What a contract suite runs against: a migrated throwaway database of one
- * engine, and the options the knex inquiries store is built from (a real
- * outbox; the store keeps no cache, so it has no invalidator).
- */
-export interface ContractWorld {
-  readonly dialect: TestDatabase['dialect'];
-  readonly db: Knex;
-  readonly options: {
-    readonly db: Knex;
-    readonly outbox: ReturnType<typeof createEventBus>;
-  };
-  /** The payloads of the outbox events of `type`, oldest first. */
-  events(type: string): Promise<Array<Record<string, unknown>>>;
-}
+export { winners } from '@idt/testing';
 
 /**
- * Declares a store's contract suite once and runs it on every engine of the
- * run (SQLite, and PostgreSQL when the run has a server), each on a fresh
- * database with the core, identity and inquiries migrations: the way
- * unstorage runs one driver suite against every driver.
- *
- * @example
- * describeStoreContract('inquiries', (world) => {
- *   it('…', async () => { const store = createKnexInquiriesStore(world().options); … });
- * });
+ * The inquiries store's contract suite runs on the core, identity and
+ * inquiries migrations, the store built from `world().options` (the outbox
+ * only: it keeps no cache, so there is no invalidator and its unit of work is
+ * checked without evictions). See `defineStoreContracts`.
  */
-export function describeStoreContract(name: string, suite: (world: () => ContractWorld) => void): void {
-  describe.each(testDialects())(`the ${name} store contract on %s`, (dialect) => {
-    let database: TestDatabase | undefined;
-    let current: ContractWorld | undefined;
-    beforeAll(async () => {
-      database = await createTestDatabase(dialect, [coreMigrations, identityMigrations, inquiriesMigrations]);
-      const { db } = database;
-      current = {
-        dialect,
-        db,
-        options: { db, outbox: createEventBus({ db }) },
-        async events(type) {
-          const rows: Array<{ payload: string | Record<string, unknown> }> = await db('core_outbox_events')
-            .where({ type })
-            .orderBy(['occurred_at', 'id'])
-            .select('payload');
-          return rows.map((row) => (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload));
-        },
-      };
-    });
-    afterAll(async () => {
-      await database?.destroy();
-    });
-    suite(() => {
-      if (!current) throw new Error('The contract world is set up in beforeAll');
-      return current;
-    });
-  });
-}
-
-/** An event only the contract suites publish, so they count their own. */
-export const ContractProbeEvent = defineEvent({
-  type: 'InquiriesContractProbeEvent',
+export const { ContractProbeEvent, describeStoreContract, itRunsOneUnitOfWork } = defineStoreContracts({
   module: 'inquiries',
-  description: 'Published by the store contract suites to observe a transaction.',
-  schema: z.object({ probe: z.string() }),
+  migrations: [coreMigrations, identityMigrations, inquiriesMigrations],
+  invalidator: withoutInvalidator,
+  options: ({ db, outbox }) => ({ db, outbox }),
 });
-
-/** Counts the statements `run` sends to `db`. */
-export async function statementsOf(db: Knex, run: () => Promise<unknown>): Promise<number> {
-  let statements = 0;
-  const count = () => {
-    statements++;
-  };
-  db.on('query', count);
-  try {
-    await run();
-  } finally {
-    db.off('query', count);
-  }
-  return statements;
-}
-
-/**
- * The unit-of-work contract: what `write` does through the store's
- * primitives and the events published in the same transaction commit
- * together, and roll back together when the work throws.
- * `written(probe)` tells whether `write(tx, probe)`'s change is in the database.
- */
-export function itRunsOneUnitOfWork<Primitives, Prepared>(
-  world: () => ContractWorld,
-  store: () => UnitOfWork<Primitives>,
-  options: {
-    /** Seeds what `write` needs, before its transaction (on SQLite a seed inside would wait for the transaction's connection). */
-    readonly prepare: () => Promise<Prepared>;
-    readonly write: (tx: Primitives & TransactionEffects, probe: string, prepared: Prepared) => Promise<unknown>;
-    readonly written: (probe: string, prepared: Prepared) => Promise<boolean>;
-  },
-): void {
-  const { prepare, write, written } = options;
-  it('commits its primitives and events together, and rolls both back when the work throws', async () => {
-    const { events } = world();
-    const probes = async (probe: string) => (await events(ContractProbeEvent.type)).filter((payload) => payload.probe === probe);
-    const work = async (tx: Primitives & TransactionEffects, probe: string, prepared: Prepared) => {
-      await write(tx, probe, prepared);
-      await tx.publish([{ event: ContractProbeEvent, payload: { probe } }]);
-    };
-
-    const refused = `refused-${Math.random().toString(36).slice(2, 10)}`;
-    const preparedForRefused = await prepare();
-    await expect(
-      store().transaction(async (tx) => {
-        await work(tx, refused, preparedForRefused);
-        throw new Error('refused');
-      }),
-    ).rejects.toThrow('refused');
-    expect(await written(refused, preparedForRefused)).toBe(false);
-    expect(await probes(refused)).toEqual([]);
-
-    const kept = `kept-${Math.random().toString(36).slice(2, 10)}`;
-    const preparedForKept = await prepare();
-    // Inside the transaction nothing is in the outbox yet for anyone else to see.
-    await store().transaction(async (tx) => {
-      await work(tx, kept, preparedForKept);
-      if (world().dialect === 'postgres') expect(await probes(kept)).toEqual([]);
-    });
-    expect(await written(kept, preparedForKept)).toBe(true);
-    expect(await probes(kept)).toHaveLength(1);
-  });
-
-  it('writes nothing for empty lists of events and evictions', async () => {
-    const { db } = world();
-    const empty = await statementsOf(db, () => db.transaction(async () => undefined));
-    const effects = await statementsOf(db, () =>
-      store().transaction(async (tx) => {
-        await tx.publish([]);
-        await tx.evict([]);
-      }),
-    );
-    expect(effects).toBe(empty);
-  });
-}
-
-/** Settles concurrent calls and counts those whose answer `won` accepts (the winners of a single-use primitive). */
-export async function winners<T>(calls: ReadonlyArray<Promise<T>>, won: (value: T) => boolean = Boolean): Promise<number> {
-  const results = await Promise.allSettled(calls);
-  return results.filter((result) => result.status === 'fulfilled' && won(result.value)).length;
-}

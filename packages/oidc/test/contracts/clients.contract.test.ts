@@ -4,9 +4,9 @@ import { REVOKE_ALL } from '@idt/identity/knex';
 import { seedOrganization } from '@idt/testing';
 import { describe, expect, it } from 'vitest';
 import type { ClientStore, StoredClient } from '../../src/clients/store.js';
-import { createKnexAdapterClass, createKnexClientStore, type OidcAdapter } from '../../src/knex.js';
+import { createKnexClientStore } from '../../src/knex.js';
 import { storedClientRecord } from '../support/clients.js';
-import { after, describeStoreContract } from './harness.js';
+import { after, describeStoreContract, providerAdapter } from './harness.js';
 
 const START = '2030-01-01T00:00:00.000Z';
 
@@ -23,18 +23,8 @@ describeStoreContract('clients', (world) => {
     store ??= createKnexClientStore(world().db, world().invalidator);
     return store;
   };
-  const clock = createManualClock(START);
-  let Adapter: (new (name: string) => OidcAdapter) | undefined;
-  const adapter = (model: string) => {
-    Adapter ??= createKnexAdapterClass({
-      db: world().db,
-      clock,
-      invalidator: world().invalidator,
-      findClient: async () => undefined,
-      clientMetadata: () => ({}),
-    });
-    return new Adapter(model);
-  };
+  /** The provider's own writes, as the rows ending a client's tokens deletes. */
+  const adapter = providerAdapter(world, createManualClock(START));
   const newClient = (overrides: Partial<StoredClient> = {}) =>
     storedClientRecord({ clientId: `app-${newId()}`, createdAt: START, updatedAt: START, ...overrides });
   const seedGrant = async (clientId: string) => {

@@ -3,10 +3,9 @@ import { CacheNamespaces, OidcSessionEndedEvent } from '@idt/identity';
 import { REVOKE_ALL } from '@idt/identity/knex';
 import { describe, expect, it } from 'vitest';
 import { createKnexProviderStateStore } from '../../src/knex/provider-state-store.js';
-import { createKnexAdapterClass, type OidcAdapter } from '../../src/knex.js';
 import { createSessionEnd } from '../../src/logout/session-end.js';
 import type { ProviderStateStore } from '../../src/provider/store.js';
-import { after, describeStoreContract, itRunsOneUnitOfWork, winners } from './harness.js';
+import { after, describeStoreContract, itRunsOneUnitOfWork, providerAdapter, winners } from './harness.js';
 
 const START = '2030-01-01T00:00:00.000Z';
 
@@ -19,22 +18,12 @@ const START = '2030-01-01T00:00:00.000Z';
 describeStoreContract('provider state', (world) => {
   let store: ProviderStateStore | undefined;
   const providerState = () => {
-    store ??= createKnexProviderStateStore({ db: world().db, outbox: world().outbox, invalidator: world().invalidator });
+    store ??= createKnexProviderStateStore(world().options);
     return store;
   };
   const clock = createManualClock(START);
-  let Adapter: (new (name: string) => OidcAdapter) | undefined;
   /** The provider's own writes, as the rows the store reads and deletes. */
-  const adapter = (model: string) => {
-    Adapter ??= createKnexAdapterClass({
-      db: world().db,
-      clock,
-      invalidator: world().invalidator,
-      findClient: async () => undefined,
-      clientMetadata: () => ({}),
-    });
-    return new Adapter(model);
-  };
+  const adapter = providerAdapter(world, clock);
   const seedSession = async (userId: string, sid: string, grants: Record<string, string>) => {
     const id = newId();
     const authorizations = Object.fromEntries(Object.entries(grants).map(([clientId, grantId]) => [clientId, { sid, grantId }]));
@@ -53,9 +42,10 @@ describeStoreContract('provider state', (world) => {
     world().db('identity_token_revocations').where({ subject_type: 'grant', subject_id: grantId }).first();
 
   itRunsOneUnitOfWork(world, providerState, {
-    prepare: async (probe) => probe,
+    prepare: async () => undefined,
     write: (tx, probe) => tx.refuseGrants([probe], new Date(START)),
     written: async (probe) => (await watermark(probe)) !== undefined,
+    writesNoEventOfItsOwn: true,
   });
 
   describe('findSessions', () => {

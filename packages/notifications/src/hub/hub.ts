@@ -1,5 +1,6 @@
 import type { Clock, JwtVerifier, Logger, ModuleContext, Principal, RequestHead } from '@idt/core';
 import type { CacheInvalidator, WindowCounter } from '@idt/core/knex';
+import type { ProblemEnvironment } from '@idt/problem';
 import { createHubAuthentication } from './bearer.js';
 import { createConnectionTokens } from './connection-tokens.js';
 import { createConnectionRegistry } from './connections.js';
@@ -45,7 +46,7 @@ export interface RealtimeHubOptions {
   /** Carries hub messages to every instance (and this one). */
   readonly channel: CacheInvalidator;
   /** For problem documents (exception details only in Development). */
-  readonly environment: string;
+  readonly environment: ProblemEnvironment;
   /** Reads a notification another instance announced, when it was not created here. */
   loadNotification?(id: string): Promise<RealtimeNotification | undefined>;
   readonly limits?: Partial<RealtimeHubLimits>;

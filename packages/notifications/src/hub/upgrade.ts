@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { asDatabaseUnavailable, type JwtClaims, type Logger, type Principal } from '@idt/core';
 import type { WindowCounter } from '@idt/core/knex';
-import { ProblemError, renderProblem } from '@idt/problem';
+import { type ProblemEnvironment, ProblemError, renderProblem } from '@idt/problem';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { HubAuthentication } from './bearer.js';
 import type { ConnectionTokens } from './connection-tokens.js';
@@ -24,7 +24,7 @@ export interface HubUpgradeOptions {
   readonly limits: Pick<RealtimeHubLimits, 'maximumReceiveMessageBytes' | 'connectionTokenTtlMs'>;
   readonly logger: Logger;
   /** For problem documents (exception details only in Development). */
-  readonly environment: string;
+  readonly environment: ProblemEnvironment;
   readonly authenticate: HubAuthentication;
   readonly tokens: ConnectionTokens;
   /** Makes connection tokens single-use across instances. */
@@ -65,7 +65,7 @@ export function createHubUpgrade(options: HubUpgradeOptions): HubUpgrade {
 
   function refuse(socket: Duplex, error: unknown) {
     const rendered = renderProblem(asDatabaseUnavailable(error), {
-      environment: options.environment as never,
+      environment: options.environment,
       traceId: randomUUID().replace(/-/g, ''),
     });
     if (rendered.status >= 500) logger.error('realtime upgrade failed', { error });

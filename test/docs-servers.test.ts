@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createIdt, type Idt } from '@idt/core';
 import { identity } from '@idt/identity';
 import { oidc } from '@idt/oidc';
-import { createTestDatabase, freePort, type TestDatabase } from '@idt/testing';
+import { createTestDatabase, freePort, SETUP_ADMIN, type TestDatabase } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -118,13 +118,7 @@ describe.each([
     const created = await fetch(`${base}/v1/identity/setup/admin`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        email: 'ada@example.com',
-        password: 'correct horse battery staple',
-        firstName: 'Ada',
-        lastName: 'Lovelace',
-        organizationName: 'Analytical Engines',
-      }),
+      body: JSON.stringify(SETUP_ADMIN),
     });
     expect(created.status).toBe(201);
     expect(await (await fetch(`${base}/v1/identity/setup/status`)).json()).toEqual({ setupRequired: false });
@@ -179,13 +173,7 @@ describe('the resource server of docs/embedding.md validates idt access tokens a
     const setup = await fetch(`${issuer}/v1/identity/setup/admin`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        email: 'ada@example.com',
-        password: 'correct horse battery staple',
-        firstName: 'Ada',
-        lastName: 'Lovelace',
-        organizationName: 'Analytical Engines',
-      }),
+      body: JSON.stringify(SETUP_ADMIN),
     });
     expect(setup.status).toBe(201);
     organizationId = ((await setup.json()) as { organizationId: string }).organizationId;

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freePort, oidcClient, redeemCode, signIn } from '@idt/testing';
+import { freePort, oidcClient, redeemCode, SETUP_ADMIN, signIn } from '@idt/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { quickInstallEnv, ROOT, userEnv } from './support/pack.js';
@@ -297,13 +297,7 @@ describe(`${PAGE}, as written: installed from the checkout, each recipe started 
           const setup = await fetch(`${issuer}/v1/identity/setup/admin`, {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({
-              email: 'ada@example.com',
-              password: 'correct horse battery staple',
-              firstName: 'Ada',
-              lastName: 'Lovelace',
-              organizationName: 'Analytical Engines',
-            }),
+            body: JSON.stringify(SETUP_ADMIN),
           });
           expect(setup.status, await setup.clone().text()).toBe(201);
           const { userId, organizationId } = (await setup.json()) as { userId: string; organizationId: string };
@@ -333,8 +327,8 @@ describe(`${PAGE}, as written: installed from the checkout, each recipe started 
           const signedIn = await signIn(config, {
             redirectUri,
             scope: 'openid profile email offline_access',
-            email: 'ada@example.com',
-            password: 'correct horse battery staple',
+            email: SETUP_ADMIN.email,
+            password: SETUP_ADMIN.password,
           });
           const tokens = await redeemCode(config, signedIn);
           expect(tokens.claims()).toMatchObject({ sub: userId, iss: issuer });

@@ -1,8 +1,6 @@
-import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectProblem } from './api.js';
-import { createTestDatabase, type TestDatabase } from './database.js';
-import type { StartedExampleApp } from './flow.js';
+import { type StartExampleApp, type StartedExampleApp, startExampleAppForSuite } from './flow.js';
 
 /** A valid first administrator for `POST …/v1/identity/setup/admin`. */
 export const SETUP_ADMIN = {
@@ -95,44 +93,30 @@ export function postBody(
  */
 export function describeBadBodies<App extends StartedExampleApp>(
   title: string,
-  start: (options: { port: number; host: string; database: Knex; env: Record<string, string> }) => Promise<App>,
+  start: StartExampleApp<App>,
   more?: (app: () => App) => void,
 ): void {
   describe(`${title}: bad bodies to idt answer its problem documents`, () => {
-    let database: TestDatabase;
-    let app: App;
-    beforeAll(async () => {
-      database = await createTestDatabase('sqlite');
-      app = await start({
-        port: 0,
-        host: '127.0.0.1',
-        database: database.db,
-        env: { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', IDT_DATA_DIR: database.dataDir },
-      });
-    });
-    afterAll(async () => {
-      await app?.close();
-      await database?.destroy();
-    });
+    const app = startExampleAppForSuite(start, 'sqlite');
 
     it.each(BAD_BODIES)('answers $name with idt’s problem document', async (bad) => {
-      const response = await postBody(`${app.baseUrl}/v1/identity/setup/admin`, bad.type, bad.body, bad.chunked);
+      const response = await postBody(`${app().baseUrl}/v1/identity/setup/admin`, bad.type, bad.body, bad.chunked);
       const problem = await expectProblem(response, bad.status, 'Http.ClientError');
       expect(problem.detail).toBe(bad.detail);
     });
 
     it('answers a body without a content type with idt’s problem document', async () => {
-      const untyped = await fetch(`${app.baseUrl}/v1/identity/setup/admin`, {
+      const untyped = await fetch(`${app().baseUrl}/v1/identity/setup/admin`, {
         method: 'POST',
         body: new Blob([JSON.stringify(SETUP_ADMIN)]),
       });
       expect((await expectProblem(untyped, 415, 'Http.ClientError')).detail).toBe('Send the body as application/json.');
     });
 
-    more?.(() => app);
+    more?.(app);
 
     it('wrote nothing: setup still needs its first administrator', async () => {
-      const status = await fetch(`${app.baseUrl}/v1/identity/setup/status`);
+      const status = await fetch(`${app().baseUrl}/v1/identity/setup/status`);
       expect(await status.json()).toEqual({ setupRequired: true });
     });
   });

@@ -148,6 +148,45 @@ export interface StartedExampleApp {
   close(): Promise<void>;
 }
 
+/** How a framework example starts: on a port and host, over a database, with environment variables. */
+export type StartExampleApp<App extends StartedExampleApp> = (options: {
+  port: number;
+  host: string;
+  database: Knex;
+  env: Record<string, string>;
+}) => Promise<App>;
+
+/**
+ * Starts a framework example for the enclosing suite: before its tests, on
+ * a free loopback port over a throwaway database of `dialect`, in the
+ * Testing environment; after them, closes it and drops the database.
+ * Returns the started app (call it inside tests).
+ */
+export function startExampleAppForSuite<App extends StartedExampleApp>(
+  start: StartExampleApp<App>,
+  dialect: TestDialect,
+): () => App {
+  let database: TestDatabase | undefined;
+  let app: App | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase(dialect);
+    app = await start({
+      port: 0,
+      host: '127.0.0.1',
+      database: database.db,
+      env: { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', IDT_DATA_DIR: database.dataDir },
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await database?.destroy();
+  });
+  return () => {
+    if (!app) throw new Error('The example app has not started');
+    return app;
+  };
+}
+
 /**
  * The suite every framework example passes: started on a loopback port over
  * a throwaway database, idt signs a user in through its mount with
@@ -155,45 +194,31 @@ export interface StartedExampleApp {
  */
 export function describeExampleApp<App extends StartedExampleApp>(
   title: string,
-  start: (options: { port: number; host: string; database: Knex; env: Record<string, string> }) => Promise<App>,
+  start: StartExampleApp<App>,
   dialects: readonly TestDialect[] = ['sqlite'],
   more?: (started: { app(): App; flow(): FlowResult }) => void,
 ): void {
   describe.each(dialects)(`${title} on %s`, (dialect) => {
-    let database: TestDatabase;
-    let app: App;
+    const started = startExampleAppForSuite(start, dialect);
     let flow: FlowResult;
-    beforeAll(async () => {
-      database = await createTestDatabase(dialect);
-      app = await start({
-        port: 0,
-        host: '127.0.0.1',
-        database: database.db,
-        env: { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'silent', IDT_DATA_DIR: database.dataDir },
-      });
-    });
-    afterAll(async () => {
-      await app?.close();
-      await database?.destroy();
-    });
 
     it('runs setup, discovery, sign-in, code + PKCE, userinfo, an API call, refresh and logout over HTTP', async () => {
-      expect(app.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idt$/);
+      expect(started().baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/idt$/);
       flow = await runSignInFlow({
-        baseUrl: app.baseUrl,
-        registerClient: (...args) => registerFlowClient(app.idt, title, ...args),
+        baseUrl: started().baseUrl,
+        registerClient: (...args) => registerFlowClient(started().idt, title, ...args),
       });
-      expect(flow.issuer).toBe(app.baseUrl);
+      expect(flow.issuer).toBe(started().baseUrl);
     });
 
     it('leaves the rest of the app to the host', async () => {
-      const home = await fetch(app.baseUrl.replace(/\/idt$/, '/'));
+      const home = await fetch(started().baseUrl.replace(/\/idt$/, '/'));
       expect(home.status).toBe(200);
       expect(await home.text()).toContain('/idt/.well-known/openid-configuration');
-      const outside = await fetch(app.baseUrl.replace(/\/idt$/, '/v1/identity/setup/status'));
+      const outside = await fetch(started().baseUrl.replace(/\/idt$/, '/v1/identity/setup/status'));
       expect(outside.status).toBe(404);
     });
 
-    more?.({ app: () => app, flow: () => flow });
+    more?.({ app: started, flow: () => flow });
   });
 }

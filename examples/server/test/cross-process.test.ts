@@ -1,8 +1,13 @@
 import { testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliFixture, spawnIdt, startCliFixture, tokenRequest } from '../../../packages/cli/test/support.js';
-
-const PASSWORD = 'correct horse battery staple';
+import {
+  type CliFixture,
+  PASSWORD,
+  SETUP_ARGS,
+  spawnIdt,
+  startCliFixture,
+  tokenRequest,
+} from '../../../packages/cli/test/support.js';
 
 /** The one JSON document a spawned `--json` run printed. */
 function jsonOut(run: { exitCode: number | null; stdout: string; stderr: string }): Record<string, any> {
@@ -28,21 +33,7 @@ describe.each(testDialects())('changes made by another process on %s', (dialect)
       expect((await server.fetch('/v1/identity/users')).status).toBe(503);
     }
 
-    const setup = await spawnIdt(
-      [
-        'setup',
-        '--email',
-        'ada@example.com',
-        '--password-stdin',
-        '--first-name',
-        'Ada',
-        '--last-name',
-        'L',
-        '--organization',
-        'Acme',
-      ],
-      { env, stdin: `${PASSWORD}\n` },
-    );
+    const setup = await spawnIdt([...SETUP_ARGS], { env, stdin: `${PASSWORD}\n` });
     expect(setup.exitCode, setup.stderr).toBe(0);
 
     expect((await server.fetch('/v1/identity/users')).status).toBe(401);

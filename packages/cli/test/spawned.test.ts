@@ -11,15 +11,15 @@ import {
   clientCredentials,
   decodeJwt,
   installIdt,
+  PASSWORD,
   ROOT,
   readEnvFile,
+  SETUP_ARGS,
   serviceAccountArgs,
   spawnIdt,
   spawnProcess,
   startCliFixture,
 } from './support.js';
-
-const PASSWORD = 'correct horse battery staple';
 
 describe.each(testDialects())('the idt binary as a process on %s', (dialect) => {
   let fixture: CliFixture;
@@ -40,21 +40,7 @@ describe.each(testDialects())('the idt binary as a process on %s', (dialect) => 
   });
 
   it('registers a service account whose sa.env alone gets a token with its org_id and scope', async () => {
-    const setup = await spawnIdt(
-      [
-        'setup',
-        '--email',
-        'ada@example.com',
-        '--password-stdin',
-        '--first-name',
-        'Ada',
-        '--last-name',
-        'L',
-        '--organization',
-        'Acme',
-      ],
-      { env, stdin: `${PASSWORD}\n` },
-    );
+    const setup = await spawnIdt([...SETUP_ARGS], { env, stdin: `${PASSWORD}\n` });
     expect(setup.stderr).toContain('Creating the first administrator');
     expect(setup.exitCode).toBe(0);
 

@@ -21,6 +21,23 @@ export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** The CLI's entry point in its TypeScript source (spawned runs use {@link buildIdt}'s build of it). */
 export const BIN = join(ROOT, 'packages/cli/src/bin.ts');
 
+/** The first administrator's password of the CLI suites. */
+export const PASSWORD = 'correct horse battery staple';
+
+/** `idt setup` for the first administrator, the password read from stdin (`${PASSWORD}\n`). */
+export const SETUP_ARGS: readonly string[] = [
+  'setup',
+  '--email',
+  'ada@example.com',
+  '--password-stdin',
+  '--first-name',
+  'Ada',
+  '--last-name',
+  'L',
+  '--organization',
+  'Acme',
+];
+
 /** Settings of every test run: the Testing environment, quiet logs, and a scratch data directory. */
 export function testEnv(database: string, dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
   return { IDT_ENVIRONMENT: 'Testing', IDT_LOG_LEVEL: 'warn', IDT_DATABASE_URL: database, IDT_DATA_DIR: dataDir, ...extra };

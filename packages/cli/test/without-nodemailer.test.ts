@@ -4,9 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIdt, buildIdtAt, type IdtBuild } from './build.js';
-import { installIdt, ROOT, type Spawned, spawnProcess } from './support.js';
-
-const PASSWORD = 'correct horse battery staple';
+import { installIdt, PASSWORD, ROOT, SETUP_ARGS, type Spawned, spawnProcess } from './support.js';
 
 /** A config file composing identity and a module that mails every new user (so a command's events send mail). */
 const MAILING_CONFIG = `import { defineEventHandler, defineIdtConfig } from '@idt/core';
@@ -85,21 +83,7 @@ describe('idt in a project without nodemailer', () => {
     const migrate = await idt(['migrate']);
     expect(migrate.stderr).not.toMatch(/error|nodemailer/i);
     expect(migrate.exitCode).toBe(0);
-    const setup = await idt(
-      [
-        'setup',
-        '--email',
-        'ada@example.com',
-        '--password-stdin',
-        '--first-name',
-        'Ada',
-        '--last-name',
-        'L',
-        '--organization',
-        'Acme',
-      ],
-      `${PASSWORD}\n`,
-    );
+    const setup = await idt([...SETUP_ARGS], `${PASSWORD}\n`);
     expect({ exitCode: setup.exitCode, stderr: setup.stderr }).toEqual({
       exitCode: 0,
       stderr: 'Creating the first administrator (hashing the password)…\n',

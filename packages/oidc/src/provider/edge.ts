@@ -309,27 +309,30 @@ export function createProviderEdge(options: ProviderEdgeOptions): ProviderEdge {
   }
 
   const prefixSlash = `${pathPrefix}/`;
-  /** Takes the provider's requests; answers `false` synchronously for every other path. */
-  function nodeHandler(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
+  /** A request's raw URL, its path, and its path under the deployment prefix; `undefined` outside the prefix. */
+  function locate(req: IncomingMessage): { rawUrl: string; pathname: string; path: string } | undefined {
     const rawUrl = req.url ?? '/';
     const query = rawUrl.indexOf('?');
     const pathname = query === -1 ? rawUrl : rawUrl.slice(0, query);
-    if (pathPrefix && pathname !== pathPrefix && !pathname.startsWith(prefixSlash)) return false;
-    const path = pathname.slice(pathPrefix.length) || '/';
-    if (isPagePath(path)) return options.pages(req, res);
-    if (!isProviderPath(path)) return false;
-    return serveProvider(req, res, rawUrl, pathname, path);
+    if (pathPrefix && pathname !== pathPrefix && !pathname.startsWith(prefixSlash)) return undefined;
+    return { rawUrl, pathname, path: pathname.slice(pathPrefix.length) || '/' };
+  }
+
+  /** Takes the provider's requests and the pages'; answers `false` synchronously for every other path. */
+  function nodeHandler(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
+    const at = locate(req);
+    if (at && isPagePath(at.path)) return options.pages(req, res);
+    return serveLocated(req, res, at);
   }
 
   /** oidc-provider's endpoints: the node surface behind the pages. */
   function providerHandler(req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> {
-    const rawUrl = req.url ?? '/';
-    const query = rawUrl.indexOf('?');
-    const pathname = query === -1 ? rawUrl : rawUrl.slice(0, query);
-    if (pathPrefix && pathname !== pathPrefix && !pathname.startsWith(prefixSlash)) return false;
-    const path = pathname.slice(pathPrefix.length) || '/';
-    if (!isProviderPath(path)) return false;
-    return serveProvider(req, res, rawUrl, pathname, path);
+    return serveLocated(req, res, locate(req));
+  }
+
+  function serveLocated(req: IncomingMessage, res: ServerResponse, at: ReturnType<typeof locate>): boolean | Promise<boolean> {
+    if (!at || !isProviderPath(at.path)) return false;
+    return serveProvider(req, res, at.rawUrl, at.pathname, at.path);
   }
 
   function serveProvider(

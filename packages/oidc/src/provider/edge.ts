@@ -46,11 +46,6 @@ export function isPagePath(path: string): boolean {
   return path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX) || isAccountPath(path);
 }
 
-/** Whether a path (without the deployment prefix) belongs to the provider or the sign-in pages. */
-export function isOidcSurfacePath(path: string): boolean {
-  return isPagePath(path) || isProviderPath(path);
-}
-
 /** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */
 const MAX_PROVIDER_FORM_BYTES = 56 * 1024;
 

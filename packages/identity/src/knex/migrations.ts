@@ -5,6 +5,7 @@ import { accountsMigration } from './migrations-0003-accounts.js';
 import { credentialsMigration } from './migrations-0004-credentials.js';
 import { memberCountsMigration } from './migrations-0005-member-counts.js';
 import { activeSessionsMigration } from './migrations-0006-active-sessions.js';
+import { organizationSecurityMigration } from './migrations-0007-organization-security.js';
 
 const accounts: Migration = {
   name: '0001_accounts',
@@ -78,5 +79,6 @@ export const identityMigrations: MigrationSet = {
     credentialsMigration,
     memberCountsMigration,
     activeSessionsMigration,
+    organizationSecurityMigration,
   ],
 };

@@ -1,20 +1,80 @@
 /**
- * Federation for idt (work in progress, issue 50): the protocol building
- * blocks of the coming `sso()` module. A SAML 2.0 service provider over
- * `@node-saml/node-saml` whose every time rule reads an injected clock,
- * IdP metadata parsing with a parser that refuses DOCTYPEs, the replay and
- * request cache ports, and DNS TXT domain verification through a resolver
- * port. No routes, storage or sign-in pipeline yet.
+ * Federation for idt (work in progress, issue 50). The `sso()` module:
+ * single sign-on connections of organizations and of the platform (OpenID
+ * Connect and SAML 2.0, secrets sealed at rest), verified domains, and the
+ * SAML service provider metadata route; the knex stores and migrations are
+ * in `@idt/sso/knex`. Also the protocol building blocks: a SAML 2.0 service
+ * provider over `@node-saml/node-saml` whose every time rule reads an
+ * injected clock, IdP metadata parsing with a parser that refuses DOCTYPEs,
+ * the replay and request cache ports, and DNS TXT domain verification
+ * through a resolver port. The sign-in pipeline steps come next.
  *
  * @packageDocumentation
  */
 import './problems.js';
 
+export type { SsoActor, SsoDirectory } from './access.js';
+export {
+  authorizeOrganization,
+  authorizePlatform,
+  isPlatformAdministrator,
+  SSO_ORGANIZATION_PERMISSION,
+  SSO_PLATFORM_PERMISSION,
+} from './access.js';
+export type { MetadataFetcher, MetadataFetcherOptions } from './connections/metadata-source.js';
+export { createMetadataFetcher, METADATA_FETCH_TIMEOUT_MS, METADATA_MAX_BYTES } from './connections/metadata-source.js';
+export type {
+  AttributeMapping,
+  ConnectionKind,
+  ConnectionRecord,
+  DomainRecord,
+  OidcConnectionConfig,
+  RoleMappingEntry,
+  SamlConnectionConfig,
+  SsoIdentityRecord,
+} from './connections/records.js';
+export { CONNECTION_KINDS } from './connections/records.js';
+export {
+  AddDomainInput,
+  AttributeMappingInput,
+  CertificateSummary,
+  ConnectionResponse,
+  CreateConnectionInput,
+  DomainResponse,
+  OidcConfigInput,
+  OidcConfigPatch,
+  RoleMappingInput,
+  SamlConfigInput,
+  SamlConfigPatch,
+  SSO_LIMITS,
+  UpdateConnectionInput,
+} from './connections/schemas.js';
+export type { ConnectionUrls, SsoConnectionsService, SsoConnectionsServiceOptions } from './connections/service.js';
+export {
+  ASSIGNABLE_BUILT_IN_ROLES,
+  createSsoConnectionsService,
+  DEFAULT_JIT_ROLE,
+  DEFAULT_OIDC_MAPPING,
+  DEFAULT_OIDC_SCOPES,
+  DEFAULT_SAML_MAPPING,
+} from './connections/service.js';
+export type { ConnectionsStore, ConnectionsWrites } from './connections/store.js';
 export { normalizeDomain } from './domains/domain-name.js';
+export type { SsoDomainsService, SsoDomainsServiceOptions } from './domains/service.js';
+export { createSsoDomainsService, MAX_DOMAINS_PER_ORGANIZATION, toDomainResponse } from './domains/service.js';
+export type { DomainsStore, DomainsWrites } from './domains/store.js';
 export type { DnsTxtResolverOptions, TxtLookup, TxtResolver } from './domains/txt-resolver.js';
 export { createDnsTxtResolver } from './domains/txt-resolver.js';
 export type { DomainVerification, DomainVerifier, DomainVerifierOptions } from './domains/verifier.js';
 export { createDomainVerifier, VERIFICATION_PREFIX } from './domains/verifier.js';
+export type { DomainVerifiedPayload, SsoConnectionChangedPayload } from './events.js';
+export { CONNECTION_CHANGES, DomainVerifiedEvent, SsoConnectionChangedEvent, ssoEvents } from './events.js';
+export { createSsoConnectionRoutes } from './http/connection-routes.js';
+export { createSsoDomainRoutes } from './http/domain-routes.js';
+export type { SamlRouteOptions } from './http/saml-routes.js';
+export { createSamlRoutes, SAML_METADATA_TYPE } from './http/saml-routes.js';
+export type { SsoOptions, SsoServices, SsoSettings } from './module.js';
+export { isDnsServer, sso, ssoVariables } from './module.js';
 export { SsoCodes } from './problems.js';
 export type { SamlConnection } from './saml/connection.js';
 export { assertSamlConnection } from './saml/connection.js';

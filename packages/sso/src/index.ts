@@ -7,7 +7,11 @@
  * provider over `@node-saml/node-saml` whose every time rule reads an
  * injected clock, IdP metadata parsing with a parser that refuses DOCTYPEs,
  * the replay and request cache ports, and DNS TXT domain verification
- * through a resolver port. The sign-in pipeline steps come next.
+ * through a resolver port; the OpenID Connect relying party of `oidc`
+ * connections over `openid-client` (discovery through the outbound guard,
+ * authorization code with PKCE, state and nonce, typed refusals) and the
+ * claim, attribute and role mapping helpers. The sign-in pipeline steps
+ * come next.
  *
  * @packageDocumentation
  */
@@ -21,6 +25,15 @@ export {
   SSO_ORGANIZATION_PERMISSION,
   SSO_PLATFORM_PERMISSION,
 } from './access.js';
+export type { MappedProfile } from './connections/claim-mapping.js';
+export {
+  MAX_MAPPED_GROUPS,
+  MAX_MAPPED_NAME_LENGTH,
+  mapSamlAttributes,
+  mapUpstreamClaims,
+  rolesForGroups,
+  SAML_ATTRIBUTE_FALLBACKS,
+} from './connections/claim-mapping.js';
 export type { MetadataFetcher, MetadataFetcherOptions } from './connections/metadata-source.js';
 export { createMetadataFetcher, METADATA_FETCH_TIMEOUT_MS, METADATA_MAX_BYTES } from './connections/metadata-source.js';
 export type {
@@ -75,6 +88,37 @@ export type { SamlRouteOptions } from './http/saml-routes.js';
 export { createSamlRoutes, SAML_METADATA_TYPE } from './http/saml-routes.js';
 export type { SsoOptions, SsoServices, SsoSettings } from './module.js';
 export { isDnsServer, sso, ssoVariables } from './module.js';
+export type { UpstreamOidcFailure, UpstreamOidcReason } from './oidc/failure.js';
+export { classifyUpstreamError, UPSTREAM_OIDC_REASONS, UpstreamOidcError } from './oidc/failure.js';
+export type {
+  GuardedFetch,
+  GuardedFetchInit,
+  GuardedFetchOptions,
+  UpstreamTransportReason,
+} from './oidc/guarded-fetch.js';
+export {
+  createGuardedFetch,
+  UPSTREAM_MAX_BYTES,
+  UPSTREAM_TIMEOUT_MS,
+  UpstreamTransportError,
+} from './oidc/guarded-fetch.js';
+export type {
+  UpstreamAuthorization,
+  UpstreamAuthorizationRequest,
+  UpstreamCallback,
+  UpstreamOidc,
+  UpstreamOidcConnection,
+  UpstreamOidcOptions,
+  UpstreamOidcResult,
+  UpstreamOidcSuccess,
+  UpstreamTransaction,
+} from './oidc/upstream.js';
+export {
+  createUpstreamOidc,
+  DEFAULT_DISCOVERY_TTL_MS,
+  DEFAULT_OIDC_CLOCK_TOLERANCE_S,
+  DEFAULT_OIDC_TRANSACTION_TTL_MS,
+} from './oidc/upstream.js';
 export { SsoCodes } from './problems.js';
 export type { SamlConnection } from './saml/connection.js';
 export { assertSamlConnection } from './saml/connection.js';

@@ -52,3 +52,6 @@ export type { TestHost, TestIdt, TestIdtOptions, TestModuleOptions, TestReferenc
 export { createTestIdt, GENEROUS_RATE_LIMITS, TEST_ORIGIN, testReferenceModules } from './test-idt.js';
 export type { MintOptions, TenantWithTokens, TestTokenClaims } from './tokens.js';
 export { mintAccessToken, mintServiceToken, TEST_CLIENT_ID, tenantWithTokens } from './tokens.js';
+// D: passkeys (a software WebAuthn authenticator)
+export type { CeremonyOverrides, CredentialJson } from './webauthn.js';
+export { SoftAuthenticator } from './webauthn.js';

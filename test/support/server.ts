@@ -22,6 +22,11 @@ export interface TestServerOptions {
   readonly mailer?: Mailer;
   /** Options of the module factories, e.g. `{ oidc: { backchannelLimits } }`. */
   readonly modules?: ReferenceModuleOptions;
+  /**
+   * The host name of the issuer (the server still listens on 127.0.0.1):
+   * `localhost` for WebAuthn, whose relying party id cannot be an IP address.
+   */
+  readonly hostname?: 'localhost' | '127.0.0.1';
 }
 
 /**
@@ -56,7 +61,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const http = createServer();
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = `http://${options.hostname ?? '127.0.0.1'}:${port}`;
   const config = loadConfig(
     {
       IDT_ENVIRONMENT: 'Testing',

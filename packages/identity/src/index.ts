@@ -103,12 +103,70 @@ export type {
   EmailChangeWrites,
   NewEmailChange,
 } from './email-change/store.js';
+// B: verified e-mail and organization security policy
+export { UserEmailVerificationRequestedEvent, UserEmailVerifiedEvent } from './email-verification/events.js';
+export { EmailVerificationCodes } from './email-verification/problems.js';
+export { createRegistrationVerificationHandler } from './email-verification/registration-handler.js';
+export type {
+  EmailVerificationRequestOutcome,
+  EmailVerificationService,
+  EmailVerificationServiceOptions,
+  EmailVerificationTokenState,
+  PendingEmailVerification,
+} from './email-verification/service.js';
+export {
+  ConfirmEmailVerificationInput,
+  createEmailVerificationService,
+  EMAIL_VERIFICATION_PAGE_PATH,
+  EMAIL_VERIFICATION_TOKEN_PURPOSE,
+  ResendVerificationInput,
+} from './email-verification/service.js';
+export type {
+  AddressVerification,
+  EmailVerification,
+  EmailVerificationConsumption,
+  EmailVerificationStore,
+  EmailVerificationUser,
+  EmailVerificationWrites,
+  NewEmailVerification,
+} from './email-verification/store.js';
+// C1: TOTP, recovery codes and recent authentication
+export { UserSecondFactorAddedEvent, UserSecondFactorRemovedEvent, UserSecondFactorsResetEvent } from './factors/events.js';
+export { SecondFactorCodes } from './factors/problems.js';
+export type {
+  Reauthentication,
+  RecentAuthentication,
+  RecentAuthenticationOptions,
+} from './factors/recent-authentication.js';
+export { createRecentAuthentication, ReauthenticationInput } from './factors/recent-authentication.js';
+export type {
+  PasskeyCount,
+  RecoveryCodeVerification,
+  SecondFactorService,
+  SecondFactorServiceOptions,
+  SecondFactorStatus,
+  TotpEnrolmentStart,
+  TotpVerification,
+} from './factors/service.js';
+export { createSecondFactorService } from './factors/service.js';
+export type {
+  SecondFactorAttempts,
+  SecondFactorStore,
+  SecondFactorWrites,
+  StoredTotpEnrolment,
+  StoredTotpFactor,
+} from './factors/store.js';
 export { prefersHtml, resultPage } from './http/pages.js';
 export { createApiKeyRoutes } from './http/routes/api-keys.js';
 export { createEmailChangeRoutes, EmailChangeResult } from './http/routes/email-change.js';
+export { createEmailVerificationRoutes } from './http/routes/email-verification.js';
+export { createSecondFactorRoutes, SecondFactorsResponse } from './http/routes/factors.js';
 export { createInvitationRoutes } from './http/routes/invitations.js';
 export { createMemberRoutes } from './http/routes/members.js';
+export { createOrganizationSecurityPolicyRoutes } from './http/routes/organization-security-policy.js';
 export { createOrganizationRoutes } from './http/routes/organizations.js';
+// D: passkeys
+export { createPasskeyRoutes } from './http/routes/passkeys.js';
 export { createPasswordlessRoutes } from './http/routes/passwordless.js';
 export { createRoleRoutes } from './http/routes/roles.js';
 export { createSessionRoutes, SessionResponse } from './http/routes/sessions.js';
@@ -169,9 +227,84 @@ export {
 export type { AddedMember, OperatorService, OperatorServiceOptions } from './operator/service.js';
 export { AddMemberInput, createOperatorService } from './operator/service.js';
 export type { OperatorStore } from './operator/store.js';
+export { OrganizationSecurityPolicyChangedEvent } from './organization-policy/events.js';
+export type { OrganizationSecurityPolicyServiceOptions } from './organization-policy/service.js';
+export {
+  createOrganizationSecurityPolicyService,
+  ORGANIZATION_POLICY_PERMISSION,
+  type OrganizationSecurityPolicy,
+  OrganizationSecurityPolicyRecord,
+  type OrganizationSecurityPolicyService,
+  UpdateOrganizationSecurityPolicyInput,
+} from './organization-policy/service.js';
+export type {
+  OrganizationPolicyStore,
+  OrganizationPolicyWrites,
+  OrganizationSecurityPolicyPatch,
+} from './organization-policy/store.js';
 export type { OrganizationsService, OrganizationsServiceOptions } from './organizations/service.js';
 export { CreateOrganizationInput, createOrganizationsService, UpdateOrganizationInput } from './organizations/service.js';
 export type { NewOrganization, OrganizationPatch, OrganizationsStore, OrganizationsWrites } from './organizations/store.js';
+export { UserPasskeyAddedEvent, UserPasskeyRemovedEvent } from './passkeys/events.js';
+export { PasskeyCodes } from './passkeys/problems.js';
+export type {
+  PasskeyAuthentication,
+  PasskeyBinding,
+  PasskeySecondFactorPolicy,
+  PasskeyService,
+  PasskeyServiceOptions,
+} from './passkeys/service.js';
+export {
+  AuthenticationResponseSchema,
+  createPasskeyService,
+  PasskeyNameSchema,
+  PasskeyRecord,
+  passkeyAmr,
+  RegisterPasskeyInput,
+  RegistrationResponseSchema,
+  RenamePasskeyInput,
+} from './passkeys/service.js';
+export type {
+  PasskeyChallenge,
+  PasskeyChallengePurpose,
+  PasskeyStore,
+  PasskeyUser,
+  PasskeyWrites,
+  StoredPasskey,
+} from './passkeys/store.js';
+export type {
+  BreachedPasswordCheck,
+  RangeBreachedPasswordCheckOptions,
+} from './password-policy/breached.js';
+export { createRangeBreachedPasswordCheck } from './password-policy/breached.js';
+export type { PasswordContext, PasswordPolicy, PasswordPolicyOptions, PasswordVerdict } from './password-policy/policy.js';
+export {
+  createPasswordPolicy,
+  DEFAULT_PASSWORD_MIN_LENGTH,
+  normalizePassword,
+  PasswordReasons,
+  PasswordRejectedError,
+  verifyPassword,
+} from './password-policy/policy.js';
+export { PasswordPolicyCodes } from './password-policy/problems.js';
+export {
+  UserPasswordChangedEvent,
+  UserPasswordResetEvent,
+  UserPasswordResetRequestedEvent,
+} from './password-reset/events.js';
+export { PasswordResetCodes } from './password-reset/problems.js';
+export type {
+  PasswordChangeService,
+  PasswordResetService,
+  PasswordResetTokenState,
+  PendingPasswordReset,
+} from './password-reset/service.js';
+export {
+  ChangePasswordInput,
+  PASSWORD_RESET_PAGE_PATH,
+  PasswordResetConfirmInput,
+  PasswordResetRequestInput,
+} from './password-reset/service.js';
 export type { PasswordlessService, PasswordlessServiceOptions, PasswordlessSignIn } from './passwordless/service.js';
 export {
   CodeRequestInput,
@@ -208,7 +341,14 @@ export type {
 } from './sessions/service.js';
 export { createSessionService } from './sessions/service.js';
 export { OidcSessionEndedEvent } from './sessions/single-sign-on-events.js';
-export type { NewSession, SessionEndReason, SessionStore, SessionWrites, StoredSession } from './sessions/store.js';
+export type {
+  NewSession,
+  SessionAuthentication,
+  SessionEndReason,
+  SessionStore,
+  SessionWrites,
+  StoredSession,
+} from './sessions/store.js';
 export type { SetupResult, SetupService, SetupServiceOptions } from './setup/service.js';
 export { createSetupService, SetupAdminInput } from './setup/service.js';
 export type { FirstAdministrator, SetupStore } from './setup/store.js';

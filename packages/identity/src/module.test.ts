@@ -7,7 +7,7 @@ const resolve = (env: Record<string, string>, options = {}) => identity(options)
 
 describe('identity() settings', () => {
   it('default to 3 e-mail change requests per hour and accept 0', () => {
-    expect(resolve({})).toEqual({ emailChangeMaxRequests: 3, emailChangeWindowSeconds: 3600 });
+    expect(resolve({})).toMatchObject({ emailChangeMaxRequests: 3, emailChangeWindowSeconds: 3600 });
     expect(resolve({ IDT_EMAIL_CHANGE_MAX_REQUESTS: '0' })?.emailChangeMaxRequests).toBe(0);
   });
 

@@ -2,8 +2,13 @@ import { createSetupGate, type EnvironmentVariable, envReader, type IdtModule } 
 import type { ClientLookup } from './access/store.js';
 import { AccountsCodes } from './accounts/problems.js';
 import { CredentialCodes } from './credentials/problems.js';
+import { EmailVerificationCodes } from './email-verification/problems.js';
+import { SecondFactorCodes } from './factors/problems.js';
 import { identityMigrations } from './knex/migrations.js';
 import type { KnexIdentity } from './knex/module.js';
+import { PasskeyCodes } from './passkeys/problems.js';
+import { PasswordPolicyCodes } from './password-policy/problems.js';
+import { PasswordResetCodes } from './password-reset/problems.js';
 import type { PasswordHasher } from './passwords.js';
 import { IdentityCodes } from './problems.js';
 
@@ -26,6 +31,16 @@ export interface IdentityModuleSettings {
   readonly emailChangeMaxRequests: number;
   /** `IDT_EMAIL_CHANGE_WINDOW_SECONDS`: the window, which starts at the first request (default 3600). */
   readonly emailChangeWindowSeconds: number;
+  // A: passwords
+  /** `IDT_PASSWORD_MIN_LENGTH`: the fewest characters of a new password (default 12; 12 to 256). */
+  readonly passwordMinLength: number;
+  /** `IDT_BREACHED_PASSWORDS_URL`: a Have I Been Pwned style range endpoint (e.g. `https://api.pwnedpasswords.com/range`); unset, no breach check. */
+  readonly breachedPasswordsUrl: string | undefined;
+  /** `IDT_PASSWORD_RESET_IP_MAX_REQUESTS`: password reset requests per client address per 15 minutes (default 20). */
+  readonly passwordResetMaxRequestsPerIp: number;
+  // B: verified e-mail
+  /** `IDT_REQUIRE_VERIFIED_EMAIL`: every sign-in needs a verified e-mail address (default false; organizations can require it for themselves). */
+  readonly requireVerifiedEmail: boolean;
 }
 
 /** Options of {@link identity}; each wins over its environment variable. */
@@ -45,6 +60,23 @@ export const identityVariables: readonly EnvironmentVariable[] = [
     default: '3',
   },
   { name: 'IDT_EMAIL_CHANGE_WINDOW_SECONDS', description: 'The e-mail change window, from the first request.', default: '3600' },
+  // A: passwords
+  { name: 'IDT_PASSWORD_MIN_LENGTH', description: 'The fewest characters of a new password (12 to 256).', default: '12' },
+  {
+    name: 'IDT_BREACHED_PASSWORDS_URL',
+    description:
+      'A Have I Been Pwned style range endpoint (e.g. https://api.pwnedpasswords.com/range): new passwords found in breaches are refused. Unset: no breach check.',
+  },
+  {
+    name: 'IDT_PASSWORD_RESET_IP_MAX_REQUESTS',
+    description: 'Password reset requests per client address per 15 minutes.',
+    default: '20',
+  },
+  {
+    name: 'IDT_REQUIRE_VERIFIED_EMAIL',
+    description: 'Refuse sign-in until the e-mail address is verified (organizations can also require it for themselves).',
+    default: 'false',
+  },
 ];
 
 /**
@@ -61,7 +93,20 @@ export function identity(options: IdentityModuleOptions = {}): IdtModule<'identi
   return {
     id: 'identity',
     migrations: identityMigrations,
-    problemCodes: [...Object.keys(IdentityCodes), ...Object.keys(AccountsCodes), ...Object.keys(CredentialCodes)],
+    problemCodes: [
+      ...Object.keys(IdentityCodes),
+      ...Object.keys(AccountsCodes),
+      ...Object.keys(CredentialCodes),
+      // B: verified e-mail
+      ...Object.keys(EmailVerificationCodes),
+      // A: passwords
+      ...Object.keys(PasswordPolicyCodes),
+      ...Object.keys(PasswordResetCodes),
+      // C1: factors
+      ...Object.keys(SecondFactorCodes),
+      // D: passkeys
+      ...Object.keys(PasskeyCodes),
+    ],
     settings: {
       variables: identityVariables,
       resolve(env) {
@@ -71,9 +116,20 @@ export function identity(options: IdentityModuleOptions = {}): IdtModule<'identi
             overrides.emailChangeMaxRequests ?? read.integer('IDT_EMAIL_CHANGE_MAX_REQUESTS', { default: 3 }),
           emailChangeWindowSeconds:
             overrides.emailChangeWindowSeconds ?? read.integer('IDT_EMAIL_CHANGE_WINDOW_SECONDS', { default: 3600, min: 1 }),
+          // A: passwords
+          passwordMinLength:
+            overrides.passwordMinLength ?? read.integer('IDT_PASSWORD_MIN_LENGTH', { default: 12, min: 12, max: 256 }),
+          breachedPasswordsUrl: overrides.breachedPasswordsUrl ?? read.string('IDT_BREACHED_PASSWORDS_URL'),
+          passwordResetMaxRequestsPerIp:
+            overrides.passwordResetMaxRequestsPerIp ??
+            read.integer('IDT_PASSWORD_RESET_IP_MAX_REQUESTS', { default: 20, min: 1 }),
+          requireVerifiedEmail: overrides.requireVerifiedEmail ?? read.boolean('IDT_REQUIRE_VERIFIED_EMAIL', false),
         };
         if (!Number.isInteger(settings.emailChangeWindowSeconds) || settings.emailChangeWindowSeconds <= 0) {
           read.problem('IDT_EMAIL_CHANGE_WINDOW_SECONDS: must be a positive whole number of seconds');
+        }
+        if (settings.breachedPasswordsUrl !== undefined && !/^https?:\/\/[^/]/i.test(settings.breachedPasswordsUrl)) {
+          read.problem('IDT_BREACHED_PASSWORDS_URL: must be an http or https URL');
         }
         read.done();
         return settings;
@@ -92,6 +148,11 @@ export function identity(options: IdentityModuleOptions = {}): IdtModule<'identi
           emailChangeMaxRequests: ctx.settings.emailChangeMaxRequests,
           emailChangeWindowSeconds: ctx.settings.emailChangeWindowSeconds,
           emailChangeMailed: ctx.capability(EMAIL_CHANGE_MAIL_CAPABILITY) !== undefined,
+          // A: passwords
+          passwordMinLength: ctx.settings.passwordMinLength,
+          ...(ctx.settings.breachedPasswordsUrl ? { breachedPasswordsUrl: ctx.settings.breachedPasswordsUrl } : {}),
+          passwordResetMaxRequestsPerIp: ctx.settings.passwordResetMaxRequestsPerIp,
+          requireVerifiedEmail: ctx.settings.requireVerifiedEmail,
         },
         secret: ctx.secret,
         mailer: ctx.mailer,

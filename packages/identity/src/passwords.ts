@@ -97,7 +97,11 @@ export function createArgon2Hasher(options: Argon2Options = {}): PasswordHasher 
   };
 }
 
-/** The password rules of idt: 12 to 128 characters (NIST SP 800-63B lengths, no composition rules). */
+/**
+ * The shortest password any deployment accepts (NIST SP 800-63B lengths, no
+ * composition rules); `IDT_PASSWORD_MIN_LENGTH` can raise it. The password
+ * policy (`identity.passwords.policy`) applies the rest.
+ */
 export const PASSWORD_MIN_LENGTH = 12;
 /** Upper bound that keeps hashing cost bounded. */
-export const PASSWORD_MAX_LENGTH = 128;
+export const PASSWORD_MAX_LENGTH = 256;

@@ -11,7 +11,10 @@ export const EmailSchema = z
   .transform((value) => value.toLowerCase())
   .meta({ format: 'email', example: 'ada@example.com' });
 
-/** A new password: 12 to 128 characters. */
+/**
+ * A new password's shape: 12 to 256 characters. Services then apply the
+ * password policy (configured minimum, common, weak, personal and breached passwords).
+ */
 export const PasswordSchema = z
   .string({ error: 'Enter a password.' })
   .min(PASSWORD_MIN_LENGTH, `A password has at least ${PASSWORD_MIN_LENGTH} characters.`)

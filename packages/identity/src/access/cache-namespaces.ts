@@ -12,6 +12,9 @@ export const CacheNamespaces = {
   sessions: 'identity.sessions',
   /** key: client id */
   clients: 'identity.clients',
+  // B: organization security policies
+  /** key: organization id; also empties the cached "does any of this user's organizations require MFA" answers */
+  organizationPolicies: 'identity.organization-policies',
 } as const;
 
 /** Subscribes to evictions of a namespace; returns an unsubscribe function. */

@@ -6,6 +6,10 @@ import { credentialsMigration } from './migrations-0004-credentials.js';
 import { memberCountsMigration } from './migrations-0005-member-counts.js';
 import { activeSessionsMigration } from './migrations-0006-active-sessions.js';
 import { organizationSecurityMigration } from './migrations-0007-organization-security.js';
+import { passwordResetMigration } from './migrations-0008-password-reset.js';
+import { emailVerificationMigration } from './migrations-0009-email-verification.js';
+import { secondFactorsMigration } from './migrations-0010-second-factors.js';
+import { passkeysMigration } from './migrations-0011-passkeys.js';
 
 const accounts: Migration = {
   name: '0001_accounts',
@@ -80,5 +84,9 @@ export const identityMigrations: MigrationSet = {
     memberCountsMigration,
     activeSessionsMigration,
     organizationSecurityMigration,
+    passwordResetMigration,
+    emailVerificationMigration,
+    secondFactorsMigration,
+    passkeysMigration,
   ],
 };

@@ -4,8 +4,11 @@ import type { CacheInvalidator, WindowCounter } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { createCredentialResolver } from '../access/credential-resolver.js';
 import type { ClientLookup } from '../access/store.js';
+import type { PasskeyCount } from '../factors/service.js';
 import { createSetupRoutes } from '../http/routes/setup.js';
 import { createMemberDirectory, type MemberDirectory } from '../memberships/member-directory.js';
+import { createRangeBreachedPasswordCheck } from '../password-policy/breached.js';
+import { createPasswordPolicy } from '../password-policy/policy.js';
 import { createArgon2Hasher, type PasswordHasher } from '../passwords.js';
 import { createSetupService, type SetupService } from '../setup/service.js';
 import { createSignInService, type SignInService } from '../sign-in/service.js';
@@ -14,6 +17,11 @@ import { createKnexAccessStore } from './access-store.js';
 import { type AccountsFeature, createAccountsFeature } from './features/accounts.js';
 import type { FeatureContext, IdentitySettings } from './features/context.js';
 import { type CredentialsFeature, createCredentialsFeature } from './features/credentials.js';
+import { createFactorsFeature, type FactorsFeature } from './features/factors.js';
+// D: passkeys
+import { createPasskeysFeature, type PasskeysFeature } from './features/passkeys.js';
+import { createPasswordsFeature, type PasswordsFeature } from './features/passwords.js';
+import { createVerificationFeature, type VerificationFeature } from './features/verification.js';
 import { createKnexMemberDirectoryStore } from './members-with-permission.js';
 import { createKnexSetupStore } from './setup-store.js';
 import { createKnexSignInStore } from './sign-in-store.js';
@@ -42,6 +50,19 @@ export interface KnexIdentity {
   readonly signIn: SignInService;
   readonly accounts: AccountsFeature['services'];
   readonly credentials: CredentialsFeature['services'];
+  // A: passwords
+  /** The password policy, the forgotten-password flow and the password change. */
+  readonly passwords: PasswordsFeature['services'];
+  /** Verified e-mail addresses and organizations' security policies (`requireMfa`, `requireVerifiedEmail`). */
+  readonly verification: VerificationFeature['services'];
+  // C1: factors
+  /** Second factors: TOTP (authenticator apps) and recovery codes. */
+  readonly factors: FactorsFeature['services'];
+  /** The recent-authentication rule of account-API changes (recent sign-in, or a fresh factor in the body). */
+  readonly recentAuthentication: FactorsFeature['recentAuthentication'];
+  // D: passkeys
+  /** Passkeys (WebAuthn): registration, sign-in as a first or second factor, list, rename, remove. */
+  readonly passkeys: PasskeysFeature['services'];
   /** Who holds a permission in an organization: for the modules that notify people. */
   readonly members: MemberDirectory;
   /** Turns verified credentials into principals (plug into `createAuthenticator`). */
@@ -65,6 +86,13 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
   const logger = options.logger ?? silentLogger;
   const hasher = options.hasher ?? createArgon2Hasher();
   let resolver: KnexIdentity['resolver'] | undefined;
+  // A: passwords
+  const breachedUrl = options.settings.breachedPasswordsUrl;
+  const passwordPolicy = createPasswordPolicy({
+    ...(options.settings.passwordMinLength !== undefined ? { minLength: options.settings.passwordMinLength } : {}),
+    ...(breachedUrl ? { breached: createRangeBreachedPasswordCheck({ url: breachedUrl, logger }) } : {}),
+    logger,
+  });
   const ctx: FeatureContext = {
     db: options.db,
     settings: options.settings,
@@ -76,12 +104,13 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     invalidator: options.invalidator,
     counter: options.counter,
     tokens: createTokenMac(options.secret),
+    passwordPolicy,
     permissionsOf: (userId, organizationId) => {
       if (!resolver) throw new Error('The identity module is still being wired');
       return resolver.permissionsOf(userId, organizationId);
     },
   };
-  const setup = createSetupService({ store: createKnexSetupStore(options.db), hasher, clock });
+  const setup = createSetupService({ store: createKnexSetupStore(options.db), hasher, policy: passwordPolicy, clock });
   const signIn = createSignInService({
     store: createKnexSignInStore(options.db, {
       cache: { subscribe: (namespace, listener) => options.invalidator.subscribe(namespace, listener), clock },
@@ -90,6 +119,25 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
   });
   const accounts = createAccountsFeature(ctx);
   const credentials = createCredentialsFeature(ctx);
+  const passwords = createPasswordsFeature(ctx, passwordPolicy);
+  const verification = createVerificationFeature(ctx);
+  // C1: factors (passkeys count as second factors once the passkeys feature sets `passkeyCount`)
+  let passkeyCount: PasskeyCount | undefined;
+  const factors = createFactorsFeature(ctx, {
+    secret: options.secret,
+    sessions: credentials.services.sessions,
+    requiresMfaForUser: (userId) => verification.services.organizationPolicy.requiresMfaForUser(userId),
+    passkeys: () => passkeyCount,
+  });
+  // D: passkeys
+  const passkeys = createPasskeysFeature(ctx, {
+    recentAuthentication: factors.recentAuthentication,
+    secondFactors: {
+      requiresMfa: (userId) => verification.services.organizationPolicy.requiresMfaForUser(userId),
+      hasTotp: async (userId) => (await factors.services.status(userId)).totp,
+    },
+  });
+  passkeyCount = passkeys.services;
   resolver = createCredentialResolver({
     store: createKnexAccessStore(options.db),
     apiKeys: credentials.apiKeyLookup,
@@ -98,12 +146,19 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     subscribe: (namespace, listener) => options.invalidator.subscribe(namespace, listener),
     clock,
   });
-  const features = [accounts, credentials];
+  const features = [accounts, credentials, passwords, verification, factors, passkeys];
   return {
     setup,
     signIn,
     accounts: accounts.services,
     credentials: credentials.services,
+    passwords: passwords.services,
+    verification: verification.services,
+    // C1: factors
+    factors: factors.services,
+    recentAuthentication: factors.recentAuthentication,
+    // D: passkeys
+    passkeys: passkeys.services,
     members: createMemberDirectory(createKnexMemberDirectoryStore(options.db)),
     resolver,
     routes: [...createSetupRoutes(setup), ...features.flatMap((feature) => feature.routes)],

@@ -13,8 +13,8 @@ const END_SESSIONS = listStatement(
   (ids) => `update ${TABLE} set revoked_at = ?, revoked_reason = ? where id in (${ids}) and revoked_at is null`,
   { kind: 'in' },
 );
-const INSERT_SQL = `insert into ${TABLE} (id, user_id, token_hash, created_at, last_activity_at, expires_at, revoked_at, revoked_reason, ip_address, user_agent, amr)
-values (?, ?, ?, ?, ?, ?, null, null, ?, ?, ?)`;
+const INSERT_SQL = `insert into ${TABLE} (id, user_id, token_hash, created_at, last_activity_at, expires_at, revoked_at, revoked_reason, ip_address, user_agent, amr, authenticated_at)
+values (?, ?, ?, ?, ?, ?, null, null, ?, ?, ?, ?)`;
 
 interface SessionRow {
   id: string;
@@ -36,6 +36,16 @@ function fromRow(row: SessionRow): StoredSession {
   };
 }
 
+/** C1: the stored `amr` list (JSON text), or none when it cannot be read. */
+function parseAmr(value: unknown): string[] {
+  try {
+    const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+    return Array.isArray(parsed) ? parsed.filter((entry): entry is string => typeof entry === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
 /** The {@link SessionWrites} primitives over one transaction. */
 function sessionWrites(trx: Knex.Transaction): SessionWrites {
   return {
@@ -55,6 +65,8 @@ function sessionWrites(trx: Knex.Transaction): SessionWrites {
         session.ipAddress,
         session.userAgent,
         JSON.stringify(session.amr),
+        // C1: a session starts authenticated when it is created.
+        session.createdAt,
       ]);
     },
     async end(ids: readonly string[], reason: SessionEndReason, now: string) {
@@ -116,6 +128,27 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
     },
     async prune(now) {
       return db(TABLE).whereNotNull('revoked_at').orWhere('expires_at', '<=', now).delete();
+    },
+    // C1: recent authentication
+    async authentication(sessionId, now) {
+      const row = await db(TABLE)
+        .where({ id: sessionId })
+        .whereNull('revoked_at')
+        .andWhere('expires_at', '>', now)
+        .first('user_id', 'created_at', 'authenticated_at', 'amr');
+      if (!row) return undefined;
+      return {
+        userId: String(row.user_id),
+        authenticatedAt: toIso(row.authenticated_at ?? row.created_at),
+        amr: parseAmr(row.amr),
+      };
+    },
+    async markAuthenticated(sessionId, amr, at) {
+      const updated = await db(TABLE)
+        .where({ id: sessionId })
+        .whereNull('revoked_at')
+        .update({ authenticated_at: at, amr: JSON.stringify(amr) });
+      return updated > 0;
     },
   };
 }

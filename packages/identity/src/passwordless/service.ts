@@ -11,6 +11,12 @@ import type { PasswordlessKind, PasswordlessStore } from './store.js';
 
 /** The token purpose of magic links. */
 export const MAGIC_LINK_TOKEN_PURPOSE = 'magic-link';
+/**
+ * The token purpose of magic links that open a sign-in page (`linkPath`):
+ * only {@link PasswordlessService.consumeMagicLink} takes them, so such a
+ * link cannot start a session through the API and skip the page's later steps.
+ */
+const MAGIC_LINK_PAGE_TOKEN_PURPOSE = 'magic-link-page';
 const CODE_MAC_PURPOSE = 'passwordless-code';
 
 /** A path on this site to land on after sign-in: starts with one `/`, no backslashes or control characters. */
@@ -84,11 +90,15 @@ export interface PasswordlessServiceOptions {
  */
 export interface PasswordlessService {
   /**
-   * Mails a sign-in link to the address when an active user has it.
+   * Mails a sign-in link to the address when an active user has it. With
+   * `options.linkPath` (a path on this site: a sign-in page) the link opens
+   * that page with `?token=` instead of the API's confirmation page, and the
+   * page consumes it with {@link consumeMagicLink} (no session is started
+   * for it: the page starts one when every step of its sign-in is done).
    *
    * @throws ProblemError `Validation.Failed` (400), `RateLimit.Exceeded` (429, `retry-after` header).
    */
-  requestMagicLink(input: MagicLinkRequestInput): Promise<void>;
+  requestMagicLink(input: MagicLinkRequestInput, options?: { readonly linkPath?: string }): Promise<void>;
   /**
    * Mails a 6-digit code to the address when an active user has it; earlier codes stop working.
    *
@@ -103,6 +113,14 @@ export interface PasswordlessService {
    */
   verifyMagicLink(token: string, context?: Omit<StartSessionOptions, 'amr'>): Promise<PasswordlessSignIn>;
   /**
+   * Consumes a magic link's token (exactly one use wins) and marks the
+   * address verified, without starting a session: for a sign-in page that
+   * has more steps to run before the session starts.
+   *
+   * @throws ProblemError `Passwordless.InvalidToken` (400) for a forged, expired or used link.
+   */
+  consumeMagicLink(token: string): Promise<{ readonly userId: string; readonly returnTo: string | null }>;
+  /**
    * Signs in with a one-time code (at most 5 attempts per code): consumes it,
    * marks the address verified and starts a session.
    *
@@ -110,6 +128,13 @@ export interface PasswordlessService {
    *   `Passwordless.InvalidCode` (400) for an unknown address, a wrong, expired, used or dead code.
    */
   verifyCode(input: CodeVerifyInput, context?: Omit<StartSessionOptions, 'amr'>): Promise<PasswordlessSignIn>;
+  /**
+   * Consumes a one-time code like {@link verifyCode} without starting a
+   * session: for a sign-in page that has more steps to run first.
+   *
+   * @throws ProblemError as {@link verifyCode}.
+   */
+  consumeCode(input: CodeVerifyInput): Promise<{ readonly userId: string }>;
   /** Deletes consumed and expired requests; returns how many. */
   prune(): Promise<number>;
 }
@@ -184,6 +209,30 @@ export function createPasswordlessService(options: PasswordlessServiceOptions): 
     });
   }
 
+  async function consumeLink(token: string, purpose: string) {
+    const id = typeof token === 'string' ? tokens.verify(purpose, token) : undefined;
+    if (!id || !isUuid(id)) throw new ProblemError('Passwordless.InvalidToken');
+    const consumed = await consume(id, 'link', clock.now().toISOString());
+    if (!consumed) throw new ProblemError('Passwordless.InvalidToken');
+    return consumed;
+  }
+
+  async function consumeCode(input: CodeVerifyInput) {
+    const { email, code } = CodeVerifyInput.parse(input);
+    const now = clock.now().toISOString();
+    const user = await store.findActiveUserByEmail(email);
+    const candidate = user ? await store.findCode(user.id, now, maxAttempts) : undefined;
+    if (!candidate) {
+      codeMac(newId(), code); // the same work as a real check
+      throw new ProblemError('Passwordless.InvalidCode');
+    }
+    if (!(await store.recordAttempt(candidate.id, now, maxAttempts))) throw new ProblemError('Passwordless.InvalidCode');
+    if (!constantTimeEqual(candidate.codeHash, codeMac(candidate.id, code))) throw new ProblemError('Passwordless.InvalidCode');
+    const consumed = await consume(candidate.id, 'code', now);
+    if (!consumed) throw new ProblemError('Passwordless.InvalidCode');
+    return consumed;
+  }
+
   async function signIn(
     consumed: { userId: string; returnTo: string | null },
     context: Omit<StartSessionOptions, 'amr'>,
@@ -194,13 +243,18 @@ export function createPasswordlessService(options: PasswordlessServiceOptions): 
   }
 
   return {
-    async requestMagicLink(input) {
+    async requestMagicLink(input, options = {}) {
       const { email, returnTo } = MagicLinkRequestInput.parse(input);
+      const linkPath = options.linkPath === undefined ? undefined : ReturnToSchema.parse(options.linkPath);
       await admit(email);
       const user = await store.findActiveUserByEmail(email);
       if (!user) return;
-      const id = await record(user.id, 'link', returnTo ? { returnTo } : {});
-      const link = `${base}/v1/identity/auth/passwordless/magic-link/verify?token=${encodeURIComponent(tokens.issue(MAGIC_LINK_TOKEN_PURPOSE, id))}`;
+      const landing = linkPath ?? returnTo;
+      const id = await record(user.id, 'link', landing ? { returnTo: landing } : {});
+      const token = encodeURIComponent(tokens.issue(linkPath ? MAGIC_LINK_PAGE_TOKEN_PURPOSE : MAGIC_LINK_TOKEN_PURPOSE, id));
+      const link = linkPath
+        ? `${new URL(base).origin}${linkPath}?token=${token}`
+        : `${base}/v1/identity/auth/passwordless/magic-link/verify?token=${token}`;
       sendInBackground({
         to: user.email,
         subject: 'Your sign-in link',
@@ -236,26 +290,17 @@ export function createPasswordlessService(options: PasswordlessServiceOptions): 
       });
     },
     async verifyMagicLink(token, context = {}) {
-      const id = typeof token === 'string' ? tokens.verify(MAGIC_LINK_TOKEN_PURPOSE, token) : undefined;
-      if (!id || !isUuid(id)) throw new ProblemError('Passwordless.InvalidToken');
-      const consumed = await consume(id, 'link', clock.now().toISOString());
-      if (!consumed) throw new ProblemError('Passwordless.InvalidToken');
-      return signIn(consumed, context, 'email');
+      return signIn(await consumeLink(token, MAGIC_LINK_TOKEN_PURPOSE), context, 'email');
+    },
+    async consumeMagicLink(token) {
+      const consumed = await consumeLink(token, MAGIC_LINK_PAGE_TOKEN_PURPOSE);
+      return { userId: consumed.userId, returnTo: consumed.returnTo };
     },
     async verifyCode(input, context = {}) {
-      const { email, code } = CodeVerifyInput.parse(input);
-      const now = clock.now().toISOString();
-      const user = await store.findActiveUserByEmail(email);
-      const candidate = user ? await store.findCode(user.id, now, maxAttempts) : undefined;
-      if (!candidate) {
-        codeMac(newId(), code); // the same work as a real check
-        throw new ProblemError('Passwordless.InvalidCode');
-      }
-      if (!(await store.recordAttempt(candidate.id, now, maxAttempts))) throw new ProblemError('Passwordless.InvalidCode');
-      if (!constantTimeEqual(candidate.codeHash, codeMac(candidate.id, code))) throw new ProblemError('Passwordless.InvalidCode');
-      const consumed = await consume(candidate.id, 'code', now);
-      if (!consumed) throw new ProblemError('Passwordless.InvalidCode');
-      return signIn(consumed, context, 'otp');
+      return signIn(await consumeCode(input), context, 'otp');
+    },
+    async consumeCode(input) {
+      return { userId: (await consumeCode(input)).userId };
     },
     prune() {
       return store.prune(clock.now().toISOString());

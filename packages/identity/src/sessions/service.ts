@@ -4,7 +4,7 @@ import type { SessionAccess, SessionLookup } from '../access/store.js';
 import { formatClearedSessionCookie, formatSessionCookie } from './cookie.js';
 import { UserSessionEvictedEvent, UserSessionRevokedEvent } from './events.js';
 import { sessionEvictions, sessionsToEvict } from './policy.js';
-import type { SessionEndReason, SessionStore, StoredSession } from './store.js';
+import type { SessionAuthentication, SessionEndReason, SessionStore, StoredSession } from './store.js';
 
 /** A session as the API shows it (SPEC 2.4). */
 export interface SessionRecord {
@@ -87,6 +87,16 @@ export interface SessionService extends SessionLookup {
   sessionCookieHeader(value: string, expiresAt: string): string;
   /** The `Set-Cookie` value that clears the session cookie (sign-out). */
   clearSessionCookieHeader(): string;
+  // C1: recent authentication
+  /**
+   * Records that the user authenticated again inside an existing session
+   * (the sign-in pages call it on a re-authentication): its `amr` and time.
+   *
+   * @returns `false` when the session is missing or revoked.
+   */
+  markAuthenticated(sessionId: string, amr: readonly string[], at: Date): Promise<boolean>;
+  /** When the user last authenticated in a live session (sign-in or re-authentication), or `undefined`. */
+  authentication(sessionId: string): Promise<SessionAuthentication | undefined>;
 }
 
 const COOKIE_VALUE = /^[A-Za-z0-9_-]{43}$/;
@@ -220,6 +230,13 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
     },
     clearSessionCookieHeader() {
       return formatClearedSessionCookie(cookieName);
+    },
+    // C1: recent authentication
+    markAuthenticated(sessionId, amr, at) {
+      return store.markAuthenticated(sessionId, [...amr], at.toISOString());
+    },
+    authentication(sessionId) {
+      return store.authentication(sessionId, clock.now().toISOString());
     },
   };
 }

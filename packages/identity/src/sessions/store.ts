@@ -92,4 +92,23 @@ export interface SessionStore extends UnitOfWork<SessionWrites> {
   touch(sessionId: string, now: string, staleBefore: string): Promise<string | undefined>;
   /** Deletes sessions revoked or expired at `now`; returns how many. */
   prune(now: string): Promise<number>;
+  // C1: recent authentication
+  /** When the user last authenticated in a session that is neither revoked nor expired at `now`, or `undefined`. */
+  authentication(sessionId: string, now: string): Promise<SessionAuthentication | undefined>;
+  /**
+   * Records a re-authentication in a session that is not revoked (`UPDATE
+   * ... SET authenticated_at = at, amr = ? WHERE id = ? AND revoked_at IS NULL`).
+   *
+   * @returns whether such a session exists.
+   */
+  markAuthenticated(sessionId: string, amr: readonly string[], at: string): Promise<boolean>;
+}
+
+/** C1: the last authentication of a live session. */
+export interface SessionAuthentication {
+  readonly userId: string;
+  /** ISO 8601 UTC: the sign-in, or the latest re-authentication in the session. */
+  readonly authenticatedAt: string;
+  /** The methods of that authentication (RFC 8176), e.g. `['pwd', 'otp', 'mfa']`. */
+  readonly amr: readonly string[];
 }

@@ -1,6 +1,7 @@
 import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import type { PasswordPolicy } from '../password-policy/policy.js';
 import type { PasswordHasher } from '../passwords.js';
 import { EmailSchema, OrganizationNameSchema, PasswordSchema, PersonNameSchema } from '../schemas.js';
 import { slugify } from '../slug.js';
@@ -33,7 +34,8 @@ export interface SetupService {
    * membership, in one transaction.
    *
    * @throws ProblemError `Validation.Failed` for bad input, `Setup.AlreadyCompleted` (409)
-   *   when an administrator exists, `Identity.EmailTaken` (409) for a taken address.
+   *   when an administrator exists, `Identity.EmailTaken` (409) for a taken address,
+   *   `Identity.PasswordRejected` (422) for a password the policy refuses.
    */
   completeSetup(input: SetupAdminInput): Promise<SetupResult>;
 }
@@ -42,6 +44,8 @@ export interface SetupService {
 export interface SetupServiceOptions {
   readonly store: SetupStore;
   readonly hasher: PasswordHasher;
+  /** The password policy the administrator's password must pass; lengths only without one. */
+  readonly policy?: PasswordPolicy;
   readonly clock?: Clock;
   /** Called after the bootstrap commits. */
   readonly onCompleted?: (result: SetupResult & { email: string }) => void | Promise<void>;
@@ -71,7 +75,8 @@ export function createSetupService(options: SetupServiceOptions): SetupService {
     if (await options.store.hasAdministrator()) {
       throw new ProblemError('Setup.AlreadyCompleted');
     }
-    const passwordHash = await options.hasher.hash(parsed.password);
+    const password = options.policy ? await options.policy.require(parsed.password, parsed) : parsed.password;
+    const passwordHash = await options.hasher.hash(password);
     const slug = slugify(parsed.organizationName) || 'organization';
     const result: SetupResult = { userId: newId(), organizationId: newId() };
     let outcome: 'created' | 'already-complete';

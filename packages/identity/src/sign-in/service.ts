@@ -1,4 +1,5 @@
 import { randomToken } from '@idt/core';
+import { verifyPassword } from '../password-policy/policy.js';
 import type { PasswordHasher } from '../passwords.js';
 
 /** What an OpenID provider releases about a user (OpenID Connect standard claims plus `org_id`, `org_name`, `roles`). */
@@ -81,7 +82,8 @@ export function createSignInService(options: { store: SignInStore; hasher: Passw
         await hasher.verify(await dummy, password);
         return undefined;
       }
-      return (await hasher.verify(user.passwordHash, password)) ? user.id : undefined;
+      // Passwords are hashed in their NFKC form (older hashes as typed): see verifyPassword.
+      return (await verifyPassword(hasher, user.passwordHash, password)) ? user.id : undefined;
     },
     async claims(userId, organizationId) {
       const user = await store.findActiveUser(userId);

@@ -14,6 +14,7 @@ import { type AccountsActor, requireUserId, tenantOf } from '../accounts/actor.j
 import { UserDeactivatedEvent, UserReactivatedEvent, UserRegisteredEvent } from '../accounts/events.js';
 import type { UserRecord } from '../accounts/records.js';
 import type { OrganizationsStore } from '../organizations/store.js';
+import type { PasswordPolicy } from '../password-policy/policy.js';
 import type { PasswordHasher } from '../passwords.js';
 import { EmailSchema, PasswordSchema, PersonNameSchema } from '../schemas.js';
 import type { UsersStore } from './store.js';
@@ -46,7 +47,8 @@ export interface UsersService {
   /**
    * Registers an account (argon2id password hash) and publishes `UserRegisteredEvent`.
    *
-   * @throws ProblemError `Identity.EmailTaken` (409); a zod error for bad input.
+   * @throws ProblemError `Identity.EmailTaken` (409), `Identity.PasswordRejected` (422) for a
+   *   password the policy refuses; a zod error for bad input.
    */
   register(input: RegisterInput): Promise<{ userId: string }>;
   /** The caller's own account (no organization needed). */
@@ -84,6 +86,8 @@ export interface UsersServiceOptions {
   readonly users: UsersStore;
   readonly organizations: OrganizationsStore;
   readonly hasher: PasswordHasher;
+  /** The password policy new passwords must pass; lengths only without one. */
+  readonly policy?: PasswordPolicy;
   readonly clock?: Clock;
 }
 
@@ -117,7 +121,8 @@ export function createUsersService(options: UsersServiceOptions): UsersService {
   return {
     async register(input) {
       const parsed = RegisterInput.parse(input);
-      const passwordHash = await hasher.hash(parsed.password);
+      const password = options.policy ? await options.policy.require(parsed.password, parsed) : parsed.password;
+      const passwordHash = await hasher.hash(password);
       const userId = newId();
       const user = {
         id: userId,

@@ -54,7 +54,13 @@ export function createAccountsFeature(ctx: FeatureContext): AccountsFeature {
   const organizationsStore = createKnexOrganizationsStore(storeOptions);
   const invitationsStore = createKnexInvitationsStore(storeOptions);
 
-  const users = createUsersService({ users: usersStore, organizations: organizationsStore, hasher: ctx.hasher, clock });
+  const users = createUsersService({
+    users: usersStore,
+    organizations: organizationsStore,
+    hasher: ctx.hasher,
+    ...(ctx.passwordPolicy ? { policy: ctx.passwordPolicy } : {}),
+    clock,
+  });
   const organizations = createOrganizationsService({ organizations: organizationsStore, clock });
   const membershipsStore = createKnexMembershipsStore(storeOptions);
   const rolesStore = createKnexRolesStore(storeOptions);

@@ -2,6 +2,7 @@ import type { Clock, Environment, EventDefinition, EventHandlerDefinition, Event
 import type { CacheInvalidator, WindowCounter } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { ApiKeyLookup, SessionLookup } from '../../access/store.js';
+import type { PasswordPolicy } from '../../password-policy/policy.js';
 import type { PasswordHasher } from '../../passwords.js';
 import type { TokenMac } from '../../tokens.js';
 
@@ -20,6 +21,16 @@ export interface IdentitySettings {
   readonly emailChangeWindowSeconds: number;
   /** Whether a module mails e-mail change confirmations; without one, requests answer 503. Default true. */
   readonly emailChangeMailed?: boolean;
+  // A: passwords
+  /** `IDT_PASSWORD_MIN_LENGTH`: the fewest characters of a new password (12 to 256; default 12). */
+  readonly passwordMinLength?: number;
+  /** `IDT_BREACHED_PASSWORDS_URL`: a Have I Been Pwned style range endpoint; unset, no breach check. */
+  readonly breachedPasswordsUrl?: string;
+  /** `IDT_PASSWORD_RESET_IP_MAX_REQUESTS`: password reset requests per client address per 15 minutes (default 20). */
+  readonly passwordResetMaxRequestsPerIp?: number;
+  // B: verified e-mail
+  /** `IDT_REQUIRE_VERIFIED_EMAIL`: every sign-in needs a verified e-mail address. Default false. */
+  readonly requireVerifiedEmail?: boolean;
 }
 
 /** What every identity feature is built from. */
@@ -38,6 +49,9 @@ export interface FeatureContext {
   readonly counter: WindowCounter;
   /** HMAC link tokens. */
   readonly tokens: TokenMac;
+  // A: passwords
+  /** The password policy every new password goes through (the module always sets it; lengths only without). */
+  readonly passwordPolicy?: PasswordPolicy;
   /** The caller's permissions in an organization (cached; empty unless the membership is active). */
   permissionsOf(userId: string, organizationId: string): Promise<Set<string>>;
 }

@@ -37,12 +37,20 @@ export function notifications(): IdtModule<'notifications', NotificationsService
         { createKnexNotificationStore },
         { createNotificationRoutes },
         { createNotificationHandlers },
+        // A: passwords
+        { createPasswordNotificationHandlers },
+        // B: verified e-mail
+        { createVerificationNotificationHandlers },
       ] = await Promise.all([
         import('./hub/hub.js'),
         import('./service.js'),
         import('./knex/store.js'),
         import('./http/routes.js'),
         import('./handlers.js'),
+        // A: passwords
+        import('./handlers-passwords.js'),
+        // B: verified e-mail
+        import('./handlers-verification.js'),
       ]);
       const store = createKnexNotificationStore(ctx.db);
       // The service publishes to the hub; the hub reads back notifications another instance announced.
@@ -69,6 +77,30 @@ export function notifications(): IdtModule<'notifications', NotificationsService
             baseUrl: ctx.config.publicBaseUrl,
             emailChange: identity.credentials.emailChange,
             members: identity.members,
+          }),
+          // A: passwords
+          ...createPasswordNotificationHandlers({
+            store,
+            service,
+            mailer: ctx.mailer,
+            clock: ctx.clock,
+            logger: ctx.logger,
+            passwordReset: identity.passwords.reset,
+          }),
+          // B: verified e-mail
+          ...createVerificationNotificationHandlers({
+            store,
+            mailer: ctx.mailer,
+            clock: ctx.clock,
+            logger: ctx.logger,
+            emailVerification: identity.verification.email,
+          }),
+          // C1: second factors
+          ...(await import('./handlers-factors.js')).createFactorNotificationHandlers({
+            store,
+            service,
+            mailer: ctx.mailer,
+            clock: ctx.clock,
           }),
           ...hub.handlers,
         ],

@@ -34,7 +34,9 @@ import { ASSETS_BASE, createInteractionHandler } from './interactions/handler.js
 import { createLogoutPages } from './interactions/logout-pages.js';
 import { pageSurface } from './interactions/page-request.js';
 import { createProviderErrorRenderer, setProviderAssetsPath } from './interactions/pages.js';
+import { createPasswordResetPage, PASSWORD_RESET_PATH } from './interactions/password-reset-page.js';
 import type { ConsentStore, GrantContextStore } from './interactions/stores.js';
+import { createVerifyEmailPage, VERIFY_EMAIL_PAGE } from './interactions/verify-email-page.js';
 import { type BackchannelLimits, createBackchannelNotifier } from './logout/backchannel.js';
 import { createSessionEnd } from './logout/session-end.js';
 import { createAccessTokenIntrospection } from './policy/access-token-introspection.js';
@@ -325,11 +327,19 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
     : undefined;
 
   const accountBase = `${settings.pathPrefix}${ACCOUNT_BASE}`;
+  // A: passwords (the reset page the mailed links open, outside any sign-in)
+  const passwordResetPath = `${settings.pathPrefix}${PASSWORD_RESET_PATH}`;
+  const passwordResetPage = createPasswordResetPage({ directory: options.directory, pathPrefix: settings.pathPrefix, logger });
+  // B: verified e-mail (the confirm page the mailed links open, outside any sign-in)
+  const verifyEmailPath = `${settings.pathPrefix}${VERIFY_EMAIL_PAGE}`;
+  const verifyEmailPage = createVerifyEmailPage({ directory: options.directory, pathPrefix: settings.pathPrefix, logger });
   const pages = pageSurface('sign-in-pages', isPagePath, (request) => {
     const pathname = request.url.pathname;
     if (pathname === accountBase || pathname.startsWith(`${accountBase}/`)) {
       return accountPages ? accountPages(request) : Promise.resolve(undefined);
     }
+    if (pathname === passwordResetPath) return passwordResetPage(request); // A: passwords
+    if (pathname === verifyEmailPath) return verifyEmailPage(request); // B: verified e-mail
     return interactions(request);
   });
 

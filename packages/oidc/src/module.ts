@@ -150,7 +150,7 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
         outbox: ctx.events,
         verifier: ctx.verifier,
         resolver: identity.resolver,
-        directory: createIdentityDirectory(identity),
+        directory: createIdentityDirectory(identity, { clock: ctx.clock }), // D: passkeys (the clock)
         organizations: { find: (organizationId) => identity.signIn.organization(organizationId) },
         endIdentitySession: async (userId, sessionId) => void (await sessions.revoke(userId, sessionId, 'logout')),
         ...(ctx.rateLimiter ? { rateLimiter: ctx.rateLimiter } : {}),

@@ -15,6 +15,9 @@ import type { TokenMac } from '@idt/identity';
 import { ProblemError } from '@idt/problem';
 import type { StoredClient } from '../clients/store.js';
 import { pageSecurityHeaders } from '../policy/security-headers.js';
+import { createAccountPasskeysPage } from './account-security/passkeys.js'; // D: passkeys
+import { createAccountPasswordPage } from './account-security/password.js';
+import { createAccountTwoStepPage } from './account-security/two-step.js';
 import type { AccountDirectory } from './directory.js';
 import { FormTooLarge, type PageHandler, type PageRequest, readBodyBytes } from './page-request.js';
 import { errorSummary, notice, renderPage, renderUnavailablePage } from './pages.js';
@@ -133,6 +136,9 @@ export function createAccountPages(options: AccountPagesOptions): PageHandler {
   const logger = options.logger ?? silentLogger;
   const base = `${options.pathPrefix}${ACCOUNT_BASE}`;
   const assets = `${options.pathPrefix}/connect/assets`;
+  const passwordPage = createAccountPasswordPage(options); // A: passwords
+  const twoStepPage = createAccountTwoStepPage(options); // C1: two-step verification
+  const passkeysPage = createAccountPasskeysPage(options); // D: passkeys
 
   const send = (status: number, html: string, extra: Record<string, string> = {}) =>
     new LightResponse(html, { status, headers: { ...PAGE_HEADERS, ...extra } });
@@ -211,6 +217,15 @@ ${csrf}
 <button type="submit" class="secondary">Change e-mail address</button>
 </form>
 </section>
+<section aria-labelledby="password">
+<h2 id="password">Password</h2>
+<div class="links"><a href="${base}/password">Change your password</a></div>
+</section>
+<section aria-labelledby="two-step">
+<h2 id="two-step">Two-step verification</h2>
+<div class="links"><a href="${base}/two-step">Authenticator app and recovery codes</a></div>
+<div class="links"><a href="${base}/passkeys">Passkeys</a></div>
+</section>
 <section aria-labelledby="sessions">
 <h2 id="sessions">Where you are signed in</h2>
 ${sessions.length ? markup`<ul class="account-list">${joinMarkup(sessionItems, '\n')}</ul>` : markup`<p class="hint">No active sessions.</p>`}
@@ -279,6 +294,11 @@ ${consents.length ? markup`<ul class="account-list">${joinMarkup(consentItems, '
       const message = done === null ? undefined : NOTICES.get(done);
       return accountPage(session, message ? { notice: message } : {});
     }
+    if (action === 'password') return passwordPage(request); // A: passwords
+    // C1: two-step verification
+    if (action === 'two-step' || action.startsWith('two-step/')) return twoStepPage(request, action.slice('two-step/'.length));
+    // D: passkeys
+    if (action === 'passkeys' || action.startsWith('passkeys/')) return passkeysPage(request, action.slice('passkeys/'.length));
     if (!ACTIONS.has(action)) return problemPage(404, 'Page not found', 'There is no such page on your account.');
     if (request.method !== 'POST') {
       return new LightResponse('Method Not Allowed', {

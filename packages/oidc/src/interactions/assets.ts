@@ -2,6 +2,7 @@ import { LightResponse } from '@idt/core';
 import type { StoredClient } from '../clients/store.js';
 import { plainText } from './interaction.js';
 import { AUTOSUBMIT_SCRIPT, FOCUS_SCRIPT, STYLESHEET } from './pages.js';
+import { PASSKEY_SCRIPT } from './passkey-script.js'; // D: passkeys
 
 const ASSET_HEADERS = { 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' } as const;
 
@@ -15,6 +16,12 @@ export function signInAsset(method: string, path: string): LightResponse | undef
   }
   if (path === '/autosubmit.js' || path === '/focus.js') {
     return new LightResponse(body === null ? null : path === '/focus.js' ? FOCUS_SCRIPT : AUTOSUBMIT_SCRIPT, {
+      headers: { ...ASSET_HEADERS, 'content-type': 'text/javascript; charset=utf-8' },
+    });
+  }
+  // D: passkeys
+  if (path === '/passkey.js') {
+    return new LightResponse(body === null ? null : PASSKEY_SCRIPT, {
       headers: { ...ASSET_HEADERS, 'content-type': 'text/javascript; charset=utf-8' },
     });
   }

@@ -4,12 +4,17 @@ import { themeStylesheet } from './assets.js';
 import { signInErrorPages } from './error-pages.js';
 import { type Interaction, plainText } from './interaction.js';
 import { FormTooLarge, type PageRequest, readBodyBytes } from './page-request.js';
+import { loginPrompt, organizationGates, pendingPage } from './pipeline.js';
 import { consentOrFinish, submitConsent } from './steps/consent.js';
+import { forgotPasswordPage, submitForgotPassword } from './steps/forgot-password.js';
+import { submitEnrolled, submitEnrolment } from './steps/mfa-enrolment.js';
 import { submitCode } from './steps/one-time-code.js';
 import { chooseOrganization, submittedOrganization } from './steps/organization.js';
+import { passkeyOptions, submitPasskey, submitPasskeySecondFactor } from './steps/passkey.js'; // D: passkeys
 import { submitPassword } from './steps/password.js';
-import { requestSignInEmail, returnFromSignInLink } from './steps/sign-in-email.js';
-import { signInPage } from './steps/sign-in-page.js';
+import { submitSecondFactor } from './steps/second-factor.js';
+import { requestSignInEmail, returnFromSignInLink, submitSignInLink } from './steps/sign-in-email.js';
+import { submitResendVerification } from './steps/verified-email.js';
 
 /** A step that answers a page of the interaction (`GET`). */
 type PageStep = (interaction: Interaction) => Promise<LightResponse>;
@@ -25,10 +30,12 @@ type ConsentFormStep = (
 
 /** The pages a browser opens, by action (the path segment after the interaction id). */
 const PAGES: ReadonlyMap<string, PageStep> = new Map<string, PageStep>([
-  ['', (interaction) => (interaction.details.prompt.name === 'login' ? signInPage(interaction) : consentPrompt(interaction))],
+  ['', (interaction) => (interaction.details.prompt.name === 'login' ? loginPrompt(interaction) : consentPrompt(interaction))],
   ['theme.css', async (interaction) => themeStylesheet(await interaction.client())],
   ['abort', (interaction) => interaction.deny('The user cancelled the sign-in.')],
   ['link', returnFromSignInLink],
+  ['forgot', (interaction) => forgotPasswordPage(interaction)], // A: passwords
+  ['passkey-options', passkeyOptions], // D: passkeys
 ]);
 
 /** The forms of the login prompt, by action. */
@@ -36,12 +43,28 @@ const LOGIN_FORMS: ReadonlyMap<string, LoginFormStep> = new Map<string, LoginFor
   ['login', submitPassword],
   ['passwordless', requestSignInEmail],
   ['code', submitCode],
+  ['forgot', submitForgotPassword], // A: passwords
+  ['passkey', submitPasskey], // D: passkeys
+  ['link', submitSignInLink],
+]);
+
+/**
+ * The forms of the sign-in pipeline's later steps, by action: they work in
+ * either prompt (a sign-in, or a step-up the consent prompt's organization
+ * asks) for the sign-in pending in the interaction (`pipeline.ts`).
+ */
+const PIPELINE_FORMS: ReadonlyMap<string, LoginFormStep> = new Map<string, LoginFormStep>([
+  ['second-factor', submitSecondFactor],
+  ['passkey-second-factor', submitPasskeySecondFactor], // D: passkeys
+  ['enrol', submitEnrolment],
+  ['enrolled', submitEnrolled],
+  ['resend-verification', submitResendVerification],
 ]);
 
 /** The forms of the consent prompt, by action. */
 const CONSENT_FORMS: ReadonlyMap<string, ConsentFormStep> = new Map<string, ConsentFormStep>([
   ['organization', submitOrganizationChoice],
-  ['consent', submitConsent],
+  ['consent', submitGatedConsent],
 ]);
 
 const MAX_FORM_BYTES = 16 * 1024;
@@ -64,6 +87,8 @@ export async function dispatch(interaction: Interaction, action: string): Promis
   if (form === 'too-large') return plainText(413, 'Content Too Large');
   if (form === 'unsafe') return signInErrorPages.unreadable(services.assets, interaction.formTargets);
   if (!interaction.csrfValid(form)) return signInErrorPages.formExpired(services.assets, interaction.formTargets);
+  const pipelineStep = PIPELINE_FORMS.get(action);
+  if (pipelineStep) return pipelineStep(interaction, form);
   const prompt = interaction.details.prompt.name;
   const loginStep = prompt === 'login' ? LOGIN_FORMS.get(action) : undefined;
   if (loginStep) return loginStep(interaction, form);
@@ -75,13 +100,21 @@ export async function dispatch(interaction: Interaction, action: string): Promis
   return plainText(404, 'Not Found');
 }
 
-/** The consent prompt's first page: the organization decided (or asked), then consent asked or granted. */
+/**
+ * The consent prompt's first page: the organization decided (or asked),
+ * its gates (verified e-mail, `requireMfa`: `pipeline.ts`), then consent
+ * asked or granted.
+ */
 async function consentPrompt(interaction: Interaction): Promise<LightResponse> {
   const client = await interaction.client();
   const userId = interaction.details.session?.accountId;
   if (!client || !userId) return signInErrorPages.expired(interaction.services.assets, interaction.formTargets);
+  const pending = pendingPage(interaction);
+  if (pending) return pending;
   const organization = await chooseOrganization(interaction, client, userId, undefined);
   if ('answer' in organization) return organization.answer;
+  const gate = await organizationGates(interaction, userId, organization.organizationId);
+  if (gate) return gate;
   return consentOrFinish(interaction, client, userId, organization.organizationId);
 }
 
@@ -96,7 +129,28 @@ async function submitOrganizationChoice(
   if ('answer' in chosen) return chosen.answer;
   const organization = await chooseOrganization(interaction, client, userId, chosen.value);
   if ('answer' in organization) return organization.answer;
+  const gate = await organizationGates(interaction, userId, organization.organizationId);
+  if (gate) return gate;
   return consentOrFinish(interaction, client, userId, organization.organizationId);
+}
+
+/**
+ * The consent decision (`POST …/consent`), after the gates of the
+ * organization it names: a form posted straight to it must not skip them.
+ */
+async function submitGatedConsent(
+  interaction: Interaction,
+  client: StoredClient,
+  userId: string,
+  form: URLSearchParams,
+): Promise<LightResponse> {
+  if (form.get('decision') === 'approve') {
+    const named = form.get('organization') ?? 'none';
+    const organizationId = client.organizationId ?? (named === 'none' ? null : named);
+    const gate = await organizationGates(interaction, userId, organizationId);
+    if (gate) return gate;
+  }
+  return submitConsent(interaction, client, userId, form);
 }
 
 /** Whether a query string (or form) decodes strictly: valid UTF-8, no NUL, no lone surrogate. */

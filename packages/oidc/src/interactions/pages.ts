@@ -84,7 +84,7 @@ const EMPTY = markup``;
 
 /** The stylesheet of the sign-in pages. */
 export const STYLESHEET = `:root{--primary:#1f4fd1;--primary-foreground:#fff;--bg:#f5f6f8;--fg:#1b1d21;--muted:#5b6170;--card:#fff;--border:#c9ced8;--error:#b42318;color-scheme:light dark}
-@media (prefers-color-scheme:dark){:root{--bg:#111318;--fg:#eceef2;--muted:#a3a9b6;--card:#1b1e25;--border:#3a404d;--error:#ff8a80}}
+@media (prefers-color-scheme:dark){:root{--primary:#8ab4f8;--primary-foreground:#111318;--bg:#111318;--fg:#eceef2;--muted:#a3a9b6;--card:#1b1e25;--border:#3a404d;--error:#ff8a80}}
 *{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:var(--bg);color:var(--fg)}
 .card{max-width:26rem;margin:3rem auto;padding:2rem;background:var(--card);border:1px solid var(--border);border-radius:.75rem}
 h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.05rem;margin:0 0 .5rem}
@@ -101,6 +101,8 @@ fieldset{border:0;padding:0;margin:0}legend{font-weight:600;margin-bottom:.5rem}
 .facts{display:grid;grid-template-columns:auto 1fr;gap:.25rem .75rem;margin:1rem 0;font-size:.9rem}.facts dt{color:var(--muted)}.facts dd{margin:0;word-break:break-all}
 .card>h2,section>h2{margin-top:1.5rem}.account-list{list-style:none;padding:0;margin:0 0 1rem}.account-list li{display:flex;justify-content:space-between;align-items:center;gap:1rem;padding:.6rem 0;border-top:1px solid var(--border)}.account-list form{margin:0}.account-list button{width:auto;margin:0;padding:.35rem .8rem;white-space:nowrap}.card.wide{max-width:40rem}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.steps{padding-left:1.2rem}.steps li{margin:.5rem 0}img.qr{display:block;width:200px;max-width:100%;height:auto;margin:.75rem 0;background:#fff;border-radius:.25rem}code.secret{display:block;margin:.5rem 0;font:1rem/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all;user-select:all}ul.codes{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5rem,1fr));gap:.25rem 1rem;list-style:none;padding:0;margin:1rem 0;font-family:ui-monospace,SFMono-Regular,Menlo,monospace}fieldset.reauth{margin-top:1rem}
+[hidden]{display:none!important}form.passkey{margin-top:1.25rem}.passkey-item{display:block!important}.passkey-item .actions{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end;margin-top:.5rem}.passkey-item form.rename{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;flex:1 1 16rem}.passkey-item form.rename label{flex-basis:100%;margin:0;font-weight:400}.passkey-item form.rename input{flex:1 1 8rem;width:auto;min-width:0}
 `;
 
 /** Submits the logout form once when the request was confirmed by a valid id_token_hint. */

@@ -1,5 +1,11 @@
 import { type Clock, defineEventHandler, type Logger, type ModuleInstance, type PendingEvent } from '@idt/core';
-import { CacheNamespaces, UserDeactivatedEvent, UserSessionEvictedEvent, UserSessionRevokedEvent } from '@idt/identity';
+import {
+  CacheNamespaces,
+  UserDeactivatedEvent,
+  UserPasswordResetEvent,
+  UserSessionEvictedEvent,
+  UserSessionRevokedEvent,
+} from '@idt/identity';
 import type { StoredClient } from '../clients/store.js';
 import { OidcSessionEndedEvent, sessionEnded } from '../events.js';
 import type { EndedSession } from '../provider/middleware.js';
@@ -63,8 +69,9 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
 
   async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
     const sessions = await providerState.findSessions(filter);
-    // A deactivated user's offline grants end too, not only those of the user's sessions.
-    const userGrants = filter.userId && reason === 'deactivated' ? await providerState.grantIdsOf(filter.userId) : [];
+    // A deactivated user's offline grants end too, not only those of the user's sessions; so do a reset password's.
+    const everyGrant = reason === 'deactivated' || reason === 'password-reset';
+    const userGrants = filter.userId && everyGrant ? await providerState.grantIdsOf(filter.userId) : [];
     if (!sessions.length && !userGrants.length) return 0;
     const endedAt = clock.now();
     await end(
@@ -143,6 +150,14 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
       event: UserDeactivatedEvent,
       description: "Ends every single sign-on session of a deactivated user and revokes the user's refresh tokens.",
       handle: async ({ payload }) => void (await endSessions({ userId: payload.userId }, 'deactivated')),
+    }),
+    // A: passwords
+    defineEventHandler({
+      name: 'oidc.end-sessions-after-password-reset',
+      module: 'oidc',
+      event: UserPasswordResetEvent,
+      description: "Ends every single sign-on session of a user whose password was reset and revokes the user's refresh tokens.",
+      handle: async ({ payload }) => void (await endSessions({ userId: payload.userId }, 'password-reset')),
     }),
   ];
 

@@ -45,6 +45,8 @@ export function pageCsp(reach: PageReach = {}): string {
   return [
     "default-src 'none'",
     "script-src 'self'",
+    // D: passkeys (passkey.js fetches the WebAuthn options from the page's own origin)
+    "connect-src 'self'",
     "style-src 'self'",
     "img-src 'self' data:",
     `form-action ${["'self'", ...forms].join(' ')}`,

@@ -5,6 +5,7 @@ import type Provider from 'oidc-provider';
 import type { AccessToken, ClientCredentials, JWTStructured, KoaContextWithOIDC } from 'oidc-provider';
 import type { StoredClient } from '../clients/store.js';
 import { renderProviderError } from '../interactions/pages.js';
+import { ACR_VALUES, authenticationPolicy } from '../policy/authentication-context.js';
 import { FAMILY_CLAIM, type FamilyRevocation } from '../policy/family-revocation.js';
 import { FIRST_PARTY_REFRESH_LIFETIME_SECONDS, remainingRefreshLifetime } from '../policy/refresh-lifetime.js';
 import { ownsToken } from '../policy/token-ownership.js';
@@ -199,14 +200,19 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
     },
     claims: {
       ...LOGIN_SCOPE_CLAIMS,
-      openid: [...LOGIN_SCOPE_CLAIMS.openid],
+      // Every id token says how and when the user signed in: `acr`, `amr` (RFC 8176) and `auth_time`.
+      openid: [...LOGIN_SCOPE_CLAIMS.openid, 'acr', 'amr', 'auth_time'],
       profile: [...LOGIN_SCOPE_CLAIMS.profile],
       email: [...LOGIN_SCOPE_CLAIMS.email],
       roles: [...LOGIN_SCOPE_CLAIMS.roles],
       sid: null,
       auth_time: null,
       acr: null,
+      // RFC 8176 methods of the sign-in (`pwd`, `otp`, `hwk`/`swk`, `mfa`), from the login result.
+      amr: null,
     },
+    // `urn:idt:acr:1fa` or `urn:idt:acr:mfa` (policy/authentication-context.ts), from the login result.
+    acrValues: [...ACR_VALUES],
     scopes: ['openid', 'offline_access', 'profile', 'email', 'roles'],
     responseTypes: ['code'],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
@@ -291,6 +297,8 @@ export function createOidcProvider(options: OidcProviderOptions): Provider {
     expiresWithSession: async () => false,
     conformIdTokenClaims: false,
     interactions: {
+      // `max_age` on the injected clock, and `acr_values` asking MFA of a one-factor session.
+      policy: authenticationPolicy(options.oidc, clock),
       url: async (_ctx: KoaContextWithOIDC, interaction: { uid: string }) =>
         `${options.authUrl}/connect/interaction/${interaction.uid}`,
     },

@@ -13,6 +13,8 @@ import {
 import { ValidationProblem } from '@idt/problem';
 import { ACCOUNT_BASE } from '../interactions/account.js';
 import { ASSETS_BASE, INTERACTION_BASE } from '../interactions/handler.js';
+import { PASSWORD_RESET_PATH } from '../interactions/password-reset-page.js';
+import { VERIFY_EMAIL_PAGE } from '../interactions/verify-email-page.js';
 import { rateLimitRefusal } from '../policy/rate-limit-refusal.js';
 import { authLimitedEndpoint, authPartition, requestClientId } from '../policy/rate-partition.js';
 import { OIDC_ROUTES } from './create-provider.js';
@@ -37,13 +39,23 @@ const PROVIDER_PATHS = [
 /** Whether a path (without the deployment prefix) is one of oidc-provider's endpoints. */
 export const isProviderPath: (path: string) => boolean = pathsUnder(PROVIDER_PATHS);
 const isAccountPath = pathsUnder([ACCOUNT_BASE]);
+// A: passwords (the reset page the mailed links open)
+const isPasswordResetPath = pathsUnder([PASSWORD_RESET_PATH]);
+// B: verified e-mail (the confirm page the mailed links open)
+const isVerifyEmailPath = pathsUnder([VERIFY_EMAIL_PAGE]);
 
 const INTERACTION_PREFIX = `${INTERACTION_BASE}/`;
 const ASSETS_PREFIX = `${ASSETS_BASE}/`;
 
 /** Whether a path (without the deployment prefix) belongs to the sign-in or account pages. */
 export function isPagePath(path: string): boolean {
-  return path.startsWith(INTERACTION_PREFIX) || path.startsWith(ASSETS_PREFIX) || isAccountPath(path);
+  return (
+    path.startsWith(INTERACTION_PREFIX) ||
+    path.startsWith(ASSETS_PREFIX) ||
+    isAccountPath(path) ||
+    isPasswordResetPath(path) ||
+    isVerifyEmailPath(path)
+  );
 }
 
 /** The largest form handed to the provider: oidc-provider itself refuses bodies over 56 KiB. */

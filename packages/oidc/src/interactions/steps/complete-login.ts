@@ -1,26 +1,42 @@
 import type { LightResponse } from '@idt/core';
-import { decideOrganization } from '../../policy/organization.js';
+import { decideOrganization, type OrganizationDecision } from '../../policy/organization.js';
 import type { StartedSession } from '../directory.js';
 import type { Interaction } from '../interaction.js';
 import { consentRemembered, saveGrant } from './grant.js';
+
+/** How the user signed in: the methods (RFC 8176 `amr`), the `acr` and when (`auth_time`). */
+export interface LoginAuthentication {
+  readonly amr: readonly string[];
+  readonly acr: string;
+  readonly at: Date;
+}
 
 /**
  * Ends the login prompt, and the consent prompt with it when that one
  * would ask nothing and decide nothing differently (see
  * {@link consentWithLogin}): the provider then issues the code on its way
- * back, without a second interaction and its two exchanges. Every way in
- * (password, one-time code, magic link) ends here; the caller has set the
- * session cookie.
+ * back, without a second interaction and its two exchanges. The sign-in
+ * pipeline (`pipeline.ts`) ends here once every step is done and the
+ * session cookie is set; `decision` is the organization it decided (else
+ * it is decided here).
  */
 export async function completeLogin(
   interaction: Interaction,
   session: { readonly sessionId: string; readonly userId: string },
-  amr: string[],
+  authentication: LoginAuthentication,
+  decision?: OrganizationDecision,
 ): Promise<LightResponse> {
-  const consent = await consentWithLogin(interaction, session.userId);
+  const consent = await consentWithLogin(interaction, session.userId, decision);
   return interaction.finish(
     {
-      login: { accountId: session.userId, amr, remember: true },
+      login: {
+        accountId: session.userId,
+        amr: [...authentication.amr],
+        acr: authentication.acr,
+        // `auth_time` from the injected clock (the max_age check reads the same clock).
+        ts: Math.floor(authentication.at.getTime() / 1000),
+        remember: true,
+      },
       idt: { sessionId: session.sessionId },
       ...(consent ? { consent } : {}),
     },
@@ -38,7 +54,11 @@ export async function completeLogin(
  * provider's session (its grant is reused, as before). `undefined` leaves
  * the consent prompt to follow and decide as it always did.
  */
-async function consentWithLogin(interaction: Interaction, userId: string): Promise<{ grantId: string } | undefined> {
+async function consentWithLogin(
+  interaction: Interaction,
+  userId: string,
+  decided: OrganizationDecision | undefined,
+): Promise<{ grantId: string } | undefined> {
   const { details } = interaction;
   if (details.session?.accountId === userId || details.params.claims !== undefined) return undefined;
   if (
@@ -50,14 +70,21 @@ async function consentWithLogin(interaction: Interaction, userId: string): Promi
   const client = await interaction.client();
   if (!client) return undefined;
   const hint = details.params.organization as string | undefined;
-  const decision = await decideOrganization(client, userId, hint, interaction.services.directory);
+  const decision = decided ?? (await decideOrganization(client, userId, hint, interaction.services.directory));
   if (decision.kind !== 'organization') return undefined;
   if (!client.firstParty && !(await consentRemembered(interaction, client, userId))) return undefined;
   return { grantId: await saveGrant(interaction, client, userId, decision.organizationId, undefined) };
 }
 
-/** Re-authentication of the account already signed in keeps its session; anything else starts one. */
-export async function reuseOrStartSession(interaction: Interaction, userId: string, amr: string[]): Promise<StartedSession> {
+/**
+ * Re-authentication of the account already signed in keeps its session
+ * (`reused`: the caller marks it re-authenticated); anything else starts one.
+ */
+export async function reuseOrStartSession(
+  interaction: Interaction,
+  userId: string,
+  amr: string[],
+): Promise<StartedSession & { readonly reused: boolean }> {
   const { details, services } = interaction;
   const existing = details.session?.uid ? await services.provider().Session.findByUid(details.session.uid) : undefined;
   if (existing?.accountId === userId) {
@@ -70,12 +97,14 @@ export async function reuseOrStartSession(interaction: Interaction, userId: stri
         userId,
         cookieValue: cookie,
         expiresAt: new Date(services.clock.now().getTime() + 86_400_000).toISOString(),
+        reused: true,
       };
     }
   }
-  return services.directory.startSession(userId, {
+  const started = await services.directory.startSession(userId, {
     ip: interaction.clientIp(),
     userAgent: interaction.request.headers.get('user-agent') ?? '',
     amr,
   });
+  return { ...started, reused: false };
 }

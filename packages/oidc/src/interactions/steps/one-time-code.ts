@@ -2,7 +2,7 @@ import { type LightResponse, markup } from '@idt/core';
 import { EmailSchema } from '@idt/identity';
 import type { Interaction } from '../interaction.js';
 import { errorSummary, notice } from '../pages.js';
-import { completeLogin } from './complete-login.js';
+import { afterFirstFactor } from '../pipeline.js';
 import { signInPage } from './sign-in-page.js';
 
 /** The page asking for the six-digit code e-mailed to `email`. */
@@ -20,17 +20,16 @@ ${interaction.csrfField()}
   return interaction.brandedPage(status, { title: 'Enter your code', scripts: ['focus.js'] }, body);
 }
 
-/** The one-time code step (`POST …/code`): a right code starts a session and completes the login. */
+/**
+ * The one-time code step (`POST …/code`): a right code is consumed (no
+ * session yet) and the sign-in pipeline takes over with `otp`.
+ */
 export async function submitCode(interaction: Interaction, form: URLSearchParams): Promise<LightResponse> {
   const email = EmailSchema.safeParse((form.get('email') ?? '').trim());
   const code = (form.get('code') ?? '').trim();
   if (!email.success) return signInPage(interaction, { status: 400, errors: ['Enter a valid e-mail address.'] });
   if (!/^\d{6}$/.test(code)) return codePage(interaction, email.data, ['Enter the six digits of the code.'], 400);
-  const session = await interaction.services.directory.verifyCode(email.data, code, {
-    ip: interaction.clientIp(),
-    userAgent: interaction.request.headers.get('user-agent') ?? '',
-  });
-  if (!session) return codePage(interaction, email.data, ['The code is wrong or has expired. Ask for a new one.'], 400);
-  interaction.setSessionCookie(session);
-  return completeLogin(interaction, session, ['otp']);
+  const userId = await interaction.services.directory.consumeCode(email.data, code);
+  if (!userId) return codePage(interaction, email.data, ['The code is wrong or has expired. Ask for a new one.'], 400);
+  return afterFirstFactor(interaction, { userId, amr: ['otp'] });
 }

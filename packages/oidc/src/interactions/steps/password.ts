@@ -1,13 +1,15 @@
 import type { LightResponse } from '@idt/core';
 import { EmailSchema } from '@idt/identity';
 import type { Interaction } from '../interaction.js';
-import { completeLogin, reuseOrStartSession } from './complete-login.js';
+import { afterFirstFactor } from '../pipeline.js';
 import { signInPage } from './sign-in-page.js';
 
 /**
  * The password step (`POST …/login`): checks the address and password
  * under the address's lockout (`policy/sign-in-lockout.ts`: it counts
- * failures only), then starts or keeps the session and completes the login.
+ * failures only); the first factor (`pwd`) passed, the sign-in pipeline
+ * takes over (`afterFirstFactor`: a second factor, the organization's policy,
+ * then the session and the login).
  */
 export async function submitPassword(interaction: Interaction, form: URLSearchParams): Promise<LightResponse> {
   const { directory, signInLockout } = interaction.services;
@@ -32,7 +34,5 @@ export async function submitPassword(interaction: Interaction, form: URLSearchPa
   if (attempt.outcome === 'wrong') {
     return signInPage(interaction, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
   }
-  const session = await reuseOrStartSession(interaction, attempt.account, ['pwd']);
-  interaction.setSessionCookie(session);
-  return completeLogin(interaction, session, ['pwd']);
+  return afterFirstFactor(interaction, { userId: attempt.account, amr: ['pwd'] });
 }

@@ -2,7 +2,7 @@ import { type LightResponse, markup } from '@idt/core';
 import { EmailSchema } from '@idt/identity';
 import type { Interaction } from '../interaction.js';
 import { notice } from '../pages.js';
-import { completeLogin } from './complete-login.js';
+import { afterFirstFactor } from '../pipeline.js';
 import { codePage } from './one-time-code.js';
 import { signInPage } from './sign-in-page.js';
 
@@ -48,16 +48,47 @@ ${notice(`If ${email.data} has an account, a sign-in link is on its way. It work
   );
 }
 
+const LINK_TOKEN = /^[A-Za-z0-9_.-]{1,200}$/;
+
 /**
- * The magic link's return (`GET …/link`): its verification (an API route)
- * started a session, set the session cookie and sent the browser back here.
+ * The page a mailed sign-in link opens (`GET …/link?token=`): one button
+ * that posts the token back. Opening it consumes nothing, so mail scanners
+ * and link previews cannot use the link up; it works in the browser that
+ * asked for it (the interaction's cookie).
  */
-export async function returnFromSignInLink(interaction: Interaction): Promise<LightResponse> {
-  const cookie = interaction.sessionCookie();
-  const session = cookie ? await interaction.services.directory.findSession(cookie) : undefined;
-  if (!session || !cookie) {
+export function returnFromSignInLink(interaction: Interaction): Promise<LightResponse> {
+  const token = interaction.request.url.searchParams.get('token') ?? '';
+  if (!LINK_TOKEN.test(token)) {
     return signInPage(interaction, { status: 400, errors: ['That sign-in link did not work here. Ask for a new one.'] });
   }
-  // The link's verification already set the session cookie.
-  return completeLogin(interaction, session, ['email']);
+  return linkPage(interaction, token);
+}
+
+/**
+ * The sign-in link's confirmation (`POST …/link`): the link is consumed
+ * (no session yet) and must have been mailed for this very sign-in; then
+ * the sign-in pipeline takes over with `email`.
+ */
+export async function submitSignInLink(interaction: Interaction, form: URLSearchParams): Promise<LightResponse> {
+  const token = form.get('token') ?? '';
+  const consumed = LINK_TOKEN.test(token) ? await interaction.services.directory.consumeMagicLink(token) : undefined;
+  if (!consumed || consumed.linkPath !== interaction.path('link')) {
+    return signInPage(interaction, { status: 400, errors: ['That sign-in link did not work here. Ask for a new one.'] });
+  }
+  return afterFirstFactor(interaction, { userId: consumed.userId, amr: ['email'] });
+}
+
+function linkPage(interaction: Interaction, token: string): Promise<LightResponse> {
+  return interaction.brandedPage(
+    200,
+    { title: 'Sign in' },
+    markup`<h1>Sign in</h1>
+<p>Continue to sign in with the link from your e-mail.</p>
+<form method="post" action="${interaction.path('link')}">
+${interaction.csrfField()}
+<input type="hidden" name="token" value="${token}">
+<button type="submit">Sign in</button>
+</form>
+<div class="links"><a href="${interaction.path()}">Use another way to sign in</a></div>`,
+  );
 }

@@ -1,6 +1,7 @@
 import { type LightResponse, markup } from '@idt/core';
 import type { Interaction } from '../interaction.js';
 import { errorSummary, notice } from '../pages.js';
+import { passkeySignInForm } from './passkey.js'; // D: passkeys
 
 /** What the sign-in page shows besides its forms. */
 export interface SignInView {
@@ -24,11 +25,13 @@ ${errorSummary(errors)}${notice(view.notice)}
 <form method="post" action="${interaction.path('login')}" novalidate>
 ${interaction.csrfField()}
 <label for="email">E-mail address</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${view.email ?? loginHint ?? ''}"${errors.length > 0 && markup` aria-describedby="error-summary"`}>
+<input id="email" name="email" type="email" autocomplete="username webauthn" required value="${view.email ?? loginHint ?? ''}"${errors.length > 0 && markup` aria-describedby="error-summary"`}>
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
+<p class="hint"><a href="${interaction.path('forgot')}">Forgot your password?</a></p>
 <button type="submit">Sign in</button>
 </form>
+${passkeySignInForm(interaction)}
 <form method="post" action="${interaction.path('passwordless')}">
 ${interaction.csrfField()}
 <fieldset>
@@ -40,5 +43,5 @@ ${interaction.csrfField()}
 </fieldset>
 </form>
 <div class="links"><a href="${interaction.path('abort')}">Cancel and return to the application</a></div>`;
-  return interaction.brandedPage(view.status ?? 200, { title: 'Sign in', scripts: ['focus.js'] }, body);
+  return interaction.brandedPage(view.status ?? 200, { title: 'Sign in', scripts: ['focus.js', 'passkey.js'] }, body);
 }

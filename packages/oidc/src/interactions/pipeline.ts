@@ -1,0 +1,291 @@
+import type { LightResponse } from '@idt/core';
+import { AMR_MFA, acrOf, asksMfa, MFA_ACR_CHECK, mergeAmr } from '../policy/authentication-context.js';
+import { decideOrganization, type OrganizationDecision } from '../policy/organization.js';
+import type { SecondFactorStatus } from './directory.js';
+import { signInErrorPages } from './error-pages.js';
+import type { Interaction } from './interaction.js';
+import { completeLogin, reuseOrStartSession } from './steps/complete-login.js';
+import { enrolledPage, enrolmentPage } from './steps/mfa-enrolment.js';
+import { secondFactorPage } from './steps/second-factor.js';
+import { signInPage } from './steps/sign-in-page.js';
+import { verifiedEmailGate } from './steps/verified-email.js';
+
+/**
+ * The steps of a sign-in, in the order the pipeline runs them. Each is a
+ * file under `steps/` with its page:
+ *
+ * - `identify`: the sign-in page (`sign-in-page.ts`) and its first factors:
+ *   `password` (`password.ts`), a mailed one-time code or link
+ *   (`one-time-code.ts`, `sign-in-email.ts`), a `passkey` (`passkey.ts`);
+ * - `verified-email`: the address must be verified (`verified-email.ts`),
+ *   globally or by the organization's policy;
+ * - `second-factor`: a TOTP code, a recovery code or a passkey
+ *   (`second-factor.ts`), when the user has one or the client asks the MFA `acr`;
+ * - `enrolment`: TOTP enrolment (`mfa-enrolment.ts`), when the
+ *   organization requires MFA (or the client asks it) of a user without a second factor;
+ * - `organization`: the grant's organization (`organization.ts`);
+ * - `consent` (`consent.ts`).
+ */
+export type SignInStep =
+  | 'identify'
+  | 'password'
+  | 'passkey'
+  | 'verified-email'
+  | 'second-factor'
+  | 'enrolment'
+  | 'organization'
+  | 'consent';
+
+/**
+ * A sign-in between its steps: who passed the first factor and with what,
+ * and the step it waits for. Kept server-side in the interaction (the
+ * provider's `Interaction` record, under {@link PENDING_KEY} of its
+ * `result`): the browser only holds the interaction cookie, and the record
+ * ends with the interaction. The identity session starts only when every
+ * step is done.
+ */
+export interface PendingSignIn {
+  readonly userId: string;
+  /** The methods passed so far (RFC 8176). */
+  readonly amr: readonly string[];
+  /** The step waiting: a second factor, TOTP enrolment, or enrolment done (its recovery codes were shown). */
+  readonly step: 'second-factor' | 'enrolment' | 'enrolled';
+  /**
+   * `login`: a sign-in (the session starts at the end); `consent`: a
+   * signed-in user stepping up for an organization that requires MFA (the
+   * session is kept, and marked re-authenticated).
+   */
+  readonly prompt: 'login' | 'consent';
+  /** The organization whose policy asked the step, if one did. */
+  readonly organizationId: string | null;
+  /** The TOTP enrolment the enrolment page began. */
+  readonly enrolmentId?: string;
+}
+
+/** Where the pending sign-in lives in the interaction's record. */
+export const PENDING_KEY = 'idt_pending';
+
+const STEPS = new Set(['second-factor', 'enrolment', 'enrolled']);
+
+/** The sign-in waiting in this interaction for its next step, if any. */
+export function pendingSignIn(interaction: Interaction): PendingSignIn | undefined {
+  const value = (interaction.details.result as Record<string, unknown> | undefined)?.[PENDING_KEY] as
+    | Partial<PendingSignIn>
+    | undefined;
+  if (!value || typeof value.userId !== 'string' || !Array.isArray(value.amr) || !STEPS.has(String(value.step))) {
+    return undefined;
+  }
+  return value as PendingSignIn;
+}
+
+/** Keeps `pending` in the interaction's record (and in the request's view of it). */
+export async function savePending(interaction: Interaction, pending: PendingSignIn): Promise<void> {
+  const record = interaction.details as unknown as { result?: Record<string, unknown>; persist(): Promise<unknown> };
+  record.result = { ...(record.result ?? {}), [PENDING_KEY]: pending };
+  await record.persist();
+}
+
+/**
+ * The first page of the login prompt: the step a pending sign-in waits for;
+ * inside a single sign-on session whose only missing piece is the MFA
+ * `acr` a client asks, the second step for the session's account; else the
+ * sign-in page.
+ */
+export async function loginPrompt(interaction: Interaction): Promise<LightResponse> {
+  const pending = pendingSignIn(interaction);
+  if (pending) return stepPage(interaction, pending);
+  const stepUp = await stepUpInSession(interaction);
+  return stepUp ?? signInPage(interaction);
+}
+
+/**
+ * Every first factor (password, one-time code, magic link, passkey) ends
+ * here with the user it identified and its methods: the verified-e-mail
+ * gate, then the second factor when one is needed, then the organization's
+ * policy, then the session and the login.
+ */
+export async function afterFirstFactor(
+  interaction: Interaction,
+  passed: { readonly userId: string; readonly amr: readonly string[] },
+): Promise<LightResponse> {
+  const gate = await verifiedEmailGate(interaction, passed.userId, null);
+  if (gate) return gate;
+  return continueSignIn(interaction, {
+    userId: passed.userId,
+    amr: [...passed.amr],
+    step: 'second-factor',
+    prompt: 'login',
+    organizationId: null,
+  });
+}
+
+/**
+ * A second factor passed (a TOTP or recovery code, a passkey): its methods join the first's,
+ * with `mfa`, and the sign-in goes on. Without a sign-in waiting for its
+ * second factor (it expired, or the form was replayed) the answer is the
+ * expired page.
+ */
+export async function completeSecondFactor(interaction: Interaction, amr: readonly string[]): Promise<LightResponse> {
+  const pending = pendingSignIn(interaction);
+  if (pending?.step !== 'second-factor') return signInErrorPages.expired(interaction.services.assets, interaction.formTargets);
+  return continueSignIn(interaction, { ...pending, amr: mergeAmr(pending.amr, [...amr, AMR_MFA]) });
+}
+
+/** After the enrolment's recovery codes were shown: the sign-in goes on. */
+export async function continueAfterEnrolment(interaction: Interaction): Promise<LightResponse> {
+  const pending = pendingSignIn(interaction);
+  if (pending?.step !== 'enrolled') return signInErrorPages.expired(interaction.services.assets, interaction.formTargets);
+  return continueSignIn(interaction, pending);
+}
+
+/**
+ * The organization's gates, once the consent prompt decided the grant's
+ * organization for a signed-in user: its verified-e-mail policy, then its
+ * `requireMfa` (the second step for a session without `mfa`; enrolment for
+ * a user without a second factor). `undefined` lets consent follow.
+ */
+export async function organizationGates(
+  interaction: Interaction,
+  userId: string,
+  organizationId: string | null,
+): Promise<LightResponse | undefined> {
+  // Without an organization only the deployment's own verified-e-mail rule applies (a single
+  // sign-on session may be older than the rule).
+  if (organizationId === null) return verifiedEmailGate(interaction, userId, null);
+  const session = interaction.details.session as { amr?: string[] } | undefined;
+  return organizationGate(interaction, {
+    userId,
+    amr: session?.amr ?? [],
+    step: 'second-factor',
+    prompt: 'consent',
+    organizationId,
+  });
+}
+
+/** The page of the step this interaction's pending sign-in waits for; `undefined` when none waits. */
+export function pendingPage(interaction: Interaction): Promise<LightResponse> | undefined {
+  const pending = pendingSignIn(interaction);
+  return pending ? stepPage(interaction, pending) : undefined;
+}
+
+/** The page of the step a pending sign-in waits for (`factors`: the user's, when just read). */
+function stepPage(interaction: Interaction, pending: PendingSignIn, factors?: SecondFactorStatus): Promise<LightResponse> {
+  if (pending.step === 'second-factor') return secondFactorPage(interaction, pending, {}, factors);
+  if (pending.step === 'enrolled') return enrolledPage(interaction, null);
+  return enrolmentPage(interaction, pending);
+}
+
+/** Saves the sign-in as waiting for `step` and shows that step's page. */
+async function enterStep(interaction: Interaction, pending: PendingSignIn, factors?: SecondFactorStatus): Promise<LightResponse> {
+  await savePending(interaction, pending);
+  return stepPage(interaction, pending, factors);
+}
+
+/** The second step a sign-in without `mfa` needs, if any: a second factor the user has, or enrolment. */
+async function secondStep(interaction: Interaction, state: PendingSignIn, required: boolean): Promise<LightResponse | undefined> {
+  if (state.amr.includes(AMR_MFA)) return undefined;
+  const factors = await interaction.services.directory.secondFactors(state.userId);
+  if (factors.totp || factors.passkeys > 0) return enterStep(interaction, { ...state, step: 'second-factor' }, factors);
+  if (required) return enterStep(interaction, { ...state, step: 'enrolment' });
+  return undefined;
+}
+
+/** The sign-in's next step after its factors so far: a second step, the organization's gates, the login. */
+async function continueSignIn(interaction: Interaction, state: PendingSignIn): Promise<LightResponse> {
+  const second = await secondStep(interaction, state, asksMfa(interaction.details.params));
+  if (second) return second;
+  if (state.prompt === 'consent') {
+    const gate = await organizationGate(interaction, state);
+    return gate ?? finishStepUp(interaction, state);
+  }
+  return finishLogin(interaction, state);
+}
+
+/** An organization's verified-e-mail and `requireMfa` gates for the sign-in. */
+async function organizationGate(interaction: Interaction, state: PendingSignIn): Promise<LightResponse | undefined> {
+  const { organizationId } = state;
+  if (organizationId === null) return undefined;
+  const gate = await verifiedEmailGate(interaction, state.userId, organizationId);
+  if (gate) return gate;
+  if (state.amr.includes(AMR_MFA)) return undefined;
+  if (!(await interaction.services.directory.organizationRequiresMfa(organizationId))) return undefined;
+  return secondStep(interaction, state, true);
+}
+
+/**
+ * The end of a login: the organization decided now when it can be (the
+ * gates of its policy apply before the session starts), then the identity
+ * session started (or the account's kept, marked re-authenticated) and the
+ * login completed.
+ */
+async function finishLogin(interaction: Interaction, state: PendingSignIn): Promise<LightResponse> {
+  const { services, details } = interaction;
+  const client = await interaction.client();
+  let decision: OrganizationDecision | undefined;
+  if (client) {
+    decision = await decideOrganization(
+      client,
+      state.userId,
+      details.params.organization as string | undefined,
+      services.directory,
+    );
+    if (decision.kind === 'organization' && decision.organizationId !== null) {
+      const gate = await organizationGate(interaction, { ...state, organizationId: decision.organizationId });
+      if (gate) return gate;
+    }
+  }
+  const now = services.clock.now();
+  const session = await reuseOrStartSession(interaction, state.userId, [...state.amr]);
+  if (session.reused) await services.directory.markAuthenticated(session.sessionId, [...state.amr], now);
+  interaction.setSessionCookie(session);
+  return completeLogin(interaction, session, { amr: [...state.amr], acr: acrOf(state.amr), at: now }, decision);
+}
+
+/**
+ * The end of a step-up in the consent prompt: the session is kept (its
+ * cookie must still name it), marked re-authenticated, and the login is
+ * recorded again with the new methods; the provider then asks consent
+ * again, where the organization's gates now pass.
+ */
+async function finishStepUp(interaction: Interaction, state: PendingSignIn): Promise<LightResponse> {
+  const { services } = interaction;
+  const cookie = interaction.sessionCookie();
+  const current = cookie ? await services.directory.findSession(cookie) : undefined;
+  if (!current || current.userId !== state.userId) {
+    return signInErrorPages.expired(services.assets, interaction.formTargets);
+  }
+  const now = services.clock.now();
+  const amr = [...state.amr];
+  await services.directory.markAuthenticated(current.sessionId, amr, now);
+  return interaction.finish(
+    {
+      login: { accountId: state.userId, amr, acr: acrOf(amr), ts: Math.floor(now.getTime() / 1000), remember: true },
+      idt: { sessionId: current.sessionId },
+    },
+    false,
+  );
+}
+
+/**
+ * A login prompt inside a single sign-on session that asks only the MFA
+ * `acr` (no `max_age`, `prompt=login` or other subject): the session's
+ * account goes straight to its second step, when the identity session its
+ * cookie names is still the account's. `undefined` signs in from the start.
+ */
+async function stepUpInSession(interaction: Interaction): Promise<LightResponse | undefined> {
+  const { details, services } = interaction;
+  const session = details.session as { accountId?: string; amr?: string[] } | undefined;
+  const reasons = details.prompt.reasons;
+  if (!session?.accountId || reasons.length === 0 || !reasons.every((reason) => reason === MFA_ACR_CHECK)) return undefined;
+  const cookie = interaction.sessionCookie();
+  const current = cookie ? await services.directory.findSession(cookie) : undefined;
+  if (!current || current.userId !== session.accountId) return undefined;
+  const state: PendingSignIn = {
+    userId: session.accountId,
+    amr: (session.amr ?? []).filter((method) => method !== AMR_MFA),
+    step: 'second-factor',
+    prompt: 'login',
+    organizationId: null,
+  };
+  return secondStep(interaction, state, true);
+}

@@ -143,9 +143,9 @@ describe.each(testDialects())('idt commands on %s', (dialect) => {
       expect(result.exitCode).toBe(0);
       expect(prompter.asked).toEqual([
         'E-mail address of the first administrator',
-        'Password (12 to 128 characters)',
+        'Password (12 to 256 characters)',
         'Repeat the password',
-        'Password (12 to 128 characters)',
+        'Password (12 to 256 characters)',
         'Repeat the password',
         'First name',
         'Last name',

@@ -323,7 +323,7 @@ export function registerUserAdmin(program: Command, io: CliIo): void {
       .command('reset-password')
       .summary("set a user's password from standard input")
       .description(
-        "Sets a user's password: read from standard input with --password-stdin (one line; 12 to 128 characters, the identity package's policy), hashed with its argon2id hasher. Without --password-stdin, the password is asked on a terminal (hidden, twice). Signing in with the old password stops working at once. The identity package has no reset-link flow, so no link is printed.",
+        "Sets a user's password: read from standard input with --password-stdin (one line), or asked on a terminal (hidden, twice). The identity package's password policy applies (12 to 256 characters or the configured minimum; common, weak, breached passwords and ones containing the user's e-mail address or name are refused), and the password is hashed with its argon2id hasher. Signing in with the old password stops working at once. Users can reset their own password with the \"Forgot your password?\" link of the sign-in page.",
       )
       .argument('<email>', "the user's e-mail address")
       .option('--password-stdin', 'read the new password from standard input (one line)'),
@@ -357,14 +357,23 @@ export function registerUserAdmin(program: Command, io: CliIo): void {
               const parsed = PasswordSchema.safeParse(value);
               return parsed.success ? true : (parsed.error.issues[0]?.message ?? 'Invalid password.');
             };
-            const first = await prompter.password('New password (12 to 128 characters)', { validate: check });
+            const { policy } = identity.passwords;
+            const first = await prompter.password(`New password (${policy.minLength} to ${policy.maxLength} characters)`, {
+              validate: check,
+            });
             if ((await prompter.password('Repeat the new password')) !== first) {
               throw new CliError('Cli.PasswordMismatch', 'The passwords did not match; nothing changed.');
             }
             password = first;
           }
+          // The password policy judges it for this user (common, weak, personal, breached) and gives its NFKC form.
+          const normalized = await identity.passwords.policy.require(password, {
+            email: user.email,
+            firstName: user.firstName,
+            lastName: user.lastName,
+          });
           out.progress('Hashing the new password…');
-          const passwordHash = await createArgon2Hasher().hash(password);
+          const passwordHash = await createArgon2Hasher().hash(normalized);
           // The identity package has no service that sets a password; one conditional update, its cache evicted.
           await idt.db.transaction(async (trx) => {
             await trx('identity_users')

@@ -87,11 +87,19 @@ export function registerSetup(program: Command, io: CliIo): void {
           given[key] ?? (await prompter.input(message, { validate: check(fields[key]) }));
         const email = await ask('email', 'E-mail address of the first administrator');
         let secret = password;
+        const { policy } = identity.passwords;
         for (let attempt = 1; secret === undefined; attempt++) {
-          const first = await prompter.password('Password (12 to 128 characters)', { validate: check(fields.password) });
+          const first = await prompter.password(`Password (${policy.minLength} to ${policy.maxLength} characters)`, {
+            validate: check(fields.password),
+          });
           const again = await prompter.password('Repeat the password');
-          if (first === again) secret = first;
-          else if (attempt >= PASSWORD_ATTEMPTS) throw new CliError('Cli.PasswordMismatch', 'The passwords did not match.');
+          // The password policy (common, weak, personal, breached) speaks before the other questions; setup judges it again.
+          const verdict = first === again ? await policy.check(first, { email }) : undefined;
+          if (verdict?.ok) secret = first;
+          else if (attempt >= PASSWORD_ATTEMPTS) {
+            if (verdict) throw new CliError('Identity.PasswordRejected', `The password is refused. ${verdict.reasons.join(' ')}`);
+            throw new CliError('Cli.PasswordMismatch', 'The passwords did not match.');
+          } else if (verdict) out.warn(`the password is refused: ${verdict.reasons.join(' ')} Try another.`);
           else out.warn('the passwords did not match; try again.');
         }
         const firstName = await ask('firstName', 'First name');

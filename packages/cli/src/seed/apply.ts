@@ -446,9 +446,14 @@ export async function applySeed(
     } else {
       if (!hashing) progress('Creating users (hashing passwords)…');
       hashing = true;
-      // No password: one nobody knows, so the user signs in passwordless.
-      const password = entry.password ?? randomToken(32);
       const { email, firstName, lastName } = entry;
+      // No password: one nobody knows, so the user signs in passwordless (drawn again should the policy
+      // refuse it, e.g. a random string that happens to hold a short name).
+      let password = entry.password ?? randomToken(32);
+      for (let draw = 0; entry.password === undefined && draw < 5; draw++) {
+        if ((await identity.passwords.policy.check(password, { email, firstName, lastName })).ok) break;
+        password = randomToken(32);
+      }
       ({ userId } = await entryAt(`users[${userIndex}]`, () =>
         identity.accounts.users.register({ email, password, firstName, lastName }),
       ));

@@ -32,7 +32,7 @@ export const SeedAdmin = z
     email: MaybeBlank.describe('The administrator e-mail address. Blank skips the admin block.'),
     password: MaybeBlank.describe(
       // biome-ignore lint/suspicious/noTemplateCurlyInString: the seed file's placeholder syntax, documented.
-      '12 to 128 characters. Blank skips the admin block. Use ${VARIABLE} to read it from the environment.',
+      "12 to 256 characters; the identity package's password policy applies. Blank skips the admin block. Use ${VARIABLE} to read it from the environment.",
     ),
     firstName: MaybeBlank,
     lastName: MaybeBlank,

@@ -164,9 +164,11 @@ const base64url = (bytes) => Buffer.from(bytes).toString('base64url');
  * Signs `email` in through the authorization endpoint and the sign-in pages
  * of `baseUrl`, then redeems the code with its PKCE verifier. Resolves with
  * the token endpoint's answer (`access_token`, `refresh_token`, `id_token`, …)
- * and the number of HTTP requests the sign-in took.
+ * and the number of HTTP requests the sign-in took. With `secondFactor` (a
+ * function answering the TOTP code), the second-factor page is answered too;
+ * without it, that page is an unexpected answer.
  */
-export async function signIn({ baseUrl, clientId, clientSecret, redirectUri, scope, email, password, agent }) {
+export async function signIn({ baseUrl, clientId, clientSecret, redirectUri, scope, email, password, agent, secondFactor }) {
   const browser = new Browser(agent);
   const verifier = base64url(randomBytes(32));
   const challenge = base64url(createHash('sha256').update(verifier).digest());
@@ -197,6 +199,8 @@ export async function signIn({ baseUrl, clientId, clientSecret, redirectUri, sco
       page = await browser.submit(page, '/interaction/', { login: email, password });
     else if (/name="prompt" value="consent"/.test(page.body)) page = await browser.submit(page, '/interaction/');
     else if (/action="[^"]*\/login"/.test(page.body)) page = await browser.submit(page, '/login', { email, password });
+    else if (secondFactor && /action="[^"]*\/second-factor"/.test(page.body))
+      page = await browser.submit(page, '/second-factor', { method: 'totp', code: secondFactor() });
     else if (/action="[^"]*\/consent"/.test(page.body)) page = await browser.submit(page, '/consent', { decision: 'approve' });
     else if (/action="[^"]*\/organization"/.test(page.body)) page = await browser.submit(page, '/organization');
     else

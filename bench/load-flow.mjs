@@ -18,12 +18,19 @@
  * - mode `signin`: { concurrency, redirectUri, scope, email, password }:
  *   each worker signs in again and again, with a fresh cookie jar: authorize,
  *   the sign-in form, consent or organization choice when asked, code
- *   exchange with PKCE.
+ *   exchange with PKCE. With `totpUsers` ([{ email, secret, lastStep }],
+ *   the password being `password`), each sign-in is a user of that pool,
+ *   and the second-factor page is answered with the user's TOTP code (RFC
+ *   6238, computed with otplib): a code works once, so each sign-in uses a
+ *   time step of its user later than the last one used, the current or the
+ *   next (both within the server's one step of drift).
  *
  * Failed flows are counted (`failed`, `failedRatio`, `statusCodes`; those
  * of the warm-up included), and the first few are printed as `failures` with
  * the status and the start of the body.
  */
+
+import { generateSync } from 'otplib';
 import { latencySummary, startCpuMeter } from './cpu.mjs';
 import { createAgent, refresh, signIn } from './flow-client.mjs';
 
@@ -43,6 +50,32 @@ if (workers < 1) {
 const agent = createAgent(workers * 2);
 const failures = [];
 const alive = new Set(Array.from({ length: workers }, (_, index) => index));
+const totpUsers = (options.totpUsers ?? []).map((user) => ({ ...user, last: user.lastStep ?? 0 }));
+let totpCursor = 0;
+/** How many times a worker waited for the next time step (a pool too small for the rate: the figure is then low). */
+let totpWaits = 0;
+
+/**
+ * The next TOTP user with a time step it has not used yet: the current one
+ * or the next (never an earlier one, which could fall out of the server's
+ * drift window before its form arrives). Waits for the next step when every
+ * user of the pool used both (a pool too small for the rate).
+ */
+async function nextTotpUser() {
+  for (;;) {
+    const now = Math.floor(Date.now() / 30_000);
+    for (let offset = 0; offset < totpUsers.length; offset++) {
+      const user = totpUsers[(totpCursor + offset) % totpUsers.length];
+      const step = Math.max(user.last + 1, now);
+      if (step > now + 1) continue;
+      totpCursor = (totpCursor + offset + 1) % totpUsers.length;
+      user.last = step;
+      return { email: user.email, code: () => generateSync({ secret: user.secret, epoch: step * 30 }) };
+    }
+    totpWaits++;
+    await new Promise((resolve) => setTimeout(resolve, (now + 1) * 30_000 - Date.now() + 10));
+  }
+}
 
 /** One flow of worker `index`. */
 async function flow(index) {
@@ -51,15 +84,17 @@ async function flow(index) {
     chains[index] = tokens.refresh_token;
     return;
   }
+  const totp = totpUsers.length > 0 ? await nextTotpUser() : undefined;
   const tokens = await signIn({
     baseUrl,
     clientId,
     clientSecret,
     redirectUri: options.redirectUri,
     scope: options.scope,
-    email: options.email,
+    email: totp?.email ?? options.email,
     password: options.password,
     agent,
+    ...(totp ? { secondFactor: totp.code } : {}),
   });
   if (!tokens.access_token) throw Object.assign(new Error('the code exchange returned no access token'), { status: 200 });
 }
@@ -125,5 +160,6 @@ process.stdout.write(
     connections: workers,
     ...(mode === 'refresh' ? { refreshTokens: chains.filter((_, index) => alive.has(index)) } : {}),
     ...(failures.length ? { failures } : {}),
+    ...(totpWaits ? { totpWaits } : {}),
   })}\n`,
 );

@@ -239,6 +239,8 @@ const TARGETS = {
   // × stock oidc-provider's own sign-in through the knex adapter on the same engine, its login form verifying
   // the same argon2id hash with idt's parameters, library and one-per-core concurrency
   signIn: 0.85,
+  // × idt's password sign-in on the same engine: the same sign-in with a TOTP second step (issue 49)
+  totpSignIn: 0.9,
   refresh: 1.3, // × stock oidc-provider's refresh grant keeping its tokens through the knex adapter, same engine
   bearer: 0.25, // × bare node:http (whoami with either token, users/me)
   list: { sqlite: 0.08, postgres: 0.05 }, // × bare node:http, the 20-row users list
@@ -253,6 +255,17 @@ const RATE_LIMIT = '100000000';
 const POSTGRES_ADMIN_URL = process.env.IDT_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ADMIN = { email: 'bench-admin@example.com', password: 'correct horse battery staple' };
 const SIGN_IN_CONCURRENCY = 4;
+/**
+ * Users with a TOTP authenticator for the TOTP sign-in row: a code works
+ * once, so a user signs in at most twice per 30-second step (its current
+ * and next code), then once per step. The pool lasts every round of the
+ * measurement at up to about 60 sign-ins a second, warm-ups included (a
+ * pool run dry would make the load generator wait for the next step).
+ */
+const TOTP_USERS = Math.min(
+  4000,
+  Math.max(100, Math.ceil((options.warmup + options.duration) * 30 * Math.max(1, options.repeat))),
+);
 const SCALE = { users: 100_000, organizations: 10_000, memberships: 100_000, platformMembers: 45_000 };
 const DEEP_PAGE = 2000;
 
@@ -717,8 +730,17 @@ async function prepareIdt(kind) {
 
   const lines = await runChild(
     `register clients (${kind})`,
-    [process.execPath, '--import', 'tsx', 'bench/setup-clients.ts', organizationId, ADMIN.email, String(options.connections)],
-    { env, timeoutMs: 60_000 },
+    [
+      process.execPath,
+      '--import',
+      'tsx',
+      'bench/setup-clients.ts',
+      organizationId,
+      ADMIN.email,
+      String(options.connections),
+      String(options.groups.has('flows') ? TOTP_USERS : 0),
+    ],
+    { env, timeoutMs: 300_000 },
   );
   const registration = JSON.parse([...lines].reverse().find((line) => line.startsWith('{')) ?? 'null');
   if (!registration?.clientSecret || !registration.app?.clientSecret || registration.chainUsers?.length !== options.connections)
@@ -1092,6 +1114,8 @@ const targetOf = {
   // Over stock oidc-provider's stored sign-in with argon2id on the same engine; the argon2id rows and the
   // memory adapter's flow are in the row's note.
   signIn: (kind) => ({ ratio: TARGETS.signIn, compare: stockFlow('signin', kind).id }),
+  // Over idt's own password sign-in on the same engine, measured in the same run.
+  totpSignIn: (kind) => ({ ratio: TARGETS.totpSignIn, compare: `signin-${kind}` }),
   // Over stock oidc-provider keeping its tokens through the knex adapter on the same engine; the memory
   // adapter's grant is in the row's note.
   refresh: (kind) => ({ ratio: TARGETS.refresh, compare: stockFlow('refresh', kind).id }),
@@ -1528,6 +1552,27 @@ async function startIdtFlows(deployment) {
       }),
       ...targetOf.signIn(deployment.kind),
     },
+    ...(deployment.totpUsers?.length
+      ? [
+          {
+            id: `signin-totp-${deployment.kind}`,
+            kind: deployment.kind,
+            rank: 1.5,
+            scenario: `full sign-in with a TOTP second step (authorize → password → code from the app → code + PKCE), ${SIGN_IN_CONCURRENCY} at a time · idt/${label}`,
+            script: 'bench/load-flow.mjs',
+            concurrencyNote: `${SIGN_IN_CONCURRENCY} sign-ins in flight, ${deployment.totpUsers.length} users with TOTP`,
+            spec: () => ({
+              mode: 'signin',
+              baseUrl: deployment.baseUrl,
+              ...deployment.app,
+              password: ADMIN.password,
+              totpUsers: deployment.totpUsers,
+              concurrency: SIGN_IN_CONCURRENCY,
+            }),
+            ...targetOf.totpSignIn(deployment.kind),
+          },
+        ]
+      : []),
     await refreshScenario(deployment, `refresh-${deployment.kind}`, {
       rank: 2,
       scenario: `refresh_token grant (rotation), ${options.connections} chains · idt/${label}`,
@@ -2037,7 +2082,7 @@ const IDS = {
     `users-${kind}`,
     ...(options.diagnostics && kind === 'sqlite' ? [`health-${kind}`] : []),
   ],
-  flows: (kind) => [`signin-${kind}`, `refresh-${kind}`],
+  flows: (kind) => [`signin-${kind}`, `signin-totp-${kind}`, `refresh-${kind}`],
   spread: (kind) => [`spread-${kind}`],
   scale: (kind) =>
     ['tokens', 'spread', 'whoami-service', 'whoami-user', 'me', 'users', 'users-deep', 'users-deep-offset', 'refresh'].map(

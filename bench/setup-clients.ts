@@ -15,8 +15,13 @@
  *   most 5 active sessions per user and revokes the tokens of the sessions
  *   it evicts, so chains of one user would end each other. Inserted with
  *   plain SQL, like bench/seed-scale.ts.
+ * - `totpUsers` more such members, each with a TOTP authenticator enrolled
+ *   through the identity module's second-factor service (its code computed
+ *   with otplib), for the TOTP sign-in row: `[{ email, secret, lastStep }]`,
+ *   `lastStep` being the time step its enrolment used (a code works once).
+ *   Empty when the identity module has no second factors.
  *
- *   node --import tsx bench/setup-clients.ts <organizationId> [adminEmail] [chainUsers]
+ *   node --import tsx bench/setup-clients.ts <organizationId> [adminEmail] [chainUsers] [totpUsers]
  *
  * Reads the same environment as the server (IDT_DATABASE_URL, IDT_ISSUER,
  * IDT_KEY_ENCRYPTION_SECRET, …). Run by bench/run.mjs after the first
@@ -26,12 +31,19 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger, loadConfig } from '@idt/core';
 import { createDatabase } from '@idt/core/knex';
+import { generateSync } from 'otplib';
 import { createReferenceServer } from '../examples/server/src/index.js';
 
-const [organizationId, adminEmail = 'bench-admin@example.com', chainCount = '0'] = process.argv.slice(2);
-if (!organizationId || !/^\d+$/.test(chainCount)) {
-  console.error('usage: node --import tsx bench/setup-clients.ts <organizationId> [adminEmail] [chainUsers]');
+const [organizationId, adminEmail = 'bench-admin@example.com', chainCount = '0', totpCount = '0'] = process.argv.slice(2);
+if (!organizationId || !/^\d+$/.test(chainCount) || !/^\d+$/.test(totpCount)) {
+  console.error('usage: node --import tsx bench/setup-clients.ts <organizationId> [adminEmail] [chainUsers] [totpUsers]');
   process.exit(2);
+}
+
+/** The part of the identity module's second-factor service the TOTP users are enrolled with. */
+interface TotpEnrolment {
+  beginTotp(userId: string, label: string): Promise<{ enrolmentId: string; secret: string }>;
+  confirmTotp(userId: string, enrolmentId: string, code: string): Promise<unknown>;
 }
 
 const REDIRECT_URI = 'https://rp.example.com/callback';
@@ -57,23 +69,33 @@ try {
   const db = createDatabase(config.databaseUrl);
   let adminPasswordHash: string | undefined;
   const chainUsers: string[] = [];
+  const totpMembers: Array<{ userId: string; email: string }> = [];
+  const totpUsers: Array<{ email: string; secret: string; lastStep: number }> = [];
   try {
     const row = (await db('identity_users').where({ email: adminEmail }).first('password_hash')) as
       | { password_hash: string | null }
       | undefined;
     adminPasswordHash = row?.password_hash ?? undefined;
     const at = new Date().toISOString();
+    const factors = (server.services.identity as unknown as { factors?: TotpEnrolment }).factors;
+    const members = [
+      ...Array.from({ length: Number(chainCount) }, (_, index) => ({ email: `bench-chain-${index}@example.com`, totp: false })),
+      ...Array.from({ length: factors ? Number(totpCount) : 0 }, (_, index) => ({
+        email: `bench-totp-${index}@example.com`,
+        totp: true,
+      })),
+    ];
     await db.transaction(async (trx) => {
-      for (let index = 0; index < Number(chainCount); index++) {
+      for (const [index, member] of members.entries()) {
         const userId = randomUUID();
         const membershipId = randomUUID();
-        const email = `bench-chain-${index}@example.com`;
+        const { email } = member;
         await trx('identity_users').insert({
           id: userId,
           email,
           username: email,
           first_name: 'Bench',
-          last_name: `Chain ${index}`,
+          last_name: `${member.totp ? 'TOTP' : 'Chain'} ${index}`,
           password_hash: adminPasswordHash ?? null,
           status: 'active',
           email_verified: true,
@@ -89,9 +111,17 @@ try {
           updated_at: at,
         });
         await trx('identity_membership_roles').insert({ membership_id: membershipId, role: 'user' });
-        chainUsers.push(email);
+        if (member.totp) totpMembers.push({ userId, email });
+        else chainUsers.push(email);
       }
     });
+    for (const member of totpMembers) {
+      if (!factors) break;
+      const begun = await factors.beginTotp(member.userId, member.email);
+      const at = Math.floor(Date.now() / 1000);
+      await factors.confirmTotp(member.userId, begun.enrolmentId, generateSync({ secret: begun.secret, epoch: at }));
+      totpUsers.push({ email: member.email, secret: begun.secret, lastStep: Math.floor(at / 30) });
+    }
   } finally {
     await db.destroy();
   }
@@ -108,6 +138,7 @@ try {
       },
       adminPasswordHash,
       chainUsers,
+      totpUsers,
     })}\n`,
   );
 } finally {

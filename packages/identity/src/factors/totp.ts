@@ -1,5 +1,4 @@
 import { generateSecret, generateURI, verify } from 'otplib';
-import QRCode from 'qrcode';
 
 /** RFC 6238 as authenticator apps expect it: SHA-1, 6 digits, 30-second steps. */
 export const TOTP_PERIOD_SECONDS = 30;
@@ -24,7 +23,9 @@ export function totpUri(issuer: string, label: string, secret: string): string {
 }
 
 /** The QR code of a URI as an SVG document. */
-export function qrSvg(uri: string): Promise<string> {
+export async function qrSvg(uri: string): Promise<string> {
+  // Loaded on the first enrolment, not at start-up.
+  const QRCode = await import('qrcode');
   return QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
 }
 

@@ -1,21 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, constantTimeEqual, isUuid, type Logger, newId, sha256Hex, silentLogger, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { z } from 'zod';
 import { SecondFactorCodes } from '../factors/problems.js';
 import { UserPasskeyAddedEvent, UserPasskeyRemovedEvent } from './events.js';
 import { PasskeyCodes } from './problems.js';
 import type { PasskeyChallengePurpose, PasskeyStore, StoredPasskey } from './store.js';
+
+/** `@simplewebauthn/server`, loaded on the first passkey operation (it adds about 250 ms to start-up). */
+let webauthnLibrary: Promise<typeof import('@simplewebauthn/server')> | undefined;
+function webauthn(): Promise<typeof import('@simplewebauthn/server')> {
+  webauthnLibrary ??= import('@simplewebauthn/server');
+  return webauthnLibrary;
+}
 
 /** A base64url value of at most `max` characters. */
 const base64url = (max: number) =>
@@ -305,7 +308,7 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
       if (existing.length >= MAX_PASSKEYS) throw new ProblemError('Passkey.LimitReached');
       const challenge = await issueChallenge({ session: sessionId }, 'registration', userId);
       const displayName = `${user.firstName} ${user.lastName}`.trim() || user.email;
-      return generateRegistrationOptions({
+      return (await webauthn()).generateRegistrationOptions({
         rpName,
         rpID: rpId,
         userName: user.email,
@@ -323,9 +326,9 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
       const parsed = RegisterPasskeyInput.parse(input);
       await activeUser(userId);
       const matches = await takeChallenge({ session: sessionId }, 'registration', userId);
-      let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
+      let verified: Awaited<ReturnType<typeof import('@simplewebauthn/server').verifyRegistrationResponse>>;
       try {
-        verified = await verifyRegistrationResponse({
+        verified = await (await webauthn()).verifyRegistrationResponse({
           response: parsed as RegistrationResponseJSON,
           expectedChallenge: matches,
           expectedOrigin: origins,
@@ -371,7 +374,7 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
     async authenticationOptions(binding, userId = null) {
       const allow = userId ? await store.list(userId) : [];
       const challenge = await issueChallenge(binding, 'authentication', userId);
-      return generateAuthenticationOptions({
+      return (await webauthn()).generateAuthenticationOptions({
         rpID: rpId,
         challenge,
         timeout: lifetimeMs,
@@ -396,9 +399,9 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
       }
       const user = await store.findUser(passkey.userId);
       if (user?.status !== 'active') return rejected('account deactivated', context);
-      let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
+      let verified: Awaited<ReturnType<typeof import('@simplewebauthn/server').verifyAuthenticationResponse>>;
       try {
-        verified = await verifyAuthenticationResponse({
+        verified = await (await webauthn()).verifyAuthenticationResponse({
           response: parsed as AuthenticationResponseJSON,
           expectedChallenge: matches,
           expectedOrigin: origins,

@@ -337,7 +337,7 @@ describe.each(testDialects())('TOTP, recovery codes and the account API on %s', 
     clock.advance(5 * 60_000 + 1000);
     await expectProblem(await remove(), 403, 'Identity.ReauthenticationRequired');
     expect((await remove({ reauthentication: { code: await codeFor(secret) } })).status).toBe(204);
-    expect(await factors().status(user.id)).toEqual({ totp: false, recoveryCodesLeft: 0 });
+    expect(await factors().status(user.id)).toEqual({ totp: false, recoveryCodesLeft: 0, passkeys: 0 });
     await expectProblem(await remove({ reauthentication: { password: PASSWORD } }), 404, 'SecondFactor.NotEnrolled');
 
     const removed = await outboxEvents(server.database.db, 'UserSecondFactorRemovedEvent');
@@ -375,7 +375,7 @@ describe.each(testDialects())('TOTP, recovery codes and the account API on %s', 
     expect((await factors().status(member.id)).totp).toBe(true);
 
     expect((await reset(tokens.owner)).status).toBe(204);
-    expect(await factors().status(member.id)).toEqual({ totp: false, recoveryCodesLeft: 0 });
+    expect(await factors().status(member.id)).toEqual({ totp: false, recoveryCodesLeft: 0, passkeys: 0 });
     const events = await outboxEvents(db, 'UserSecondFactorsResetEvent');
     expect(events.find((event) => event.userId === member.id)).toMatchObject({
       email: member.email,

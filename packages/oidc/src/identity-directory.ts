@@ -61,8 +61,8 @@ export function createIdentityDirectory(
     },
     // C2: second factors (C1), the organization's MFA policy (B), passkeys (D), re-authentication (C1).
     async secondFactors(userId): Promise<SecondFactorStatus> {
-      const [status, passkeys] = await Promise.all([identity.factors.status(userId), identity.passkeys.count(userId)]);
-      return { totp: status.totp, recoveryCodesLeft: status.recoveryCodesLeft, passkeys };
+      const status = await identity.factors.status(userId);
+      return { totp: status.totp, recoveryCodesLeft: status.recoveryCodesLeft, passkeys: status.passkeys };
     },
     verifyTotp: (userId, code) => identity.factors.verifyTotp(userId, code),
     useRecoveryCode: (userId, code) => identity.factors.useRecoveryCode(userId, code),

@@ -95,7 +95,7 @@ describe.each(testDialects())('the account page’s two-step verification on %s'
     expectNoInlineCode(on);
     const codes = [...on.body.matchAll(RECOVERY_CODE)].map((match) => match[1] as string);
     expect(codes).toHaveLength(10);
-    expect(await identity().factors.status(id)).toEqual({ totp: true, recoveryCodesLeft: 10 });
+    expect(await identity().factors.status(id)).toEqual({ totp: true, recoveryCodesLeft: 10, passkeys: 0 });
 
     // Shown once: the overview never shows them again.
     const after = await browser.request(page());
@@ -136,7 +136,7 @@ describe.each(testDialects())('the account page’s two-step verification on %s'
     const done = await browser.request(page('?done=removed'));
     expect(done.body).toContain('The authenticator app was removed');
     expect(done.body).toContain('<dt>Authenticator app</dt><dd>Off</dd>');
-    expect(await identity().factors.status(id)).toEqual({ totp: false, recoveryCodesLeft: 0 });
+    expect(await identity().factors.status(id)).toEqual({ totp: false, recoveryCodesLeft: 0, passkeys: 0 });
   });
 
   it('refuses to remove the last factor of a member of an organization that requires MFA', async () => {

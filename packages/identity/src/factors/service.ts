@@ -13,6 +13,8 @@ export interface SecondFactorStatus {
   readonly totp: boolean;
   /** Unused recovery codes. */
   readonly recoveryCodesLeft: number;
+  /** Registered passkeys (each is a second factor too). */
+  readonly passkeys: number;
 }
 
 /** A TOTP enrolment begun: what the set-up page shows. The secret is sealed at rest until confirmed. */

@@ -90,8 +90,8 @@ export interface SecondFactorWrites {
  * {@link SecondFactorWrites} primitives inside one the service opens.
  */
 export interface SecondFactorStore extends UnitOfWork<SecondFactorWrites> {
-  /** Whether the user has a TOTP, and how many unused recovery codes. */
-  status(userId: string): Promise<{ totp: boolean; recoveryCodesLeft: number }>;
+  /** Whether the user has a TOTP, how many unused recovery codes and how many passkeys (one read). */
+  status(userId: string): Promise<{ totp: boolean; recoveryCodesLeft: number; passkeys: number }>;
   /** The user's password hash (`null` without a password), or `undefined` for no such user. */
   passwordHash(userId: string): Promise<string | null | undefined>;
   /** Whether the user has an active membership with the `owner` role in the active organization. */

@@ -14,6 +14,7 @@ import { type KnexCredentialStoreOptions, lockUser } from './credential-store-de
 const ENROLMENTS = 'identity_totp_enrolments';
 const FACTORS = 'identity_totp_factors';
 const CODES = 'identity_recovery_codes';
+const PASSKEYS = 'identity_passkeys';
 const LOCKS = 'identity_second_factor_locks';
 
 function enrolmentFromRow(row: Record<string, unknown>): StoredTotpEnrolment {
@@ -166,11 +167,19 @@ export function createKnexSecondFactorStore(options: KnexCredentialStoreOptions)
   return {
     ...knexUnitOfWork(options, secondFactorWrites),
     async status(userId) {
-      const [totp, codes] = await Promise.all([
-        db(FACTORS).where({ user_id: userId }).first(db.raw('1 as found')),
-        db(CODES).where({ user_id: userId }).whereNull('used_at').count<{ count: number | string }[]>({ count: '*' }),
-      ]);
-      return { totp: totp !== undefined, recoveryCodesLeft: Number(codes[0]?.count ?? 0) };
+      // One statement: every sign-in asks it (the pipeline's second-step decision).
+      const row = (await db
+        .select(
+          db.raw(`(select count(*) from ${FACTORS} where user_id = ?) as totp`, [userId]),
+          db.raw(`(select count(*) from ${CODES} where user_id = ? and used_at is null) as codes`, [userId]),
+          db.raw(`(select count(*) from ${PASSKEYS} where user_id = ?) as passkeys`, [userId]),
+        )
+        .first()) as { totp: number | string; codes: number | string; passkeys: number | string } | undefined;
+      return {
+        totp: Number(row?.totp ?? 0) > 0,
+        recoveryCodesLeft: Number(row?.codes ?? 0),
+        passkeys: Number(row?.passkeys ?? 0),
+      };
     },
     async passwordHash(userId) {
       const row = await db('identity_users').where({ id: userId, status: 'active' }).first('password_hash');

@@ -47,12 +47,12 @@ describeStoreContract('second-factors', (world) => {
         { email: deactivated.email, status: 'deactivated' },
         undefined,
       ]);
-      expect(await factors().status(user.id)).toEqual({ totp: false, recoveryCodesLeft: 0 });
+      expect(await factors().status(user.id)).toEqual({ totp: false, recoveryCodesLeft: 0, passkeys: 0 });
       await factors().transaction(async (tx) => {
         await tx.putTotp(totp(user.id));
         await tx.replaceRecoveryCodes(user.id, ['a'.repeat(64), 'b'.repeat(64)], AT);
       });
-      expect(await factors().status(user.id)).toEqual({ totp: true, recoveryCodesLeft: 2 });
+      expect(await factors().status(user.id)).toEqual({ totp: true, recoveryCodesLeft: 2, passkeys: 0 });
       expect(await factors().passwordHash(user.id)).toBeNull();
       expect(await factors().passwordHash(deactivated.id)).toBeUndefined();
     });
@@ -121,7 +121,7 @@ describeStoreContract('second-factors', (world) => {
       await factors().transaction((tx) => tx.replaceRecoveryCodes(user.id, [c], AT));
       expect(await factors().transaction((tx) => tx.useRecoveryCode(user.id, b, AT))).toBe(false);
       expect(await factors().transaction((tx) => tx.deleteRecoveryCodes(user.id))).toBe(1);
-      expect(await factors().status(user.id)).toEqual({ totp: false, recoveryCodesLeft: 0 });
+      expect(await factors().status(user.id)).toEqual({ totp: false, recoveryCodesLeft: 0, passkeys: 0 });
     });
   });
 

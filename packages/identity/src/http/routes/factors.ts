@@ -3,7 +3,7 @@ import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
 import { actorOf } from '../../accounts/actor.js';
 import { ReauthenticationInput, type RecentAuthentication } from '../../factors/recent-authentication.js';
-import type { PasskeyCount, SecondFactorService } from '../../factors/service.js';
+import type { SecondFactorService } from '../../factors/service.js';
 import { MemberParams } from './accounts-common.js';
 
 /** `GET /v1/identity/account/factors`. */
@@ -71,11 +71,7 @@ const REAUTH_CODES = ['Identity.ReauthenticationRequired', 'SecondFactor.Locked'
  * /v1/identity/account/recovery-codes`, and the administrators' `DELETE
  * /v1/identity/organizations/{orgId}/members/{userId}/factors`.
  */
-export function createSecondFactorRoutes(
-  factors: SecondFactorService,
-  recent: RecentAuthentication,
-  passkeys: () => PasskeyCount | undefined,
-): Route[] {
+export function createSecondFactorRoutes(factors: SecondFactorService, recent: RecentAuthentication): Route[] {
   return [
     defineRoute({
       method: 'GET',
@@ -88,8 +84,7 @@ export function createSecondFactorRoutes(
       responses: { 200: { description: 'Your second factors', schema: SecondFactorsResponse } },
       handler: async ({ principal }) => {
         const userId = userOf(principal);
-        const [status, keys] = await Promise.all([factors.status(userId), passkeys()?.count(userId) ?? 0]);
-        return json({ ...status, passkeys: keys }, { headers: noStore });
+        return json(await factors.status(userId), { headers: noStore });
       },
     }),
     defineRoute({

@@ -56,7 +56,7 @@ export function createFactorsFeature(ctx: FeatureContext, deps: FactorsFeatureDe
   });
   const recentAuthentication = createRecentAuthentication({ sessions: deps.sessions, factors, clock });
   return {
-    routes: createSecondFactorRoutes(factors, recentAuthentication, passkeys),
+    routes: createSecondFactorRoutes(factors, recentAuthentication),
     events: [UserSecondFactorAddedEvent, UserSecondFactorRemovedEvent, UserSecondFactorsResetEvent],
     // The notifications module mails the notices and raises the SecurityAlerts (one sender).
     handlers: [],

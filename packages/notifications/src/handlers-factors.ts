@@ -1,5 +1,6 @@
 import { type Clock, defineEventHandler, type EventHandlerDefinition, joinMarkup, type Mailer, markup } from '@idt/core';
 import { UserSecondFactorRemovedEvent, UserSecondFactorsResetEvent } from '@idt/identity';
+import { createMailOnce } from './mail-once.js';
 import type { NotificationsService } from './service.js';
 import type { NotificationStore } from './store.js';
 
@@ -23,19 +24,17 @@ export interface FactorNotificationHandlerOptions {
  */
 export function createFactorNotificationHandlers(options: FactorNotificationHandlerOptions): EventHandlerDefinition<any>[] {
   const { store, service, mailer, clock } = options;
+  const mailOnce = createMailOnce({ store, mailer, clock });
 
-  async function notice(sourceKey: string, to: string, subject: string, sentence: string, template: string) {
-    const recipient = to.toLowerCase();
-    if (await store.wasMailed(sourceKey, recipient)) return;
+  function notice(sourceKey: string, to: string, subject: string, sentence: string, template: string) {
     const warning = "If you didn't expect this, change your password at once and contact your administrator.";
-    await mailer.send({
+    return mailOnce(sourceKey, {
       to,
       subject,
       text: [sentence, '', warning].join('\n'),
       html: joinMarkup([markup`<p>${sentence}</p>`, markup`<p><strong>${warning}</strong></p>`], '\n').text,
       headers: { 'X-Idt-Template': template },
     });
-    await store.recordMail(sourceKey, recipient, clock.now().toISOString());
   }
 
   return [

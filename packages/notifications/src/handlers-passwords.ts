@@ -13,6 +13,7 @@ import {
   UserPasswordResetEvent,
   UserPasswordResetRequestedEvent,
 } from '@idt/identity';
+import { createMailOnce } from './mail-once.js';
 import type { NotificationsService } from './service.js';
 import type { NotificationStore } from './store.js';
 
@@ -43,12 +44,7 @@ export interface PasswordNotificationHandlerOptions {
 export function createPasswordNotificationHandlers(options: PasswordNotificationHandlerOptions): EventHandlerDefinition<any>[] {
   const { store, service, mailer, clock, logger } = options;
 
-  async function mailOnce(sourceKey: string, message: Parameters<Mailer['send']>[0]) {
-    const recipient = message.to.toLowerCase();
-    if (await store.wasMailed(sourceKey, recipient)) return;
-    await mailer.send(message);
-    await store.recordMail(sourceKey, recipient, clock.now().toISOString());
-  }
+  const mailOnce = createMailOnce({ store, mailer, clock });
 
   function notice(id: string, key: string, to: string, subject: string, sentence: string, template: string) {
     return mailOnce(`${id}:${key}`, {

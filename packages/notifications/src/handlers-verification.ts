@@ -8,6 +8,7 @@ import {
   markup,
 } from '@idt/core';
 import { type EmailVerificationService, UserEmailVerificationRequestedEvent } from '@idt/identity';
+import { createMailOnce } from './mail-once.js';
 import type { NotificationStore } from './store.js';
 
 /** Options of {@link createVerificationNotificationHandlers}. */
@@ -36,12 +37,7 @@ export function createVerificationNotificationHandlers(
 ): EventHandlerDefinition<any>[] {
   const { store, mailer, clock, logger } = options;
 
-  async function mailOnce(sourceKey: string, message: Parameters<Mailer['send']>[0]) {
-    const recipient = message.to.toLowerCase();
-    if (await store.wasMailed(sourceKey, recipient)) return;
-    await mailer.send(message);
-    await store.recordMail(sourceKey, recipient, clock.now().toISOString());
-  }
+  const mailOnce = createMailOnce({ store, mailer, clock });
 
   return [
     defineEventHandler({

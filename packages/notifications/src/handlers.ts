@@ -15,6 +15,7 @@ import {
   UserSessionEvictedEvent,
 } from '@idt/identity';
 import { InquirySubmittedEvent } from '@idt/inquiries';
+import { createMailOnce } from './mail-once.js';
 import type { NotificationsService } from './service.js';
 import type { NotificationStore } from './store.js';
 
@@ -53,13 +54,7 @@ export interface NotificationHandlerOptions {
 export function createNotificationHandlers(options: NotificationHandlerOptions): EventHandlerDefinition<any>[] {
   const { store, service, mailer, clock, logger } = options;
 
-  /** Sends once per source key and recipient. */
-  async function mailOnce(sourceKey: string, message: Parameters<Mailer['send']>[0]) {
-    const recipient = message.to.toLowerCase();
-    if (await store.wasMailed(sourceKey, recipient)) return;
-    await mailer.send(message);
-    await store.recordMail(sourceKey, recipient, clock.now().toISOString());
-  }
+  const mailOnce = createMailOnce({ store, mailer, clock });
 
   return [
     defineEventHandler({

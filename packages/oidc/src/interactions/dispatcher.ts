@@ -4,7 +4,7 @@ import { themeStylesheet } from './assets.js';
 import { signInErrorPages } from './error-pages.js';
 import { type Interaction, plainText } from './interaction.js';
 import { FormTooLarge, type PageRequest, readBodyBytes } from './page-request.js';
-import { loginPrompt, organizationGates, pendingPage } from './pipeline.js';
+import { completeSecondFactor, continueAfterEnrolment, loginPrompt, organizationGates, pendingPage } from './pipeline.js';
 import { consentOrFinish, submitConsent } from './steps/consent.js';
 import { forgotPasswordPage, submitForgotPassword } from './steps/forgot-password.js';
 import { submitEnrolled, submitEnrolment } from './steps/mfa-enrolment.js';
@@ -54,10 +54,11 @@ const LOGIN_FORMS: ReadonlyMap<string, LoginFormStep> = new Map<string, LoginFor
  * asks) for the sign-in pending in the interaction (`pipeline.ts`).
  */
 const PIPELINE_FORMS: ReadonlyMap<string, LoginFormStep> = new Map<string, LoginFormStep>([
-  ['second-factor', submitSecondFactor],
+  // The steps go on through the pipeline's continuations, handed in here: a step never imports the pipeline that shows it.
+  ['second-factor', (interaction, form) => submitSecondFactor(interaction, form, completeSecondFactor)],
   ['passkey-second-factor', submitPasskeySecondFactor], // D: passkeys
-  ['enrol', submitEnrolment],
-  ['enrolled', submitEnrolled],
+  ['enrol', (interaction, form) => submitEnrolment(interaction, form, continueAfterEnrolment)],
+  ['enrolled', (interaction) => submitEnrolled(interaction, continueAfterEnrolment)],
   ['resend-verification', submitResendVerification],
 ]);
 

@@ -3,7 +3,7 @@ import { AMR_MFA, mergeAmr } from '../../policy/authentication-context.js';
 import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
 import { errorSummary, notice } from '../pages.js';
-import { continueAfterEnrolment, type PendingSignIn, pendingSignIn, savePending } from '../pipeline.js';
+import { type PendingSignIn, pendingSignIn, savePending } from '../pending.js';
 import { totpEnrolmentView } from '../totp-enrolment-view.js';
 
 const TOTP_CODE = /^\d{6}$/;
@@ -48,10 +48,15 @@ ${interaction.csrfField()}
 /**
  * The enrolment's confirmation (`POST …/enrol`): the app's first code
  * confirms the enrolment; the recovery codes are shown once, and the
- * sign-in goes on with `otp` and `mfa`. A wrong or malformed code answers
+ * sign-in goes on with `otp` and `mfa` (`next`: the pipeline's
+ * `continueAfterEnrolment`). A wrong or malformed code answers
  * the form again (the app already holds the key; a new QR code is a link away).
  */
-export async function submitEnrolment(interaction: Interaction, form: URLSearchParams): Promise<LightResponse> {
+export async function submitEnrolment(
+  interaction: Interaction,
+  form: URLSearchParams,
+  next: (interaction: Interaction) => Promise<LightResponse>,
+): Promise<LightResponse> {
   const pending = pendingSignIn(interaction);
   if (pending?.step !== 'enrolment' || !pending.enrolmentId) {
     return signInErrorPages.expired(interaction.services.assets, interaction.formTargets);
@@ -68,7 +73,7 @@ export async function submitEnrolment(interaction: Interaction, form: URLSearchP
   }
   const { enrolmentId: _done, ...rest } = pending;
   await savePending(interaction, { ...rest, step: 'enrolled', amr: mergeAmr(pending.amr, ['otp', AMR_MFA]) });
-  if (!confirmed.recoveryCodes?.length) return continueAfterEnrolment(interaction);
+  if (!confirmed.recoveryCodes?.length) return next(interaction);
   return enrolledPage(interaction, confirmed.recoveryCodes);
 }
 
@@ -101,7 +106,14 @@ ${interaction.csrfField()}
   return interaction.brandedPage(200, { title: 'Two-step verification is on' }, body);
 }
 
-/** The enrolment's last page submitted (`POST …/enrolled`): the sign-in goes on. */
-export function submitEnrolled(interaction: Interaction): Promise<LightResponse> {
-  return continueAfterEnrolment(interaction);
+/**
+ * The enrolment's last page submitted (`POST …/enrolled`): the sign-in goes
+ * on (`next`: the pipeline's `continueAfterEnrolment`, as for
+ * {@link submitEnrolment}).
+ */
+export function submitEnrolled(
+  interaction: Interaction,
+  next: (interaction: Interaction) => Promise<LightResponse>,
+): Promise<LightResponse> {
+  return next(interaction);
 }

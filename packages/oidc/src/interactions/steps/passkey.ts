@@ -1,7 +1,8 @@
-import { json, type LightResponse, markup, type SafeHtml } from '@idt/core';
+import { json, type LightResponse } from '@idt/core';
 import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
-import { afterFirstFactor, completeSecondFactor, pendingSignIn } from '../pipeline.js';
+import { pendingSignIn } from '../pending.js';
+import { afterFirstFactor, completeSecondFactor } from '../pipeline.js';
 import { secondFactorPage } from './second-factor.js';
 import { signInPage } from './sign-in-page.js';
 
@@ -23,37 +24,6 @@ export function credentialOf(form: URLSearchParams): unknown {
 /** The methods a passkey adds to a sign-in that passed another factor (the pipeline adds `mfa` itself). */
 function withoutMfa(amr: readonly string[]): string[] {
   return amr.filter((method) => method !== 'mfa');
-}
-
-/**
- * The sign-in page's passkey form (progressive enhancement: hidden until
- * `passkey.js` finds WebAuthn in the browser). The script fetches the
- * options of `passkey-options`, asks the browser (conditional UI on the
- * e-mail field, or the button) and posts the assertion to `passkey`.
- */
-export function passkeySignInForm(interaction: Interaction): SafeHtml {
-  return markup`<form method="post" action="${interaction.path('passkey')}" class="passkey" data-passkey="sign-in" data-options="${interaction.path('passkey-options')}" hidden>
-${interaction.csrfField()}
-<input type="hidden" name="credential" value="">
-<button type="submit" class="secondary">Sign in with a passkey</button>
-<p class="hint" data-passkey-status role="status" aria-live="polite"></p>
-</form>`;
-}
-
-/**
- * The passkey option of the second step (`second-factor.ts` shows it when
- * the user has a passkey): a button that asks the browser for one of the
- * user's passkeys and posts the assertion to `passkey-second-factor`.
- */
-export async function passkeySecondFactorSection(interaction: Interaction, _userId: string): Promise<SafeHtml> {
-  return markup`<form method="post" action="${interaction.path('passkey-second-factor')}" class="passkey" data-passkey="second-factor" data-options="${interaction.path('passkey-options')}?step=second-factor" hidden>
-${interaction.csrfField()}
-<input type="hidden" name="credential" value="">
-<p class="hint">Confirm with a passkey of this account: your device’s screen lock or your security key.</p>
-<button type="submit" class="secondary">Use a passkey</button>
-<p class="hint" data-passkey-status role="status" aria-live="polite"></p>
-</form>
-<p class="hint" data-passkey-unsupported>This browser cannot use passkeys here.</p>`;
 }
 
 /**

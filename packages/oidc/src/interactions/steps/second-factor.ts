@@ -3,8 +3,8 @@ import type { SecondFactorStatus } from '../directory.js';
 import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
 import { errorSummary } from '../pages.js';
-import { completeSecondFactor, type PendingSignIn, pendingSignIn } from '../pipeline.js';
-import { passkeySecondFactorSection } from './passkey.js'; // D: passkeys
+import { type PendingSignIn, pendingSignIn } from '../pending.js';
+import { passkeySecondFactorSection } from './passkey-forms.js'; // D: passkeys
 
 /** What the second-factor page shows besides its forms. */
 interface SecondFactorView {
@@ -76,10 +76,14 @@ ${recoveryForm}
  * The second factor's form (`POST …/second-factor`): a TOTP code (six
  * digits; a code works once; 5 misses in 5 minutes lock the step for 5
  * minutes) or a recovery code (each works once). A right one goes on with
- * `otp`; anything else answers the page again with its message, and
+ * `otp` (`passed`: the pipeline's `completeSecondFactor`); anything else answers the page again with its message, and
  * changes nothing but the miss count.
  */
-export async function submitSecondFactor(interaction: Interaction, form: URLSearchParams): Promise<LightResponse> {
+export async function submitSecondFactor(
+  interaction: Interaction,
+  form: URLSearchParams,
+  passed: (interaction: Interaction, amr: readonly string[]) => Promise<LightResponse>,
+): Promise<LightResponse> {
   const pending = pendingSignIn(interaction);
   if (pending?.step !== 'second-factor') {
     return signInErrorPages.expired(interaction.services.assets, interaction.formTargets);
@@ -94,12 +98,12 @@ export async function submitSecondFactor(interaction: Interaction, form: URLSear
     const outcome = await directory.useRecoveryCode(pending.userId, code);
     if (outcome === 'locked') return again(429, 'Too many wrong codes. Wait 5 minutes, then try again.');
     if (outcome === 'wrong') return again(400, 'That recovery code is not right, or it was used already.');
-    return completeSecondFactor(interaction, ['otp']);
+    return passed(interaction, ['otp']);
   }
   if (!TOTP_CODE.test(code)) return again(400, 'Enter the 6 digits from your authenticator app.');
   const outcome = await directory.verifyTotp(pending.userId, code);
   if (outcome === 'locked') return again(429, 'Too many wrong codes. Wait 5 minutes, then try again.');
   if (outcome === 'replayed') return again(400, 'That code was used already. Wait for the next code in your app.');
   if (outcome === 'wrong') return again(400, 'That code is not right. Check the code in your authenticator app and try again.');
-  return completeSecondFactor(interaction, ['otp']);
+  return passed(interaction, ['otp']);
 }

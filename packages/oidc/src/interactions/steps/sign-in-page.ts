@@ -1,7 +1,7 @@
 import { type LightResponse, markup } from '@idt/core';
 import type { Interaction } from '../interaction.js';
 import { errorSummary, notice } from '../pages.js';
-import { passkeySignInForm } from './passkey.js'; // D: passkeys
+import { passkeySignInForm } from './passkey-forms.js'; // D: passkeys
 
 /** What the sign-in page shows besides its forms. */
 export interface SignInView {

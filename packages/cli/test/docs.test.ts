@@ -124,7 +124,8 @@ for (const page of ['docs/cli.md', 'docs/seed-file.md']) {
           env = { ...env, IDT_ISSUER: server.origin };
         }
         const result = await spawnProcess('sh', ['-e', '-c', block.body], { env, cwd: dir });
-        expect({ exitCode: result.exitCode, stderr: result.stderr }).toMatchObject({ exitCode: block.exit });
+        // The message carries what the command printed, so a failure in CI says why.
+        expect(result.exitCode, `exit ${result.exitCode}; stderr: ${result.stderr}; stdout: ${result.stdout}`).toBe(block.exit);
         if (block.exit === 0) expect(result.stderr).not.toMatch(/^error:/m);
       },
       60_000,

@@ -30,6 +30,7 @@ import { createScopeRoutes } from './http/routes/scopes.js';
 import { createUserinfoRoutes } from './http/routes/userinfo.js';
 import { ACCOUNT_BASE, type AccountServices, createAccountPages } from './interactions/account.js';
 import type { AccountDirectory } from './interactions/directory.js';
+import type { SignInFederationSlot } from './federation.js';
 import { ASSETS_BASE, createInteractionHandler } from './interactions/handler.js';
 import { createLogoutPages } from './interactions/logout-pages.js';
 import { pageSurface } from './interactions/page-request.js';
@@ -98,6 +99,8 @@ export interface OidcOptions {
   readonly account?: AccountServices;
   /** Where a signed-out visitor of the account page can sign in (Development: the demo application). */
   readonly accountSignInUrl?: () => Promise<string | undefined>;
+  /** Sign-in at other identity providers: the slot a federation module fills (`federation.ts`). */
+  readonly federation?: SignInFederationSlot;
   readonly clock?: Clock;
   readonly logger?: Logger;
 }
@@ -307,6 +310,7 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
     tokens: options.tokens,
     refreshTokenLifetime: (client) => refreshTokenLifetime(client),
     signInLockout: createSignInLockout({ counter: options.counter }),
+    ...(options.federation ? { federation: options.federation } : {}),
     clock,
     logger,
   });

@@ -43,6 +43,17 @@ export type {
   StoredClient,
 } from './clients/store.js';
 export { OidcSessionEndedEvent } from './events.js';
+export type {
+  FederatedConnection,
+  FederatedOutcome,
+  FederationContext,
+  FederationFailureReason,
+  FederationStart,
+  HomeRealm,
+  SignInFederation,
+  SignInFederationSlot,
+} from './federation.js';
+export { SIGN_IN_FEDERATION_CAPABILITY } from './federation.js';
 export { createIdentityDirectory } from './identity-directory.js';
 export type { AccountDirectory, MembershipState, StartedSession } from './interactions/directory.js';
 export { ASSETS_BASE, INTERACTION_BASE } from './interactions/handler.js';

@@ -15,6 +15,7 @@ import {
   SESSION_COOKIE_NAME,
 } from '@idt/identity';
 import type { StoredClient } from './clients/store.js';
+import { SIGN_IN_FEDERATION_CAPABILITY, type SignInFederationSlot } from './federation.js';
 import { createLandingRoutes, demoAuthorizationUrl, findDemoClient } from './http/routes/landing.js';
 import { createSignInLogRoutes, SIGN_IN_LOG_SERVICE } from './http/routes/logs.js';
 import { createProviderDocsRoutes } from './http/routes/provider-docs.js';
@@ -128,6 +129,7 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
       const identity = ctx.module<IdentityServices>('identity');
       const { sessions } = identity.credentials;
       const settings = ctx.settings;
+      const federation = ctx.capability<SignInFederationSlot>(SIGN_IN_FEDERATION_CAPABILITY);
       const module = await createKnexOidc({
         db: ctx.db,
         settings: {
@@ -164,6 +166,7 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
           const demo = findDemoClient(await demoClients());
           return demo && demoAuthorizationUrl(ctx.config.publicBaseUrl, demo.client, demo.redirectUri);
         },
+        ...(federation ? { federation } : {}),
         clock: ctx.clock,
         logger: ctx.logger,
       });

@@ -1,4 +1,5 @@
 import { type Clock, isDatabaseUnavailable, type Logger, silentLogger, systemClock } from '@idt/core';
+import type { SignInFederationSlot } from '../federation.js';
 import { signInAsset } from './assets.js';
 import { dispatch, safeParams } from './dispatcher.js';
 import { signInErrorPages } from './error-pages.js';
@@ -12,13 +13,15 @@ import { type InteractionDetails, ProviderExchange } from './provider-exchange.j
  * for the clock, the logger and `trustProxy`.
  */
 export interface InteractionHandlerOptions
-  extends Omit<SignInServices, 'sessionCookieName' | 'trustProxy' | 'clock' | 'logger' | 'base' | 'assets'> {
+  extends Omit<SignInServices, 'sessionCookieName' | 'trustProxy' | 'clock' | 'logger' | 'base' | 'assets' | 'federation'> {
   /** The sign-in session cookie (also read by the API for sign-in hosts). */
   readonly sessionCookie: { readonly name: string };
   /** Take the client IP of a session from `X-Forwarded-For` (a trusted proxy sets it). */
   readonly trustProxy?: boolean;
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** The slot a federation module fills (read at request time); no federation without one. */
+  readonly federation?: SignInFederationSlot;
 }
 
 /** The sign-in page paths, relative to the deployment prefix. */
@@ -63,6 +66,7 @@ export function createInteractionHandler(options: InteractionHandlerOptions): Pa
     logger,
     base,
     assets,
+    federation: () => options.federation?.current,
   };
   const baseSlash = `${base}/`;
   const assetsSlash = `${assets}/`;

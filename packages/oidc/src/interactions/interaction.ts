@@ -6,6 +6,7 @@ import type { ClientService } from '../clients/service.js';
 import type { StoredClient } from '../clients/store.js';
 import { pageSecurityHeaders } from '../policy/security-headers.js';
 import type { SignInLockout } from '../policy/sign-in-lockout.js';
+import type { SignInFederation } from '../federation.js';
 import type { AccountDirectory, StartedSession } from './directory.js';
 import type { PageRequest } from './page-request.js';
 import { type PageBranding, type PageOptions, renderPage } from './pages.js';
@@ -40,6 +41,8 @@ export interface SignInServices {
   readonly base: string;
   /** The sign-in assets' path, prefix included (`/idt/connect/assets`). */
   readonly assets: string;
+  /** Sign-in at other identity providers, when a federation module fills the slot (`federation.ts`). */
+  readonly federation: () => SignInFederation | undefined;
 }
 
 /** A page's options besides its assets path (the interaction knows it). */

@@ -93,6 +93,7 @@ label{display:block;font-weight:600;margin:1rem 0 .25rem}input[type=email],input
 input:focus-visible,button:focus-visible,a:focus-visible{outline:3px solid var(--primary);outline-offset:2px}
 button{display:block;width:100%;margin-top:1.25rem;padding:.65rem 1rem;font:inherit;font-weight:600;border:0;border-radius:.4rem;background:var(--primary);color:var(--primary-foreground);cursor:pointer}
 button.secondary{background:transparent;color:var(--fg);border:1px solid var(--border)}
+a.button{display:block;margin-top:1.25rem;padding:.65rem 1rem;font-weight:600;text-align:center;text-decoration:none;border-radius:.4rem;background:var(--primary);color:var(--primary-foreground)}a.button.secondary{background:transparent;color:var(--fg);border:1px solid var(--border)}.federation{margin-top:1.25rem}.federation a.button{margin-top:.5rem}
 .links{margin-top:1.5rem;display:flex;flex-direction:column;gap:.5rem}a{color:var(--primary)}
 .hint{color:var(--muted);font-size:.9rem;margin:.25rem 0 0}.error{border:2px solid var(--error);border-radius:.4rem;padding:.75rem 1rem;margin-bottom:1rem}.error h2{color:var(--error)}
 .notice{border-left:4px solid var(--primary);padding:.5rem .75rem}ul.scopes{padding-left:1.2rem}

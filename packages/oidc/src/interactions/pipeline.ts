@@ -6,6 +6,8 @@ import { signInErrorPages } from './error-pages.js';
 import type { Interaction } from './interaction.js';
 import { type PendingSignIn, pendingSignIn, savePending } from './pending.js';
 import { completeLogin, reuseOrStartSession } from './steps/complete-login.js';
+import { takeOutcome } from './steps/federated.js';
+import { routeByHint, ssoRequiredRefusal } from './steps/home-realm.js';
 import { enrolledPage, enrolmentPage } from './steps/mfa-enrolment.js';
 import { secondFactorPage } from './steps/second-factor.js';
 import { signInPage } from './steps/sign-in-page.js';
@@ -18,6 +20,9 @@ import { verifiedEmailGate } from './steps/verified-email.js';
  * - `identify`: the sign-in page (`sign-in-page.ts`) and its first factors:
  *   `password` (`password.ts`), a mailed one-time code or link
  *   (`one-time-code.ts`, `sign-in-email.ts`), a `passkey` (`passkey.ts`);
+ *   with federation, the routing step (`home-realm.ts`: identifier-first,
+ *   hints, "Continue with …", `ssoRequired`) and the upstream round trip's
+ *   return (`federated.ts`, linking included);
  * - `verified-email`: the address must be verified (`verified-email.ts`),
  *   globally or by the organization's policy;
  * - `second-factor`: a TOTP code, a recovery code or a passkey
@@ -47,19 +52,41 @@ export async function loginPrompt(interaction: Interaction): Promise<LightRespon
   const pending = pendingSignIn(interaction);
   if (pending) return stepPage(interaction, pending);
   const stepUp = await stepUpInSession(interaction);
-  return stepUp ?? signInPage(interaction);
+  if (stepUp) return stepUp;
+  const federation = interaction.services.federation();
+  if (federation) {
+    const unsolicited = await federation.consumeUnsolicited(interaction.request.headers.get('cookie'));
+    if (unsolicited) return takeOutcome(interaction, unsolicited, afterFirstFactor);
+    const routed = await routeByHint(interaction);
+    if (routed) return routed;
+  }
+  return signInPage(interaction);
+}
+
+/** A first factor that passed: the user it identified and its methods. */
+export interface FirstFactorPassed {
+  readonly userId: string;
+  readonly amr: readonly string[];
+  /** The address the person typed, when they typed one (the `ssoRequired` rule reads it). */
+  readonly email?: string;
+  /** Signed in at another identity provider (`federated.ts`): the `ssoRequired` rule is met. */
+  readonly federated?: boolean;
 }
 
 /**
- * Every first factor (password, one-time code, magic link, passkey) ends
- * here with the user it identified and its methods: the verified-e-mail
- * gate, then the second factor when one is needed, then the organization's
- * policy, then the session and the login.
+ * Every first factor (password, one-time code, magic link, passkey, a
+ * sign-in at another provider) ends here with the user it identified and
+ * its methods: the `ssoRequired` rule of the user's domain (all but a
+ * federated sign-in), the verified-e-mail gate, then the second factor
+ * when one is needed, then the organization's policy, then the session and
+ * the login.
  */
-export async function afterFirstFactor(
-  interaction: Interaction,
-  passed: { readonly userId: string; readonly amr: readonly string[] },
-): Promise<LightResponse> {
+export async function afterFirstFactor(interaction: Interaction, passed: FirstFactorPassed): Promise<LightResponse> {
+  if (!passed.federated && interaction.services.federation()) {
+    const email = passed.email ?? (await interaction.services.directory.accountClaims(passed.userId, null))?.email;
+    const refused = await ssoRequiredRefusal(interaction, email);
+    if (refused) return refused;
+  }
   const gate = await verifiedEmailGate(interaction, passed.userId, null);
   if (gate) return gate;
   return continueSignIn(interaction, {

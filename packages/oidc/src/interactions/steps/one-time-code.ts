@@ -31,5 +31,5 @@ export async function submitCode(interaction: Interaction, form: URLSearchParams
   if (!/^\d{6}$/.test(code)) return codePage(interaction, email.data, ['Enter the six digits of the code.'], 400);
   const userId = await interaction.services.directory.consumeCode(email.data, code);
   if (!userId) return codePage(interaction, email.data, ['The code is wrong or has expired. Ask for a new one.'], 400);
-  return afterFirstFactor(interaction, { userId, amr: ['otp'] });
+  return afterFirstFactor(interaction, { userId, amr: ['otp'], email: email.data });
 }

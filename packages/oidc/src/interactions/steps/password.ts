@@ -2,6 +2,7 @@ import type { LightResponse } from '@idt/core';
 import { EmailSchema } from '@idt/identity';
 import type { Interaction } from '../interaction.js';
 import { afterFirstFactor } from '../pipeline.js';
+import { ssoRequiredRefusal } from './home-realm.js';
 import { signInPage } from './sign-in-page.js';
 
 /**
@@ -23,6 +24,9 @@ export async function submitPassword(interaction: Interaction, form: URLSearchPa
       errors: [!email.success ? 'Enter a valid e-mail address.' : 'Enter your password.'],
     });
   }
+  // An address its organization signs in with single sign-on only: refused before its password is tried.
+  const refused = await ssoRequiredRefusal(interaction, email.data);
+  if (refused) return refused;
   const attempt = await signInLockout.attempt(email.data, () => directory.verifyPassword(email.data, password));
   if (attempt.outcome === 'locked') {
     return signInPage(interaction, {
@@ -34,5 +38,5 @@ export async function submitPassword(interaction: Interaction, form: URLSearchPa
   if (attempt.outcome === 'wrong') {
     return signInPage(interaction, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
   }
-  return afterFirstFactor(interaction, { userId: attempt.account, amr: ['pwd'] });
+  return afterFirstFactor(interaction, { userId: attempt.account, amr: ['pwd'], email: email.data });
 }

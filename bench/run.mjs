@@ -298,17 +298,27 @@ function startChild(name, argv, { env = {}, core } = {}) {
   const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines = [];
   const listeners = new Set();
-  const onData = (chunk) => {
-    for (const line of chunk.toString('utf8').split('\n')) {
-      if (!line) continue;
-      lines.push(line);
-      if (lines.length > 200) lines.shift();
-      for (const listener of listeners) listener(line);
-    }
+  const push = (line) => {
+    if (!line) return;
+    lines.push(line);
+    if (lines.length > 200) lines.shift();
+    for (const listener of listeners) listener(line);
   };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  // A line may come in several chunks (a pipe hands out 64 KiB at a time): each stream keeps its unfinished line.
+  const lineReader = (stream) => {
+    let rest = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk) => {
+      const parts = (rest + chunk).split('\n');
+      rest = parts.pop() ?? '';
+      for (const line of parts) push(line);
+    });
+    stream.on('end', () => push(rest));
+  };
+  lineReader(child.stdout);
+  lineReader(child.stderr);
+  // 'close', not 'exit': the streams are read to their end first (the last line is whole).
+  const exited = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
   const handle = {
     name,
     child,

@@ -216,6 +216,21 @@ describe.each(testDialects())('TOTP, recovery codes and the account API on %s', 
     expect(await factors().verifyTotp(user.id, await wrong())).toBe('wrong');
   });
 
+  it('forgets earlier misses after a right code, and lets a code work once even when sent twice at once', async () => {
+    const user = await person('forgets');
+    const { secret } = await enrol(user.id);
+    const wrong = async () => ((await codeFor(secret)) === '000000' ? '111111' : '000000');
+    clock.advance(30_000);
+    for (let i = 0; i < 4; i++) expect(await factors().verifyTotp(user.id, await wrong())).toBe('wrong');
+    expect(await factors().verifyTotp(user.id, await codeFor(secret))).toBe('ok');
+    // Four more misses: eight in the window, but the right code started the count again.
+    for (let i = 0; i < 4; i++) expect(await factors().verifyTotp(user.id, await wrong())).toBe('wrong');
+    clock.advance(30_000);
+    const code = await codeFor(secret);
+    const answers = await Promise.all([factors().verifyTotp(user.id, code), factors().verifyTotp(user.id, code)]);
+    expect(answers.sort()).toEqual(['ok', 'replayed']);
+  });
+
   it('uses each recovery code once, and a new set ends the old one', async () => {
     const user = await person('recover');
     const { recoveryCodes } = await enrol(user.id);

@@ -255,6 +255,18 @@ export function createSecondFactorService(options: SecondFactorServiceOptions): 
     async verifyTotp(userId, code) {
       const now = clock.now();
       const normalized = normalizeTotpCode(code);
+      // The usual case without a transaction (every sign-in with a second step takes it): one read, then the
+      // step's compare-and-set, which alone keeps a code from working twice. Misses, locks and users without
+      // a factor take the locked path below, which counts failures one at a time.
+      const check = normalized === undefined ? undefined : await store.totpCheck(userId);
+      if (check && normalized !== undefined && !lockedAt(check.attempts, now)) {
+        const step = await matchingStep(box.open(check.factor.secretSealed, totpAad(userId)), normalized, now);
+        if (step !== undefined) {
+          if (!(await store.useTotpStep(userId, step))) return 'replayed';
+          if (check.attempts) await store.clearAttempts(userId);
+          return 'ok';
+        }
+      }
       return store.transaction(async (tx): Promise<TotpVerification> => {
         if (!(await tx.lockUser(userId))) return 'wrong';
         if (lockedAt(await tx.attempts(userId), now)) return 'locked';

@@ -92,6 +92,15 @@ export interface SecondFactorWrites {
 export interface SecondFactorStore extends UnitOfWork<SecondFactorWrites> {
   /** Whether the user has a TOTP, how many unused recovery codes and how many passkeys (one read). */
   status(userId: string): Promise<{ totp: boolean; recoveryCodesLeft: number; passkeys: number }>;
+  /**
+   * The user's TOTP factor and the second step's failures, in one read: the
+   * sign-in's check before any lock (`undefined` without a factor).
+   */
+  totpCheck(userId: string): Promise<{ factor: StoredTotpFactor; attempts: SecondFactorAttempts | undefined } | undefined>;
+  /** Marks `step` used when it is later than the last one used (compare-and-set): whether it was. */
+  useTotpStep(userId: string, step: number): Promise<boolean>;
+  /** Forgets the second step's failures. */
+  clearAttempts(userId: string): Promise<void>;
   /** The user's password hash (`null` without a password), or `undefined` for no such user. */
   passwordHash(userId: string): Promise<string | null | undefined>;
   /** Whether the user has an active membership with the `owner` role in the active organization. */

@@ -27,6 +27,14 @@ function enrolmentFromRow(row: Record<string, unknown>): StoredTotpEnrolment {
   };
 }
 
+function attemptsFromRow(row: Record<string, unknown>): SecondFactorAttempts {
+  return {
+    failures: Number(row.failures),
+    windowStartedAt: toIso(row.window_started_at),
+    lockedUntil: toIsoOrNull(row.locked_until),
+  };
+}
+
 function factorFromRow(row: Record<string, unknown>): StoredTotpFactor {
   return {
     id: String(row.id),
@@ -36,6 +44,15 @@ function factorFromRow(row: Record<string, unknown>): StoredTotpFactor {
     lastUsedStep: row.last_used_step === null || row.last_used_step === undefined ? null : Number(row.last_used_step),
     createdAt: toIso(row.created_at),
   };
+}
+
+/** Marks a TOTP step used when it is later than the last one (compare-and-set), in a transaction or not. */
+async function useStep(db: Knex, userId: string, step: number): Promise<boolean> {
+  const updated = await db(FACTORS)
+    .where({ user_id: userId })
+    .andWhere((where) => where.whereNull('last_used_step').orWhere('last_used_step', '<', step))
+    .update({ last_used_step: step });
+  return updated === 1;
 }
 
 /** The {@link SecondFactorWrites} primitives over one transaction. */
@@ -77,13 +94,7 @@ function secondFactorWrites(trx: Knex.Transaction): SecondFactorWrites {
         created_at: factor.createdAt,
       });
     },
-    async useStep(userId, step) {
-      const updated = await trx(FACTORS)
-        .where({ user_id: userId })
-        .andWhere((where) => where.whereNull('last_used_step').orWhere('last_used_step', '<', step))
-        .update({ last_used_step: step });
-      return updated === 1;
-    },
+    useStep: (userId, step) => useStep(trx, userId, step),
     async deleteTotp(userId) {
       return (await trx(FACTORS).where({ user_id: userId }).delete()) > 0;
     },
@@ -124,12 +135,7 @@ function secondFactorWrites(trx: Knex.Transaction): SecondFactorWrites {
     },
     async attempts(userId) {
       const row = await trx(LOCKS).where({ user_id: userId }).first();
-      if (!row) return undefined;
-      return {
-        failures: Number(row.failures),
-        windowStartedAt: toIso(row.window_started_at),
-        lockedUntil: toIsoOrNull(row.locked_until),
-      } satisfies SecondFactorAttempts;
+      return row ? attemptsFromRow(row) : undefined;
     },
     async saveAttempts(userId, attempts) {
       await trx(LOCKS).where({ user_id: userId }).delete();
@@ -166,6 +172,21 @@ export function createKnexSecondFactorStore(options: KnexCredentialStoreOptions)
   };
   return {
     ...knexUnitOfWork(options, secondFactorWrites),
+    async totpCheck(userId) {
+      const row = (await db(`${FACTORS} as f`)
+        .leftJoin(`${LOCKS} as l`, 'l.user_id', 'f.user_id')
+        .where('f.user_id', userId)
+        .first('f.*', 'l.failures', 'l.window_started_at', 'l.locked_until')) as Record<string, unknown> | undefined;
+      if (!row) return undefined;
+      const attempts = row.failures === null || row.failures === undefined ? undefined : attemptsFromRow(row);
+      return { factor: factorFromRow(row), attempts };
+    },
+    async useTotpStep(userId, step) {
+      return useStep(db, userId, step);
+    },
+    async clearAttempts(userId) {
+      await db(LOCKS).where({ user_id: userId }).delete();
+    },
     async status(userId) {
       // One statement: every sign-in asks it (the pipeline's second-step decision).
       const row = (await db

@@ -1,25 +1,28 @@
 import {
   DATABASE_RETRY_AFTER_SECONDS,
-  decodeUtf8Strict,
   isDatabaseUnavailable,
   joinMarkup,
   LightResponse,
   type Logger,
   markup,
-  mediaTypeOf,
-  parseParams,
-  readCookie,
   silentLogger,
 } from '@idt/core';
 import type { TokenMac } from '@idt/identity';
 import { ProblemError } from '@idt/problem';
 import type { StoredClient } from '../clients/store.js';
-import { pageSecurityHeaders } from '../policy/security-headers.js';
+import {
+  ACCOUNT_PAGE_HEADERS,
+  type AccountPageSession,
+  createAccountPageGuard,
+  doneNotice,
+  redirectDone,
+} from './account-security/page-guard.js';
 import { createAccountPasskeysPage } from './account-security/passkeys.js'; // D: passkeys
 import { createAccountPasswordPage } from './account-security/password.js';
 import { createAccountTwoStepPage } from './account-security/two-step.js';
 import type { AccountDirectory } from './directory.js';
-import { FormTooLarge, type PageHandler, type PageRequest, readBodyBytes } from './page-request.js';
+import { methodNotAllowed, PageFormRefused, readPageForm } from './page-forms.js';
+import type { PageHandler, PageRequest } from './page-request.js';
 import { errorSummary, notice, renderPage, renderUnavailablePage } from './pages.js';
 import type { ConsentStore } from './stores.js';
 
@@ -68,9 +71,6 @@ export interface AccountPagesOptions {
 }
 
 const MAX_FORM_BYTES = 8 * 1024;
-/** Every account page's headers. */
-const PAGE_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'text/html; charset=utf-8', ...pageSecurityHeaders() };
-const CSRF_PURPOSE = 'account-csrf';
 const ACTIONS: ReadonlySet<string> = new Set(['sessions/revoke', 'consents/withdraw', 'email']);
 
 /** What a completed action says on the page it redirects to (Post/Redirect/Get). */
@@ -82,36 +82,6 @@ const NOTICES: ReadonlyMap<string, string> = new Map([
     'If the address is free, a confirmation link is on its way to it. Your address changes when you open the link.',
   ],
 ]);
-
-class FormRefused extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-async function readForm(request: PageRequest): Promise<URLSearchParams> {
-  if (mediaTypeOf(request.headers.get('content-type')) !== 'application/x-www-form-urlencoded') {
-    throw new FormRefused(415, 'Send the form as the page does (application/x-www-form-urlencoded).');
-  }
-  let bytes: Buffer;
-  try {
-    bytes = await readBodyBytes(request, MAX_FORM_BYTES);
-  } catch (error) {
-    if (error instanceof FormTooLarge) throw new FormRefused(413, 'The form is too large.');
-    throw error;
-  }
-  const text = decodeUtf8Strict(bytes);
-  try {
-    if (text === undefined) throw new Error('not UTF-8');
-    parseParams(text);
-  } catch {
-    throw new FormRefused(400, 'The form contains characters that are not allowed.');
-  }
-  return new URLSearchParams(text);
-}
 
 function formatTime(iso: string): string {
   const date = new Date(iso);
@@ -139,42 +109,25 @@ export function createAccountPages(options: AccountPagesOptions): PageHandler {
   const passwordPage = createAccountPasswordPage(options); // A: passwords
   const twoStepPage = createAccountTwoStepPage(options); // C1: two-step verification
   const passkeysPage = createAccountPasskeysPage(options); // D: passkeys
+  const guard = createAccountPageGuard(options, { maxFormBytes: MAX_FORM_BYTES });
 
   const send = (status: number, html: string, extra: Record<string, string> = {}) =>
-    new LightResponse(html, { status, headers: { ...PAGE_HEADERS, ...extra } });
-
-  const problemPage = (status: number, title: string, message: string) =>
-    send(
-      status,
-      renderPage(
-        { title, assets },
-        markup`<h1>${title}</h1>
-<p>${message}</p>
-<div class="links"><a href="${base}">Back to your account</a></div>`,
-      ),
-    );
+    new LightResponse(html, { status, headers: { ...ACCOUNT_PAGE_HEADERS, ...extra } });
 
   async function signedOut(): Promise<LightResponse> {
     const signIn = options.signInUrl ? await options.signInUrl() : undefined;
-    return send(
+    return guard.page(
       401,
-      renderPage(
-        { title: 'Sign in to see your account', assets },
-        markup`<h1>Sign in to see your account</h1>
+      'Sign in to see your account',
+      markup`<h1>Sign in to see your account</h1>
 <p>This page shows your profile, where you are signed in and the applications you allowed. It needs you to be signed in on this service, in this browser.</p>
 <p class="hint">Sign in through one of the applications that use this service, then come back to this address.</p>
 ${signIn && markup`<div class="links"><a href="${signIn}">Sign in with the demo application</a></div>`}`,
-      ),
     );
   }
 
-  function currentSession(request: PageRequest) {
-    const cookie = readCookie(request.headers.get('cookie'), options.sessionCookieName);
-    return cookie ? options.directory.findSession(cookie) : undefined;
-  }
-
   async function accountPage(
-    session: { sessionId: string; userId: string },
+    session: AccountPageSession,
     view: { status?: number; errors?: string[]; notice?: string; email?: string } = {},
   ): Promise<LightResponse> {
     const { userId, sessionId } = session;
@@ -184,7 +137,7 @@ ${signIn && markup`<div class="links"><a href="${signIn}">Sign in with the demo 
       options.consents.list(userId),
     ]);
     const clients = await Promise.all(consents.map((consent) => options.findClient(consent.clientId)));
-    const csrf = markup`<input type="hidden" name="csrf" value="${options.tokens.issue(CSRF_PURPOSE, sessionId)}">`;
+    const csrf = guard.csrfField(session);
     const sessionItems = sessions.map(
       (
         entry,
@@ -238,20 +191,20 @@ ${consents.length ? markup`<ul class="account-list">${joinMarkup(consentItems, '
   }
 
   async function handlePost(request: PageRequest, action: string): Promise<LightResponse> {
-    const session = await currentSession(request);
+    const session = await guard.session(request);
     if (!session) return signedOut();
+    // Unlike the account-security pages' forms, these check no origin: the CSRF token is their guard.
     let form: URLSearchParams;
     try {
-      form = await readForm(request);
+      form = await readPageForm(request, MAX_FORM_BYTES);
     } catch (error) {
-      if (error instanceof FormRefused) return problemPage(error.status, 'This form could not be read', error.message);
+      if (error instanceof PageFormRefused) return guard.message(error.status, 'This form could not be read', error.message);
       throw error;
     }
-    if (options.tokens.verify(CSRF_PURPOSE, form.get('csrf') ?? '') !== session.sessionId) {
-      return problemPage(403, 'This form has expired', 'Nothing was changed. Reload your account page and try again.');
+    if (!guard.csrfValid(form, session)) {
+      return guard.message(403, 'This form has expired', 'Nothing was changed. Reload your account page and try again.');
     }
-    const done = (key: string) =>
-      new LightResponse(null, { status: 303, headers: { location: `${base}?done=${key}`, 'cache-control': 'no-store' } });
+    const done = (key: string) => redirectDone(base, key);
     if (action === 'sessions/revoke') {
       const id = form.get('session') ?? '';
       if (!id || !(await options.account.revokeSession(session.userId, id))) {
@@ -282,30 +235,18 @@ ${consents.length ? markup`<ul class="account-list">${joinMarkup(consentItems, '
 
   async function answer(request: PageRequest, action: string): Promise<LightResponse> {
     if (action === '') {
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        return new LightResponse('Method Not Allowed', {
-          status: 405,
-          headers: { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' },
-        });
-      }
-      const session = await currentSession(request);
+      if (request.method !== 'GET' && request.method !== 'HEAD') return methodNotAllowed('GET, HEAD');
+      const session = await guard.session(request);
       if (!session) return signedOut();
-      const done = request.url.searchParams.get('done');
-      const message = done === null ? undefined : NOTICES.get(done);
-      return accountPage(session, message ? { notice: message } : {});
+      return accountPage(session, doneNotice(request, NOTICES));
     }
     if (action === 'password') return passwordPage(request); // A: passwords
     // C1: two-step verification
     if (action === 'two-step' || action.startsWith('two-step/')) return twoStepPage(request, action.slice('two-step/'.length));
     // D: passkeys
     if (action === 'passkeys' || action.startsWith('passkeys/')) return passkeysPage(request, action.slice('passkeys/'.length));
-    if (!ACTIONS.has(action)) return problemPage(404, 'Page not found', 'There is no such page on your account.');
-    if (request.method !== 'POST') {
-      return new LightResponse('Method Not Allowed', {
-        status: 405,
-        headers: { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' },
-      });
-    }
+    if (!ACTIONS.has(action)) return guard.message(404, 'Page not found', 'There is no such page on your account.');
+    if (request.method !== 'POST') return methodNotAllowed('POST');
     return handlePost(request, action);
   }
 
@@ -319,7 +260,7 @@ ${consents.length ? markup`<ul class="account-list">${joinMarkup(consentItems, '
       if (isDatabaseUnavailable(error)) {
         return send(503, renderUnavailablePage(assets), { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
       }
-      return problemPage(500, 'Something went wrong', 'Nothing was changed. Try again in a moment.');
+      return guard.message(500, 'Something went wrong', 'Nothing was changed. Try again in a moment.');
     }
   };
 }

@@ -1,12 +1,22 @@
-import { decodeUtf8Strict, type LightResponse, mediaTypeOf, parseParams } from '@idt/core';
+import { decodeUtf8Strict, type LightResponse, mediaTypeOf } from '@idt/core';
 import type { StoredClient } from '../clients/store.js';
 import { themeStylesheet } from './assets.js';
 import { signInErrorPages } from './error-pages.js';
 import { type Interaction, plainText } from './interaction.js';
+import { safeParams } from './page-forms.js';
 import { FormTooLarge, type PageRequest, readBodyBytes } from './page-request.js';
-import { completeSecondFactor, continueAfterEnrolment, loginPrompt, organizationGates, pendingPage } from './pipeline.js';
+import {
+  afterFirstFactor,
+  completeSecondFactor,
+  continueAfterEnrolment,
+  loginPrompt,
+  organizationGates,
+  pendingPage,
+} from './pipeline.js';
 import { consentOrFinish, submitConsent } from './steps/consent.js';
+import { returnFromFederation, submitLinkIdentity } from './steps/federated.js'; // federation
 import { forgotPasswordPage, submitForgotPassword } from './steps/forgot-password.js';
+import { FEDERATE_ACTION, FEDERATED_ACTION, IDENTIFY_ACTION, startFederation, submitIdentifier } from './steps/home-realm.js'; // federation
 import { submitEnrolled, submitEnrolment } from './steps/mfa-enrolment.js';
 import { submitCode } from './steps/one-time-code.js';
 import { chooseOrganization, submittedOrganization } from './steps/organization.js';
@@ -36,6 +46,8 @@ const PAGES: ReadonlyMap<string, PageStep> = new Map<string, PageStep>([
   ['link', returnFromSignInLink],
   ['forgot', (interaction) => forgotPasswordPage(interaction)], // A: passwords
   ['passkey-options', passkeyOptions], // D: passkeys
+  [FEDERATE_ACTION, startFederation], // federation: a "Continue with …" button
+  [FEDERATED_ACTION, (interaction) => returnFromFederation(interaction, afterFirstFactor)], // federation: the upstream's outcome
 ]);
 
 /** The forms of the login prompt, by action. */
@@ -46,6 +58,8 @@ const LOGIN_FORMS: ReadonlyMap<string, LoginFormStep> = new Map<string, LoginFor
   ['forgot', submitForgotPassword], // A: passwords
   ['passkey', submitPasskey], // D: passkeys
   ['link', submitSignInLink],
+  [IDENTIFY_ACTION, submitIdentifier], // federation: identifier-first
+  ['link-identity', (interaction, form) => submitLinkIdentity(interaction, form, afterFirstFactor)], // federation: linking
 ]);
 
 /**
@@ -152,16 +166,6 @@ async function submitGatedConsent(
     if (gate) return gate;
   }
   return submitConsent(interaction, client, userId, form);
-}
-
-/** Whether a query string (or form) decodes strictly: valid UTF-8, no NUL, no lone surrogate. */
-export function safeParams(text: string): boolean {
-  try {
-    parseParams(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -1,9 +1,10 @@
 import { type Clock, isDatabaseUnavailable, type Logger, silentLogger, systemClock } from '@idt/core';
 import type { SignInFederationSlot } from '../federation.js';
 import { signInAsset } from './assets.js';
-import { dispatch, safeParams } from './dispatcher.js';
+import { dispatch } from './dispatcher.js';
 import { signInErrorPages } from './error-pages.js';
 import { Interaction, type SignInServices } from './interaction.js';
+import { safeParams } from './page-forms.js';
 import type { PageHandler } from './page-request.js';
 import { type InteractionDetails, ProviderExchange } from './provider-exchange.js';
 

@@ -1,4 +1,4 @@
-import { decodeUtf8Strict, mediaTypeOf, parseParams } from '@idt/core';
+import { decodeUtf8Strict, LightResponse, mediaTypeOf, parseParams } from '@idt/core';
 import { FormTooLarge, type PageRequest, readBodyBytes } from './page-request.js';
 
 /** Why a page form could not be read. */
@@ -29,13 +29,40 @@ export async function readPageForm(request: PageRequest, maxBytes: number): Prom
     throw error;
   }
   const text = decodeUtf8Strict(bytes);
-  try {
-    if (text === undefined) throw new Error('not UTF-8');
-    parseParams(text);
-  } catch {
+  if (text === undefined || !safeParams(text)) {
     throw new PageFormRefused(400, 'The form contains characters that are not allowed.');
   }
-  return new URLSearchParams(text as string);
+  return new URLSearchParams(text);
+}
+
+/**
+ * Whether a query string (or form) decodes strictly: valid UTF-8, no NUL,
+ * no lone surrogate.
+ *
+ * @example
+ * if (!safeParams(request.url.search)) return unreadablePage();
+ */
+export function safeParams(text: string): boolean {
+  try {
+    parseParams(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The plain `405 Method Not Allowed` of a page, naming the methods it
+ * takes in `Allow`.
+ *
+ * @example
+ * if (request.method !== 'POST') return methodNotAllowed('POST');
+ */
+export function methodNotAllowed(allow: string): LightResponse {
+  return new LightResponse('Method Not Allowed', {
+    status: 405,
+    headers: { allow, 'content-type': 'text/plain; charset=utf-8' },
+  });
 }
 
 /**

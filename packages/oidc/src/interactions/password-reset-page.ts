@@ -9,7 +9,7 @@ import {
 } from '@idt/core';
 import { pageSecurityHeaders } from '../policy/security-headers.js';
 import type { AccountDirectory } from './directory.js';
-import { PageFormRefused, postedFromThisSite, readPageForm } from './page-forms.js';
+import { methodNotAllowed, PageFormRefused, postedFromThisSite, readPageForm } from './page-forms.js';
 import type { PageHandler, PageRequest } from './page-request.js';
 import { errorSummary, notice, renderPage, renderUnavailablePage } from './pages.js';
 
@@ -84,12 +84,7 @@ ${errorSummary(errors)}
       const state = await options.directory.passwordResetState(token);
       return state === 'valid' ? form(token) : linkProblem(400, state);
     }
-    if (request.method !== 'POST') {
-      return new LightResponse('Method Not Allowed', {
-        status: 405,
-        headers: { allow: 'GET, HEAD, POST', 'content-type': 'text/plain; charset=utf-8' },
-      });
-    }
+    if (request.method !== 'POST') return methodNotAllowed('GET, HEAD, POST');
     if (!postedFromThisSite(request)) {
       return page(
         403,

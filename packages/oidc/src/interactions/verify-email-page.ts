@@ -1,18 +1,16 @@
 import {
   DATABASE_RETRY_AFTER_SECONDS,
-  decodeUtf8Strict,
   isDatabaseUnavailable,
   LightResponse,
   type Logger,
   markup,
-  mediaTypeOf,
-  parseParams,
   type SafeHtml,
   silentLogger,
 } from '@idt/core';
 import { pageSecurityHeaders } from '../policy/security-headers.js';
 import type { AccountDirectory } from './directory.js';
-import { FormTooLarge, type PageHandler, type PageRequest, readBodyBytes } from './page-request.js';
+import { methodNotAllowed, PageFormRefused, readPageForm, safeParams } from './page-forms.js';
+import type { PageHandler, PageRequest } from './page-request.js';
 import { errorSummary, notice, renderPage, renderUnavailablePage } from './pages.js';
 
 /** The confirm page's path, relative to the deployment prefix (the mailed link: `?token=`). */
@@ -34,16 +32,6 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
   ...pageSecurityHeaders(),
   'cache-control': 'no-store',
 };
-
-/** Whether a query string or form decodes strictly (valid UTF-8, no NUL, no lone surrogate). */
-function safeParams(text: string): boolean {
-  try {
-    parseParams(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The page a mailed verification link opens, `{prefix}/connect/verify-email?token=`.
@@ -101,23 +89,20 @@ ${errorSummary(['The link is incomplete, was already used, or a newer link repla
   }
 
   async function confirm(request: PageRequest): Promise<LightResponse> {
-    if (mediaTypeOf(request.headers.get('content-type')) !== 'application/x-www-form-urlencoded') {
+    let fields: URLSearchParams;
+    try {
+      fields = await readPageForm(request, MAX_FORM_BYTES);
+    } catch (error) {
+      if (!(error instanceof PageFormRefused)) throw error;
+      // Past the media type, a form this page did not make (too large, not UTF-8) reads as a broken link.
+      if (error.status !== 415) return unusable('invalid');
       return page(
         415,
         'This link does not work',
         markup`<h1>This link does not work</h1>${errorSummary(['Send the form as the page does.'])}`,
       );
     }
-    let bytes: Buffer;
-    try {
-      bytes = await readBodyBytes(request, MAX_FORM_BYTES);
-    } catch (error) {
-      if (error instanceof FormTooLarge) return unusable('invalid');
-      throw error;
-    }
-    const text = decodeUtf8Strict(bytes);
-    if (text === undefined || !safeParams(text)) return unusable('invalid');
-    const token = new URLSearchParams(text).get('token');
+    const token = fields.get('token');
     if (token === null || !TOKEN.test(token)) return unusable('invalid');
     const outcome = await options.directory.verifyEmail(token);
     if (outcome !== 'verified') return unusable(outcome);
@@ -136,10 +121,7 @@ ${notice('Thank you: your e-mail address is confirmed.')}
       return show(request.url.searchParams.get('token'));
     }
     if (request.method === 'POST') return confirm(request);
-    return new LightResponse('Method Not Allowed', {
-      status: 405,
-      headers: { allow: 'GET, HEAD, POST', 'content-type': 'text/plain; charset=utf-8' },
-    });
+    return methodNotAllowed('GET, HEAD, POST');
   }
 
   return async function verifyEmailPage(request) {

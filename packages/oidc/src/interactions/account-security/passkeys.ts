@@ -1,11 +1,11 @@
-import { isUuid, joinMarkup, json, LightResponse, type Logger, markup, readCookie, type SafeHtml, silentLogger } from '@idt/core';
+import { isUuid, joinMarkup, json, LightResponse, type Logger, markup, type SafeHtml, silentLogger } from '@idt/core';
 import type { TokenMac } from '@idt/identity';
-import { pageSecurityHeaders } from '../../policy/security-headers.js';
 import type { AccountDirectory, AccountPasskey, PasskeyRefusal } from '../directory.js';
-import { PageFormRefused, postedFromThisSite, readPageForm } from '../page-forms.js';
+import { methodNotAllowed } from '../page-forms.js';
 import type { PageRequest } from '../page-request.js';
-import { errorSummary, notice, renderPage } from '../pages.js';
+import { errorSummary, notice } from '../pages.js';
 import { credentialOf } from '../steps/passkey.js';
+import { type AccountPageSession, createAccountPageGuard, doneNotice, redirectDone } from './page-guard.js';
 
 /** The passkeys page's path, relative to the deployment prefix. */
 export const ACCOUNT_PASSKEYS_PATH = '/connect/account/passkeys';
@@ -31,10 +31,8 @@ export interface AccountPasskeysPageOptions {
   readonly logger?: Logger;
 }
 
-const CSRF_PURPOSE = 'account-csrf';
 /** Room for a browser's registration response (about 1-2 KiB) and the name. */
 const MAX_FORM_BYTES = 16 * 1024;
-const PAGE_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'text/html; charset=utf-8', ...pageSecurityHeaders() };
 const NAME_MAX = 64;
 
 /** What a completed change says on the page it redirects to (Post/Redirect/Get). */
@@ -97,25 +95,11 @@ export function createAccountPasskeysPage(
   const { directory } = options;
   const account = `${options.pathPrefix}/connect/account`;
   const path = `${options.pathPrefix}${ACCOUNT_PASSKEYS_PATH}`;
-  const assets = `${options.pathPrefix}/connect/assets`;
-
-  const page = (status: number, title: string, body: SafeHtml) =>
-    new LightResponse(renderPage({ title, assets, scripts: ['focus.js', 'passkey.js'], wide: true }, body), {
-      status,
-      headers: PAGE_HEADERS,
-    });
-
-  const message = (status: number, title: string, text: string) =>
-    page(
-      status,
-      title,
-      markup`<h1>${title}</h1>
-<p>${text}</p>
-<div class="links"><a href="${account}">Back to your account</a></div>`,
-    );
-
-  const done = (key: string) =>
-    new LightResponse(null, { status: 303, headers: { location: `${path}?done=${key}`, 'cache-control': 'no-store' } });
+  const guard = createAccountPageGuard(options, {
+    maxFormBytes: MAX_FORM_BYTES,
+    page: { scripts: ['focus.js', 'passkey.js'], wide: true },
+  });
+  const done = (key: string) => redirectDone(path, key);
 
   function item(passkey: AccountPasskey, csrf: SafeHtml, canChange: boolean): SafeHtml {
     const kind = passkey.deviceType === 'multiDevice' || passkey.backedUp ? 'Synced passkey' : 'On one device only';
@@ -136,7 +120,7 @@ ${
   }
 
   async function view(
-    session: { sessionId: string; userId: string },
+    session: AccountPageSession,
     state: { status?: number; errors?: readonly string[]; notice?: string } = {},
   ): Promise<LightResponse> {
     const [passkeys, access] = await Promise.all([
@@ -144,7 +128,7 @@ ${
       directory.passkeyAccess(session.userId, session.sessionId),
     ]);
     const canChange = access === 'done';
-    const csrf = markup`<input type="hidden" name="csrf" value="${options.tokens.issue(CSRF_PURPOSE, session.sessionId)}">`;
+    const csrf = guard.csrfField(session);
     const list = passkeys.length
       ? markup`<ul class="account-list">${joinMarkup(
           passkeys.map((passkey) => item(passkey, csrf, canChange)),
@@ -178,7 +162,7 @@ ${csrf}
 </form>
 <p class="hint">No password on this account? Sign out and sign in again, then come back within 5 minutes.</p>
 </section>`;
-    return page(
+    return guard.page(
       state.status ?? 200,
       'Passkeys',
       markup`<h1>Passkeys</h1>
@@ -193,7 +177,7 @@ ${change}
     );
   }
 
-  async function change(session: { sessionId: string; userId: string }, action: string, fields: URLSearchParams) {
+  async function change(session: AccountPageSession, action: string, fields: URLSearchParams) {
     const { userId, sessionId } = session;
     const refused = (refusal: PasskeyRefusal) =>
       view(session, { status: REFUSALS[refusal].status, errors: [REFUSALS[refusal].text] });
@@ -245,46 +229,18 @@ ${change}
   }
 
   return async function passkeysPage(request, action) {
-    const cookie = readCookie(request.headers.get('cookie'), options.sessionCookieName);
-    const session = cookie ? await directory.findSession(cookie) : undefined;
-    if (!session) {
-      return message(
-        401,
-        'Sign in to manage your passkeys',
-        'This page needs you to be signed in on this service, in this browser.',
-      );
-    }
+    const session = await guard.session(request);
+    if (!session) return guard.signedOut('Sign in to manage your passkeys');
     if (action === '') {
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        return new LightResponse('Method Not Allowed', {
-          status: 405,
-          headers: { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' },
-        });
-      }
-      const key = request.url.searchParams.get('done');
-      const text = key === null ? undefined : NOTICES.get(key);
-      return view(session, text ? { notice: text } : {});
+      if (request.method !== 'GET' && request.method !== 'HEAD') return methodNotAllowed('GET, HEAD');
+      return view(session, doneNotice(request, NOTICES));
     }
     if (!['options', 'confirm', 'register', 'rename', 'remove'].includes(action)) {
-      return message(404, 'Page not found', 'There is no such page on your account.');
+      return guard.message(404, 'Page not found', 'There is no such page on your account.');
     }
-    if (request.method !== 'POST') {
-      return new LightResponse('Method Not Allowed', {
-        status: 405,
-        headers: { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' },
-      });
-    }
-    let fields: URLSearchParams;
-    try {
-      if (!postedFromThisSite(request)) throw new PageFormRefused(403, 'The form was sent from another site.');
-      fields = await readPageForm(request, MAX_FORM_BYTES);
-    } catch (error) {
-      if (!(error instanceof PageFormRefused)) throw error;
-      return message(error.status, 'This form could not be read', `${error.message} Nothing was changed.`);
-    }
-    if (options.tokens.verify(CSRF_PURPOSE, fields.get('csrf') ?? '') !== session.sessionId) {
-      return message(403, 'This form has expired', 'Nothing was changed. Reload the page and try again.');
-    }
+    if (request.method !== 'POST') return methodNotAllowed('POST');
+    const fields = await guard.readForm(request, session);
+    if (fields instanceof LightResponse) return fields;
     return change(session, action, fields);
   };
 }

@@ -1,10 +1,10 @@
-import { LightResponse, type Logger, markup, readCookie, type SafeHtml, silentLogger } from '@idt/core';
+import { LightResponse, type Logger, markup, silentLogger } from '@idt/core';
 import type { TokenMac } from '@idt/identity';
-import { pageSecurityHeaders } from '../../policy/security-headers.js';
 import type { AccountDirectory } from '../directory.js';
-import { PageFormRefused, postedFromThisSite, readPageForm } from '../page-forms.js';
+import { methodNotAllowed } from '../page-forms.js';
 import type { PageRequest } from '../page-request.js';
-import { errorSummary, notice, renderPage } from '../pages.js';
+import { errorSummary, notice } from '../pages.js';
+import { type AccountPageSession, createAccountPageGuard, redirectDone } from './page-guard.js';
 
 /** The change-password page's path, relative to the deployment prefix. */
 export const ACCOUNT_PASSWORD_PATH = '/connect/account/password';
@@ -21,10 +21,8 @@ export interface AccountPasswordPageOptions {
   readonly logger?: Logger;
 }
 
-const CSRF_PURPOSE = 'account-csrf';
 /** 32 KiB: room for an over-long password (typed twice) to reach the policy, which says so. */
 const MAX_FORM_BYTES = 32 * 1024;
-const PAGE_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'text/html; charset=utf-8', ...pageSecurityHeaders() };
 
 /**
  * The change-password page of the account pages, `GET|POST
@@ -42,33 +40,18 @@ export function createAccountPasswordPage(options: AccountPasswordPageOptions): 
   const logger = options.logger ?? silentLogger;
   const account = `${options.pathPrefix}/connect/account`;
   const path = `${options.pathPrefix}${ACCOUNT_PASSWORD_PATH}`;
-  const assets = `${options.pathPrefix}/connect/assets`;
+  const guard = createAccountPageGuard(options, { maxFormBytes: MAX_FORM_BYTES, page: { scripts: ['focus.js'] } });
 
-  const page = (status: number, title: string, body: SafeHtml, extra: Record<string, string> = {}) =>
-    new LightResponse(renderPage({ title, assets, scripts: ['focus.js'] }, body), {
-      status,
-      headers: { ...PAGE_HEADERS, ...extra },
-    });
-
-  const message = (status: number, title: string, text: string) =>
-    page(
-      status,
-      title,
-      markup`<h1>${title}</h1>
-<p>${text}</p>
-<div class="links"><a href="${account}">Back to your account</a></div>`,
-    );
-
-  function form(sessionId: string, view: { errors?: readonly string[]; notice?: string; status?: number } = {}) {
+  function form(session: AccountPageSession, view: { errors?: readonly string[]; notice?: string; status?: number } = {}) {
     const errors = view.errors ?? [];
     const described = errors.length > 0 ? 'new-password-hint error-summary' : 'new-password-hint';
-    return page(
+    return guard.page(
       view.status ?? 200,
       'Change your password',
       markup`<h1>Change your password</h1>
 ${errorSummary(errors)}${notice(view.notice)}
 <form method="post" action="${path}" novalidate>
-<input type="hidden" name="csrf" value="${options.tokens.issue(CSRF_PURPOSE, sessionId)}">
+${guard.csrfField(session)}
 <label for="current-password">Current password</label>
 <input id="current-password" name="currentPassword" type="password" autocomplete="current-password" required>
 <label for="new-password">New password</label>
@@ -84,36 +67,15 @@ ${errorSummary(errors)}${notice(view.notice)}
   }
 
   async function answer(request: PageRequest): Promise<LightResponse> {
-    const cookie = readCookie(request.headers.get('cookie'), options.sessionCookieName);
-    const session = cookie ? await options.directory.findSession(cookie) : undefined;
-    if (!session) {
-      return message(
-        401,
-        'Sign in to change your password',
-        'This page needs you to be signed in on this service, in this browser.',
-      );
-    }
+    const session = await guard.session(request);
+    if (!session) return guard.signedOut('Sign in to change your password');
     if (request.method === 'GET' || request.method === 'HEAD') {
       const done = request.url.searchParams.get('done') === 'changed';
-      return form(session.sessionId, done ? { notice: 'Your password is changed. Your other sessions were signed out.' } : {});
+      return form(session, done ? { notice: 'Your password is changed. Your other sessions were signed out.' } : {});
     }
-    if (request.method !== 'POST') {
-      return new LightResponse('Method Not Allowed', {
-        status: 405,
-        headers: { allow: 'GET, HEAD, POST', 'content-type': 'text/plain; charset=utf-8' },
-      });
-    }
-    let fields: URLSearchParams;
-    try {
-      if (!postedFromThisSite(request)) throw new PageFormRefused(403, 'The form was sent from another site.');
-      fields = await readPageForm(request, MAX_FORM_BYTES);
-    } catch (error) {
-      if (!(error instanceof PageFormRefused)) throw error;
-      return message(error.status, 'This form could not be read', `${error.message} Nothing was changed.`);
-    }
-    if (options.tokens.verify(CSRF_PURPOSE, fields.get('csrf') ?? '') !== session.sessionId) {
-      return message(403, 'This form has expired', 'Nothing was changed. Reload the page and try again.');
-    }
+    if (request.method !== 'POST') return methodNotAllowed('GET, HEAD, POST');
+    const fields = await guard.readForm(request, session);
+    if (fields instanceof LightResponse) return fields;
     const current = fields.get('currentPassword') ?? '';
     const next = fields.get('newPassword') ?? '';
     const errors = [
@@ -121,21 +83,18 @@ ${errorSummary(errors)}${notice(view.notice)}
       ...(next ? [] : ['Enter a new password.']),
       ...(next && next !== (fields.get('confirmPassword') ?? '') ? ['The two new passwords are not the same.'] : []),
     ];
-    if (errors.length) return form(session.sessionId, { errors, status: 400 });
+    if (errors.length) return form(session, { errors, status: 400 });
     const outcome = await options.directory.changePassword(session.userId, session.sessionId, current, next);
     switch (outcome.outcome) {
       case 'set':
         logger.info('account: password changed by its user', { userId: session.userId });
-        return new LightResponse(null, {
-          status: 303,
-          headers: { location: `${path}?done=changed`, 'cache-control': 'no-store' },
-        });
+        return redirectDone(path, 'changed');
       case 'rejected':
-        return form(session.sessionId, { errors: outcome.reasons, status: 422 });
+        return form(session, { errors: outcome.reasons, status: 422 });
       case 'rate-limited':
-        return form(session.sessionId, { errors: ['Too many attempts. Wait 15 minutes and try again.'], status: 429 });
+        return form(session, { errors: ['Too many attempts. Wait 15 minutes and try again.'], status: 429 });
       default:
-        return form(session.sessionId, { errors: ['The current password is wrong.'], status: 400 });
+        return form(session, { errors: ['The current password is wrong.'], status: 400 });
     }
   }
 

@@ -1,11 +1,11 @@
-import { LightResponse, type Logger, markup, readCookie, type SafeHtml, silentLogger } from '@idt/core';
+import { LightResponse, type Logger, markup, type SafeHtml, silentLogger } from '@idt/core';
 import type { TokenMac } from '@idt/identity';
-import { pageSecurityHeaders } from '../../policy/security-headers.js';
 import type { AccountDirectory, AccountReauthentication } from '../directory.js';
-import { PageFormRefused, postedFromThisSite, readPageForm } from '../page-forms.js';
+import { methodNotAllowed } from '../page-forms.js';
 import type { PageRequest } from '../page-request.js';
-import { errorSummary, notice, renderPage } from '../pages.js';
+import { errorSummary, notice } from '../pages.js';
 import { totpEnrolmentView } from '../totp-enrolment-view.js';
+import { type AccountPageSession, createAccountPageGuard, doneNotice, redirectDone } from './page-guard.js';
 
 /** The two-step verification page's path, relative to the deployment prefix. */
 export const ACCOUNT_TWO_STEP_PATH = '/connect/account/two-step';
@@ -25,10 +25,8 @@ export interface AccountTwoStepPageOptions {
   readonly logger?: Logger;
 }
 
-const CSRF_PURPOSE = 'account-csrf';
 /** Room for a long password in the "confirm it's you" field. */
 const MAX_FORM_BYTES = 8 * 1024;
-const PAGE_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'text/html; charset=utf-8', ...pageSecurityHeaders() };
 const TOTP_CODE = /^\d{6}$/;
 const ACTIONS: ReadonlySet<string> = new Set(['begin', 'confirm', 'recovery-codes', 'remove']);
 
@@ -37,8 +35,6 @@ const NOTICES: ReadonlyMap<string, string> = new Map([
   ['enabled', 'Two-step verification is on: signing in asks for a code from your authenticator app.'],
   ['removed', 'The authenticator app was removed. We sent a notice to your e-mail address.'],
 ]);
-
-type Session = { sessionId: string; userId: string };
 
 type Reauth = 'ok' | 'required' | 'wrong' | 'locked';
 
@@ -75,28 +71,14 @@ export function createAccountTwoStepPage(
   const { directory } = options;
   const account = `${options.pathPrefix}/connect/account`;
   const path = `${options.pathPrefix}${ACCOUNT_TWO_STEP_PATH}`;
-  const assets = `${options.pathPrefix}/connect/assets`;
-
-  const page = (status: number, title: string, body: SafeHtml) =>
-    new LightResponse(renderPage({ title, assets, scripts: ['focus.js'] }, body), {
-      status,
-      headers: { ...PAGE_HEADERS },
-    });
-
-  const message = (status: number, title: string, text: string) =>
-    page(
-      status,
-      title,
-      markup`<h1>${title}</h1>
-<p>${text}</p>
-<div class="links"><a href="${path}">Back to two-step verification</a><a href="${account}">Back to your account</a></div>`,
-    );
-
-  const redirect = (done: string) =>
-    new LightResponse(null, { status: 303, headers: { location: `${path}?done=${done}`, 'cache-control': 'no-store' } });
-
-  const csrf = (session: Session) =>
-    markup`<input type="hidden" name="csrf" value="${options.tokens.issue(CSRF_PURPOSE, session.sessionId)}">`;
+  const guard = createAccountPageGuard(options, {
+    maxFormBytes: MAX_FORM_BYTES,
+    page: { scripts: ['focus.js'] },
+    links: markup`<a href="${path}">Back to two-step verification</a><a href="${account}">Back to your account</a>`,
+  });
+  const { page, message } = guard;
+  const redirect = (done: string) => redirectDone(path, done);
+  const csrf = guard.csrfField;
 
   /** The "confirm it's you" fields of a change, when the session is not recent enough. */
   function reauthFields(form: string, needed: boolean): SafeHtml {
@@ -120,7 +102,7 @@ export function createAccountTwoStepPage(
     return undefined;
   }
 
-  async function overview(session: Session, view: { status?: number; errors?: string[]; notice?: string } = {}) {
+  async function overview(session: AccountPageSession, view: { status?: number; errors?: string[]; notice?: string } = {}) {
     const [factors, reauth] = await Promise.all([
       directory.secondFactors(session.userId),
       directory.reauthenticate(session.userId, session.sessionId),
@@ -171,7 +153,7 @@ ${reauthFields('remove', stale)}
   }
 
   /** The set-up: the QR code, the key and the first code's form. */
-  async function begin(session: Session) {
+  async function begin(session: AccountPageSession) {
     const [enrolment, reauth] = await Promise.all([
       directory.beginTotp(session.userId, ''),
       directory.reauthenticate(session.userId, session.sessionId),
@@ -189,7 +171,7 @@ ${totpEnrolmentView({
   }
 
   /** The first code's form again (the app already holds the key), with its error. */
-  async function retryConfirm(session: Session, enrolmentId: string, error: string, status: number) {
+  async function retryConfirm(session: AccountPageSession, enrolmentId: string, error: string, status: number) {
     const reauth = await directory.reauthenticate(session.userId, session.sessionId);
     const errors = [error];
     const body = markup`<h1>Set up an authenticator app</h1>
@@ -219,18 +201,9 @@ ${notice(lead)}
     return page(200, title, body);
   }
 
-  async function change(request: PageRequest, session: Session, action: string): Promise<LightResponse> {
-    let fields: URLSearchParams;
-    try {
-      if (!postedFromThisSite(request)) throw new PageFormRefused(403, 'The form was sent from another site.');
-      fields = await readPageForm(request, MAX_FORM_BYTES);
-    } catch (error) {
-      if (!(error instanceof PageFormRefused)) throw error;
-      return message(error.status, 'This form could not be read', `${error.message} Nothing was changed.`);
-    }
-    if (options.tokens.verify(CSRF_PURPOSE, fields.get('csrf') ?? '') !== session.sessionId) {
-      return message(403, 'This form has expired', 'Nothing was changed. Reload the page and try again.');
-    }
+  async function change(request: PageRequest, session: AccountPageSession, action: string): Promise<LightResponse> {
+    const fields = await guard.readForm(request, session);
+    if (fields instanceof LightResponse) return fields;
     if (action === 'begin') return begin(session);
 
     if (action === 'confirm') {
@@ -291,33 +264,14 @@ ${notice(lead)}
   }
 
   return async function twoStepPage(request, action) {
-    const cookie = readCookie(request.headers.get('cookie'), options.sessionCookieName);
-    const session = cookie ? await directory.findSession(cookie) : undefined;
-    if (!session) {
-      return message(
-        401,
-        'Sign in to manage two-step verification',
-        'This page needs you to be signed in on this service, in this browser.',
-      );
-    }
+    const session = await guard.session(request);
+    if (!session) return guard.signedOut('Sign in to manage two-step verification');
     if (action === '') {
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        return new LightResponse('Method Not Allowed', {
-          status: 405,
-          headers: { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' },
-        });
-      }
-      const done = request.url.searchParams.get('done');
-      const text = done === null ? undefined : NOTICES.get(done);
-      return overview(session, text ? { notice: text } : {});
+      if (request.method !== 'GET' && request.method !== 'HEAD') return methodNotAllowed('GET, HEAD');
+      return overview(session, doneNotice(request, NOTICES));
     }
     if (!ACTIONS.has(action)) return message(404, 'Page not found', 'There is no such page on your account.');
-    if (request.method !== 'POST') {
-      return new LightResponse('Method Not Allowed', {
-        status: 405,
-        headers: { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' },
-      });
-    }
+    if (request.method !== 'POST') return methodNotAllowed('POST');
     return change(request, session, action);
   };
 }

@@ -4,6 +4,8 @@ export type { BadBody } from './bad-bodies.js';
 export { BAD_BODIES, describeBadBodies, OVERSIZED_SETUP, postBody, SETUP_ADMIN } from './bad-bodies.js';
 export type { BrowserResponse, HtmlForm, SubmitOptions } from './browser.js';
 export { Browser, parseForms } from './browser.js';
+export type { CallbackPage } from './chromium.js';
+export { consoleProblems, launchChromium, startCallbackPage, withoutChromium } from './chromium.js';
 export type { SkippingClock } from './clock.js';
 export { createSkippingClock } from './clock.js';
 export type { TestDatabase, TestDialect } from './database.js';

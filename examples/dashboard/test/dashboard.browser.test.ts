@@ -1,12 +1,20 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IngestedLogEvent } from '@idt/core';
-import { bootstrapAdmin, freePort, registerClient, startTestServer, type TestAdmin, type TestServer } from '@idt/testing';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import {
+  bootstrapAdmin,
+  freePort,
+  launchChromium,
+  registerClient,
+  startTestServer,
+  type TestAdmin,
+  type TestServer,
+  withoutChromium,
+} from '@idt/testing';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Dashboard, startDashboard } from '../src/index.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'dashboard');
 /** A JWT (access or ID token) anywhere in a string. */
 const JWT = /eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{16,}/;
@@ -64,8 +72,7 @@ async function signInThrough(page: Page, dashboard: Dashboard, email: string, pa
   await page.waitForURL(`${dashboard.url}/`);
 }
 
-// Skipped on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails the run.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the example dashboard in headless Chromium', () => {
+describe.skipIf(withoutChromium)('the example dashboard in headless Chromium', () => {
   let server: TestServer;
   let admin: TestAdmin;
   let dashboard: Dashboard;
@@ -103,10 +110,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the example dashboard
       },
       port,
     );
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     mkdirSync(SHOTS, { recursive: true });
   });
   afterAll(async () => {

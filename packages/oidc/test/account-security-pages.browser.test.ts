@@ -1,13 +1,21 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createManualClock } from '@idt/core';
 import { type MailboxMessage, readMailbox } from '@idt/core/mail';
-import { bootstrapAdmin, startTestServer, type TestServer, tenantWithTokens } from '@idt/testing';
+import {
+  bootstrapAdmin,
+  type CallbackPage,
+  consoleProblems,
+  launchChromium,
+  startCallbackPage,
+  startTestServer,
+  type TestServer,
+  tenantWithTokens,
+  withoutChromium,
+} from '@idt/testing';
 import { generateSync } from 'otplib';
-import { type Browser, type BrowserContext, chromium, type Page, type Response } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordUser, register, unique } from './clients-support.js';
 
@@ -19,7 +27,6 @@ import { passwordUser, register, unique } from './clients-support.js';
  * with the keyboard.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'account-security-pages');
 const WIDTHS = [360, 1440] as const;
 const NEW_PASSWORD = 'violet lantern orbit meadow';
@@ -32,23 +39,6 @@ interface AxeFinding {
   readonly impact: string | null;
   readonly help: string;
   readonly targets: string[];
-}
-
-/**
- * Console errors (a failed request such as a missing `/favicon.ico` logs one), messages about the
- * content security policy and uncaught exceptions of a page: there must be none. The one console
- * error left out is Chromium's note of the document's own error status (an error page is one).
- */
-function consoleProblems(page: Page): string[] {
-  const messages: string[] = [];
-  page.on('console', (message) => {
-    const ownStatus = message.text().startsWith('Failed to load resource') && message.location().url === page.url();
-    if ((message.type() === 'error' && !ownStatus) || /content security policy/i.test(message.text())) {
-      messages.push(`${page.url()}: ${message.text()} (${message.location().url})`);
-    }
-  });
-  page.on('pageerror', (error) => messages.push(`${page.url()}: ${error.message}`));
-  return messages;
 }
 
 /** Runs axe-core in the page (its default rules: WCAG 2.x A/AA and best practices); every violation, and how many rules passed. */
@@ -80,12 +70,11 @@ async function tabTo(page: Page, selector: string, max = 30): Promise<number> {
   throw new Error(`${selector} never got the keyboard focus on ${page.url()}`);
 }
 
-// Skipped on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails the run.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the account-security pages in headless Chromium', () => {
+describe.skipIf(withoutChromium)('the account-security pages in headless Chromium', () => {
   const clock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
   let server: TestServer;
   let browser: Browser;
-  let relyingParty: Server;
+  let relyingParty: CallbackPage;
   let REDIRECT: string;
   /** The platform's first-party application (no consent page). */
   let appClientId: string;
@@ -130,12 +119,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the account-security 
   }
 
   beforeAll(async () => {
-    relyingParty = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end('callback');
-    });
-    await new Promise<void>((resolve) => relyingParty.listen(0, '127.0.0.1', resolve));
-    REDIRECT = `http://127.0.0.1:${(relyingParty.address() as AddressInfo).port}/callback`;
+    relyingParty = await startCallbackPage();
+    REDIRECT = relyingParty.url;
     // localhost, not 127.0.0.1: a passkey relying party id cannot be an IP address, so the passkey button shows.
     server = await startTestServer({
       hostname: 'localhost',
@@ -152,17 +137,14 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the account-security 
     appClientId = registration.client.clientId;
     mfaPortalId = await portalOf({ requireMfa: true });
     verifiedPortalId = await portalOf({ requireVerifiedEmail: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     mkdirSync(SHOTS, { recursive: true });
   }, 60_000);
   afterAll(async () => {
     writeFileSync(join(SHOTS, 'axe-findings.json'), `${JSON.stringify(report, null, 2)}\n`);
     await browser?.close();
     await server?.close();
-    await new Promise((resolve) => relyingParty?.close(resolve));
+    await relyingParty?.close();
   });
 
   /** The document responses (navigations of the main frame) of each tab, in order. */

@@ -1,48 +1,34 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { bootstrapAdmin, registerClient, startTestServer, type TestAdmin, type TestServer } from '@idt/testing';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import {
+  bootstrapAdmin,
+  type CallbackPage,
+  consoleProblems,
+  launchChromium,
+  registerClient,
+  startCallbackPage,
+  startTestServer,
+  type TestAdmin,
+  type TestServer,
+  withoutChromium,
+} from '@idt/testing';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'oidc-pages');
 
-/**
- * Console errors (a failed request such as a missing `/favicon.ico` logs one), messages about the
- * content security policy and uncaught exceptions of a page: there must be none. The one console
- * error left out is Chromium's note of the document's own error status (an error page is one).
- */
-function consoleProblems(page: Page): string[] {
-  const messages: string[] = [];
-  page.on('console', (message) => {
-    const ownStatus = message.text().startsWith('Failed to load resource') && message.location().url === page.url();
-    if ((message.type() === 'error' && !ownStatus) || /content security policy/i.test(message.text())) {
-      messages.push(`${page.url()}: ${message.text()} (${message.location().url})`);
-    }
-  });
-  page.on('pageerror', (error) => messages.push(`${page.url()}: ${error.message}`));
-  return messages;
-}
-
-// Skipped on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails the run.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error and account pages in headless Chromium', () => {
+describe.skipIf(withoutChromium)('the landing, error and account pages in headless Chromium', () => {
   let server: TestServer;
   let admin: TestAdmin;
   let browser: Browser;
   let authorizeUrl: string;
   // The relying party's callback: a bare page on a loopback port.
-  let relyingParty: Server;
+  let relyingParty: CallbackPage;
   let REDIRECT: string;
 
   beforeAll(async () => {
-    relyingParty = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end('callback');
-    });
-    await new Promise<void>((resolve) => relyingParty.listen(0, '127.0.0.1', resolve));
-    REDIRECT = `http://127.0.0.1:${(relyingParty.address() as AddressInfo).port}/callback`;
+    relyingParty = await startCallbackPage();
+    REDIRECT = relyingParty.url;
     server = await startTestServer({ env: { IDT_ENVIRONMENT: 'Development' } });
     admin = await bootstrapAdmin(server);
     // What `idt demo` registers: a first-party application with a localhost redirect URI.
@@ -75,16 +61,13 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the landing, error an
       prompt: 'consent',
     }).toString();
     authorizeUrl = url.href;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     mkdirSync(SHOTS, { recursive: true });
   });
   afterAll(async () => {
     await browser?.close();
     await server?.close();
-    await new Promise((resolve) => relyingParty?.close(resolve));
+    await relyingParty?.close();
   });
 
   it('renders the Development landing page', async () => {

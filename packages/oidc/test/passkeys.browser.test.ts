@@ -1,33 +1,28 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { bootstrapAdmin, discover, oidcClient, registerUser, startTestServer, type TestServer } from '@idt/testing';
-import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import {
+  bootstrapAdmin,
+  type CallbackPage,
+  consoleProblems,
+  discover,
+  launchChromium,
+  oidcClient,
+  registerUser,
+  startCallbackPage,
+  startTestServer,
+  type TestServer,
+  withoutChromium,
+} from '@idt/testing';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = '/tmp/h49-shots';
 const PASSWORD = 'correct horse battery staple';
 const ACR_MFA = 'urn:idt:acr:mfa';
 
-/** Console errors, content-security-policy messages and uncaught exceptions of a page: there must be none. */
-function consoleProblems(page: Page): string[] {
-  const messages: string[] = [];
-  page.on('console', (message) => {
-    const ownStatus = message.text().startsWith('Failed to load resource') && message.location().url === page.url();
-    if ((message.type() === 'error' && !ownStatus) || /content security policy/i.test(message.text())) {
-      messages.push(`${page.url()}: ${message.text()} (${message.location().url})`);
-    }
-  });
-  page.on('pageerror', (error) => messages.push(`${page.url()}: ${error.message}`));
-  return messages;
-}
-
-// Skipped on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails the run.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('passkeys in headless Chromium with a virtual authenticator', () => {
+describe.skipIf(withoutChromium)('passkeys in headless Chromium with a virtual authenticator', () => {
   let server: TestServer;
   let browser: Browser;
-  let relyingParty: Server;
+  let relyingParty: CallbackPage;
   let REDIRECT: string;
   let config: oidcClient.Configuration;
   /** A browser tab with its own virtual authenticator. */
@@ -48,12 +43,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('passkeys in headless 
   let user: { id: string; email: string };
 
   beforeAll(async () => {
-    relyingParty = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end('callback');
-    });
-    await new Promise<void>((resolve) => relyingParty.listen(0, '127.0.0.1', resolve));
-    REDIRECT = `http://127.0.0.1:${(relyingParty.address() as AddressInfo).port}/callback`;
+    relyingParty = await startCallbackPage();
+    REDIRECT = relyingParty.url;
     // A relying party id cannot be an IP address: the issuer is http://localhost:PORT (a secure context).
     server = await startTestServer({ hostname: 'localhost' });
     await bootstrapAdmin(server);
@@ -70,10 +61,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('passkeys in headless 
     });
     const email = `passkey-${Date.now().toString(36)}@example.com`;
     user = { id: await registerUser(server, email, PASSWORD), email };
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     mkdirSync(SHOTS, { recursive: true });
     autofill = await openTab(false);
     buttons = await openTab(true);
@@ -123,7 +111,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('passkeys in headless 
   afterAll(async () => {
     await browser?.close();
     await server?.close();
-    await new Promise((resolve) => relyingParty?.close(resolve));
+    await relyingParty?.close();
   });
 
   /** Starts an authorization request in the page; the PKCE verifier and state. */

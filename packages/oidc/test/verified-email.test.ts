@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createManualClock } from '@idt/core';
 import { type MailboxMessage, readMailbox } from '@idt/core/mail';
@@ -6,21 +6,22 @@ import {
   Browser,
   type BrowserResponse,
   bootstrapAdmin,
+  consoleProblems,
   discover,
+  launchChromium,
   oidcClient,
   startTestServer,
   type TestClient,
   type TestServer,
   tenantWithTokens,
   testDialects,
+  withoutChromium,
 } from '@idt/testing';
-import { chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordUser, REDIRECT_URI, register, unique } from './clients-support.js';
 
 const SCOPE = 'openid email profile';
 const TEMPLATE = 'email-verification-link';
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'oidc-pages');
 
 /** A test server with a first-party, organization-less client, as the sign-in tests use. */
@@ -314,30 +315,13 @@ describe.each(testDialects())('IDT_REQUIRE_VERIFIED_EMAIL on %s', (dialect) => {
   });
 });
 
-/** Console errors, content security policy messages and uncaught exceptions of a page (its own error status left out). */
-function consoleProblems(page: Page): string[] {
-  const messages: string[] = [];
-  page.on('console', (message) => {
-    const ownStatus = message.text().startsWith('Failed to load resource') && message.location().url === page.url();
-    if ((message.type() === 'error' && !ownStatus) || /content security policy/i.test(message.text())) {
-      messages.push(`${page.url()}: ${message.text()}`);
-    }
-  });
-  page.on('pageerror', (error) => messages.push(`${page.url()}: ${error.message}`));
-  return messages;
-}
-
-// Skipped on a developer machine without Chromium; in CI a missing browser fails the run.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the verified-e-mail pages in headless Chromium at 360 px', () => {
+describe.skipIf(withoutChromium)('the verified-e-mail pages in headless Chromium at 360 px', () => {
   let setup: Awaited<ReturnType<typeof startWithClient>>;
-  let browser: Awaited<ReturnType<typeof chromium.launch>>;
+  let browser: Awaited<ReturnType<typeof launchChromium>>;
 
   beforeAll(async () => {
     setup = await startWithClient('sqlite', { IDT_REQUIRE_VERIFIED_EMAIL: 'true' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     mkdirSync(SHOTS, { recursive: true });
   });
   afterAll(async () => {

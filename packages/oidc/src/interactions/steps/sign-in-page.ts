@@ -61,16 +61,21 @@ function errorsAttribute(errors: readonly string[]): SafeHtml | false {
   return errors.length > 0 && markup` aria-describedby="error-summary"`;
 }
 
-/** Identifier-first: the address alone (its domain may route to an organization's provider), a passkey, the buttons. */
-function identifierView(interaction: Interaction, view: SignInView, federation: SafeHtml): SafeHtml {
+/** The page's heading, messages and the start of its first form: the e-mail address (the form goes on after it). */
+function addressForm(interaction: Interaction, view: SignInView, action: 'identify' | 'login'): SafeHtml {
   const errors = view.errors ?? [];
   const loginHint = interaction.details.params.login_hint as string | undefined;
   return markup`<h1>Sign in</h1>
 ${errorSummary(errors)}${notice(view.notice)}
-<form method="post" action="${interaction.path('identify')}" novalidate>
+<form method="post" action="${interaction.path(action)}" novalidate>
 ${interaction.csrfField()}
 <label for="email">E-mail address</label>
-<input id="email" name="email" type="email" autocomplete="username webauthn" required value="${view.email ?? loginHint ?? ''}"${errorsAttribute(errors)}>
+<input id="email" name="email" type="email" autocomplete="username webauthn" required value="${view.email ?? loginHint ?? ''}"${errorsAttribute(errors)}>`;
+}
+
+/** Identifier-first: the address alone (its domain may route to an organization's provider), a passkey, the buttons. */
+function identifierView(interaction: Interaction, view: SignInView, federation: SafeHtml): SafeHtml {
+  return markup`${addressForm(interaction, view, 'identify')}
 <button type="submit">Continue</button>
 </form>
 ${passkeySignInForm(interaction)}
@@ -80,14 +85,7 @@ ${federation}
 
 /** The password page: password, sign-in e-mail, passkey and the buttons. */
 function passwordView(interaction: Interaction, view: SignInView, federation: SafeHtml): SafeHtml {
-  const errors = view.errors ?? [];
-  const loginHint = interaction.details.params.login_hint as string | undefined;
-  return markup`<h1>Sign in</h1>
-${errorSummary(errors)}${notice(view.notice)}
-<form method="post" action="${interaction.path('login')}" novalidate>
-${interaction.csrfField()}
-<label for="email">E-mail address</label>
-<input id="email" name="email" type="email" autocomplete="username webauthn" required value="${view.email ?? loginHint ?? ''}"${errorsAttribute(errors)}>
+  return markup`${addressForm(interaction, view, 'login')}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <p class="hint"><a href="${interaction.path('forgot')}">Forgot your password?</a></p>

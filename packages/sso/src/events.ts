@@ -47,5 +47,62 @@ export const DomainVerifiedEvent = defineEvent({
 /** The payload of {@link DomainVerifiedEvent}. */
 export type DomainVerifiedPayload = z.output<typeof DomainVerifiedEvent.schema>;
 
+/** How an SSO sign-in found its user. */
+export const SSO_SIGN_IN_PATHS = ['returning', 'linked', 'provisioned'] as const;
+
+/**
+ * Someone signed in through a single sign-on connection; written to the
+ * outbox in the transaction that found, linked or created the user and
+ * applied the connection's roles.
+ */
+export const UserSignedInWithSsoEvent = defineEvent({
+  type: 'UserSignedInWithSsoEvent',
+  module: 'sso',
+  description:
+    'A user signed in through a single sign-on connection (OpenID Connect or SAML): returning, newly linked to an existing account, or created just in time. Consumers audit it.',
+  schema: z.object({
+    userId: z.string().min(1),
+    connectionId: z.string().min(1),
+    organizationId: z.string().min(1).nullable().describe('The connection’s organization; null for a platform connection.'),
+    kind: z.enum(CONNECTION_KINDS),
+    initiatedBy: z.enum(['sp', 'idp']).describe('`idp` for an IdP-initiated (unsolicited) SAML sign-in.'),
+    path: z
+      .enum(SSO_SIGN_IN_PATHS)
+      .describe(
+        '`returning`: a known identity; `linked`: linked to an existing account now; `provisioned`: created just in time.',
+      ),
+    roles: z
+      .array(z.string())
+      .nullable()
+      .describe('The roles applied in the organization at this sign-in; null for a platform connection.'),
+    signedInAt: z.string().describe('ISO 8601 UTC'),
+  }),
+});
+
+/** The payload of {@link UserSignedInWithSsoEvent}. */
+export type UserSignedInWithSsoPayload = z.output<typeof UserSignedInWithSsoEvent.schema>;
+
+/** An organization changed its single sign-on policy (`ssoRequired`). */
+export const SsoPolicyChangedEvent = defineEvent({
+  type: 'SsoPolicyChangedEvent',
+  module: 'sso',
+  description:
+    'An organization changed its single sign-on policy: with `ssoRequired`, addresses of its verified domains sign in only through its connection.',
+  schema: z.object({
+    organizationId: z.string().min(1),
+    ssoRequired: z.boolean(),
+    changedBy: z.string().min(1).nullable().describe('The user who made the change; null for a service account.'),
+    changedAt: z.string().describe('ISO 8601 UTC'),
+  }),
+});
+
+/** The payload of {@link SsoPolicyChangedEvent}. */
+export type SsoPolicyChangedPayload = z.output<typeof SsoPolicyChangedEvent.schema>;
+
 /** Every integration event of the sso module, for the catalog and webhooks. */
-export const ssoEvents = [SsoConnectionChangedEvent, DomainVerifiedEvent] as const;
+export const ssoEvents = [
+  SsoConnectionChangedEvent,
+  DomainVerifiedEvent,
+  UserSignedInWithSsoEvent,
+  SsoPolicyChangedEvent,
+] as const;

@@ -10,8 +10,9 @@
  * through a resolver port; the OpenID Connect relying party of `oidc`
  * connections over `openid-client` (discovery through the outbound guard,
  * authorization code with PKCE, state and nonce, typed refusals) and the
- * claim, attribute and role mapping helpers. The sign-in pipeline steps
- * come next.
+ * claim, attribute and role mapping helpers; and the sign-in round trip
+ * (the `SignInFederation` oidc's sign-in steps call, the OIDC callback and
+ * SAML ACS routes, just-in-time provisioning and linking, `ssoRequired`).
  *
  * @packageDocumentation
  */
@@ -80,12 +81,27 @@ export type { DnsTxtResolverOptions, TxtLookup, TxtResolver } from './domains/tx
 export { createDnsTxtResolver } from './domains/txt-resolver.js';
 export type { DomainVerification, DomainVerifier, DomainVerifierOptions } from './domains/verifier.js';
 export { createDomainVerifier, VERIFICATION_PREFIX } from './domains/verifier.js';
-export type { DomainVerifiedPayload, SsoConnectionChangedPayload } from './events.js';
-export { CONNECTION_CHANGES, DomainVerifiedEvent, SsoConnectionChangedEvent, ssoEvents } from './events.js';
+export type {
+  DomainVerifiedPayload,
+  SsoConnectionChangedPayload,
+  SsoPolicyChangedPayload,
+  UserSignedInWithSsoPayload,
+} from './events.js';
+export {
+  CONNECTION_CHANGES,
+  DomainVerifiedEvent,
+  SSO_SIGN_IN_PATHS,
+  SsoConnectionChangedEvent,
+  SsoPolicyChangedEvent,
+  ssoEvents,
+  UserSignedInWithSsoEvent,
+} from './events.js';
 export { createSsoConnectionRoutes } from './http/connection-routes.js';
 export { createSsoDomainRoutes } from './http/domain-routes.js';
+export { createSsoPolicyRoutes } from './http/policy-routes.js';
 export type { SamlRouteOptions } from './http/saml-routes.js';
 export { createSamlRoutes, SAML_METADATA_TYPE } from './http/saml-routes.js';
+export { createSignInRoutes } from './http/sign-in-routes.js';
 export type { SsoOptions, SsoServices, SsoSettings } from './module.js';
 export { isDnsServer, sso, ssoVariables } from './module.js';
 export type { UpstreamOidcFailure, UpstreamOidcReason } from './oidc/failure.js';
@@ -119,6 +135,9 @@ export {
   DEFAULT_OIDC_CLOCK_TOLERANCE_S,
   DEFAULT_OIDC_TRANSACTION_TTL_MS,
 } from './oidc/upstream.js';
+export type { SsoPolicyService, SsoPolicyServiceOptions } from './policy/service.js';
+export { createSsoPolicyService, SsoPolicyInput, SsoPolicyResponse } from './policy/service.js';
+export type { SsoPolicyRecord, SsoPolicyStore, SsoPolicyWrites } from './policy/store.js';
 export { SsoCodes } from './problems.js';
 export type { SamlConnection } from './saml/connection.js';
 export { assertSamlConnection } from './saml/connection.js';
@@ -145,3 +164,57 @@ export {
   DEFAULT_SAML_CLOCK_SKEW_MS,
   DEFAULT_SAML_REQUEST_TTL_MS,
 } from './saml/service-provider.js';
+export type { BeginOptions } from './sign-in/begin.js';
+export { createBegin, SIGN_IN_TRANSACTION_TTL_MS } from './sign-in/begin.js';
+export type { CallbackAnswer, CallbacksOptions } from './sign-in/callbacks.js';
+export {
+  createCallbacks,
+  RFC8176_AMR,
+  registeredAmr,
+  UNSOLICITED_COOKIE,
+  UNSOLICITED_COOKIE_MAX_AGE_S,
+} from './sign-in/callbacks.js';
+export { federationErrorPage } from './sign-in/error-page.js';
+export { createSignInFederation } from './sign-in/federation.js';
+export type { RealmRouting } from './sign-in/home-realm.js';
+export { createRealmRouting } from './sign-in/home-realm.js';
+export type { OutcomeTaking, OutcomeTakingOptions } from './sign-in/outcomes.js';
+export { createOutcomeTaking } from './sign-in/outcomes.js';
+export type {
+  OutcomeTarget,
+  PendingLink,
+  ProvisionedOutcome,
+  Provisioner,
+  ProvisionerOptions,
+  UpstreamIdentity,
+} from './sign-in/provisioning.js';
+export { createProvisioner, OUTCOME_TTL_MS, PENDING_LINK_TTL_MS } from './sign-in/provisioning.js';
+export type {
+  LocalMembership,
+  LocalUser,
+  NewSsoUser,
+  ProvisioningStore,
+  ProvisioningWrites,
+} from './sign-in/provisioning-store.js';
+export type {
+  RealmCache,
+  RealmCacheOptions,
+  RealmConnection,
+  RealmRows,
+  RealmSnapshot,
+  RealmStore,
+} from './sign-in/realm-cache.js';
+export {
+  createRealmCache,
+  REALM_SNAPSHOT_TTL_MS,
+  SIGN_IN_REALM_EVICTIONS,
+  SIGN_IN_REALMS_NAMESPACE,
+} from './sign-in/realm-cache.js';
+export type {
+  OutcomeKind,
+  OutcomeStore,
+  PendingSignIn,
+  SignInProtocol,
+  SignInTransactionStore,
+  StoredOutcome,
+} from './sign-in/store.js';

@@ -1,10 +1,13 @@
 import { isIP } from 'node:net';
 import { type EnvironmentVariable, envReader, type IdtModule, type OutboundResolver } from '@idt/core';
+import { SIGN_IN_FEDERATION_CAPABILITY, type SignInFederation, type SignInFederationSlot } from '@idt/oidc';
 import type { SsoConnectionsService } from './connections/service.js';
 import type { SsoDomainsService } from './domains/service.js';
 import type { TxtResolver } from './domains/txt-resolver.js';
 import type { SsoIdentityStore } from './knex/identities-store.js';
 import { ssoMigrations } from './knex/migrations.js';
+import type { UpstreamOidcOptions } from './oidc/upstream.js';
+import type { SsoPolicyService } from './policy/service.js';
 import { SsoCodes } from './problems.js';
 import type { ReplayCache } from './saml/replay-cache.js';
 import type { RequestCache } from './saml/request-cache.js';
@@ -23,12 +26,18 @@ export interface SsoOptions extends Partial<SsoSettings> {
   readonly txtResolver?: TxtResolver;
   /** Resolves metadata URL hosts (tests inject one); the system resolver by default. */
   readonly resolve?: OutboundResolver;
+  /** Deadlines and limits of the OpenID relying party of `oidc` connections (5 seconds and 1 MiB by default). */
+  readonly upstream?: Pick<UpstreamOidcOptions, 'timeoutMs' | 'maxBytes'>;
 }
 
 /** The services of the sso module (`idt.services.sso`). */
 export interface SsoServices {
   readonly connections: SsoConnectionsService;
   readonly domains: SsoDomainsService;
+  /** Organizations' `ssoRequired`. */
+  readonly policies: SsoPolicyService;
+  /** Federation as the sign-in pipeline uses it: what the module puts in oidc's sign-in federation slot. */
+  readonly federation: SignInFederation;
   readonly identities: SsoIdentityStore;
   readonly replayCache: ReplayCache;
   readonly requestCache: RequestCache;
@@ -66,17 +75,23 @@ export function isDnsServer(entry: string): boolean {
  * (`/v1/identity/organizations/{orgId}/sso/connections`) and of the platform
  * (`/v1/admin/sso/connections`), verified domains
  * (`/v1/identity/organizations/{orgId}/domains`) and the SAML service
- * provider metadata (`/sso/saml/{connectionId}/metadata`). Requires the
- * identity and oidc modules. The sign-in pipeline steps come next.
+ * provider metadata (`/sso/saml/{connectionId}/metadata`), the
+ * organization policy (`/v1/identity/organizations/{orgId}/sso/policy`),
+ * and the sign-in round trip: it provides oidc's sign-in federation slot
+ * (`SIGN_IN_FEDERATION_CAPABILITY`) and fills it, and serves the OIDC
+ * callback (`/sso/oidc/callback`) and the SAML ACS
+ * (`/sso/saml/{connectionId}/acs`). Requires the identity and oidc modules.
  *
  * @example
  * const idt = await createIdt({ database, modules: [identity(), oidc(), sso({ dnsServers: ['1.1.1.1'] })] });
  */
 export function sso(options: SsoOptions = {}): IdtModule<'sso', SsoServices, SsoSettings> {
-  const { txtResolver, resolve, ...overrides } = options;
+  const { txtResolver, resolve, upstream, ...overrides } = options;
   return {
     id: 'sso',
     requires: ['identity', 'oidc'],
+    // oidc is set up first and reads the slot at request time; set-up below fills it.
+    provides: { [SIGN_IN_FEDERATION_CAPABILITY]: (): SignInFederationSlot => ({ current: undefined }) },
     migrations: ssoMigrations,
     problemCodes: Object.keys(SsoCodes),
     settings: {
@@ -108,6 +123,9 @@ export function sso(options: SsoOptions = {}): IdtModule<'sso', SsoServices, Sso
       const module = createKnexSso({
         db: ctx.db,
         outbox: ctx.events,
+        invalidator: ctx.invalidator,
+        logger: ctx.logger,
+        ...(upstream ? { upstream } : {}),
         secret: ctx.secret,
         publicBaseUrl: ctx.config.publicBaseUrl,
         allowPrivateHosts: ctx.settings.allowPrivateHosts,
@@ -116,10 +134,14 @@ export function sso(options: SsoOptions = {}): IdtModule<'sso', SsoServices, Sso
         ...(resolve ? { resolve } : {}),
         clock: ctx.clock,
       });
+      const slot = ctx.capability<SignInFederationSlot>(SIGN_IN_FEDERATION_CAPABILITY);
+      if (slot) slot.current = module.federation;
       return {
         services: {
           connections: module.connections,
           domains: module.domains,
+          policies: module.policies,
+          federation: module.federation,
           identities: module.identities,
           replayCache: module.replayCache,
           requestCache: module.requestCache,

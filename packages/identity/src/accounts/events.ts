@@ -101,12 +101,13 @@ export const MembershipRolesChangedEvent = defineEvent({
   schema: z.object({ organizationId: id, userId: id, roles: z.string(), changedByUserId: actor }),
 });
 
-/** A user joined an organization through its open enrollment policy or an invitation. */
+/** A user joined an organization through its open enrollment policy, an invitation, the operator or single sign-on. */
 export const MemberJoinedEvent = defineEvent({
   type: 'MemberJoinedEvent',
   module: 'identity',
-  description: 'A user became an active member through open enrollment, an accepted invitation or the operator (seeding).',
-  schema: z.object({ organizationId: id, userId: id, via: z.enum(['enrollment', 'invitation', 'operator']) }),
+  description:
+    'A user became an active member through open enrollment, an accepted invitation, the operator (seeding) or a first single sign-on through the organization\'s connection (`sso`).',
+  schema: z.object({ organizationId: id, userId: id, via: z.enum(['enrollment', 'invitation', 'operator', 'sso']) }),
 });
 
 /**

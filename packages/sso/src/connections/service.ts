@@ -7,6 +7,7 @@ import '../problems.js';
 import { assertSamlConnection, type SamlConnection } from '../saml/connection.js';
 import { parseIdpMetadata } from '../saml/idp-metadata.js';
 import { safeRelayState } from '../saml/relay-state.js';
+import { SIGN_IN_REALM_EVICTIONS } from '../sign-in/realm-cache.js';
 import type { MetadataFetcher } from './metadata-source.js';
 import type { AttributeMapping, ConnectionKind, ConnectionRecord, RoleMappingEntry, SamlConnectionConfig } from './records.js';
 import type { ConnectionResponse, CreateConnectionInput, UpdateConnectionInput } from './schemas.js';
@@ -370,6 +371,7 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
       }
       await store.transaction(async (tx) => {
         await tx.insert(record);
+        await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(record, 'created', actor)]);
       });
       return toResponse(record);
@@ -422,6 +424,7 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
           checkSaml(next);
         }
         if (!(await tx.update(next))) throw notFound();
+        await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(next, 'updated', actor)]);
         return next;
       });
@@ -434,6 +437,7 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
       await store.transaction(async (tx) => {
         const current = await tx.find(organizationId, connectionId);
         if (!current || !(await tx.delete(organizationId, connectionId))) throw notFound();
+        await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(current, 'deleted', actor)]);
       });
     },
@@ -447,6 +451,7 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
         if (current.enabled === enabled) return current;
         const next = { ...current, enabled, updatedAt: clock.now().toISOString() };
         if (!(await tx.update(next))) throw notFound();
+        await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(next, enabled ? 'enabled' : 'disabled', actor)]);
         return next;
       });

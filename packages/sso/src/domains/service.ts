@@ -5,6 +5,7 @@ import type { DomainRecord } from '../connections/records.js';
 import type { AddDomainInput, DomainResponse } from '../connections/schemas.js';
 import { DomainVerifiedEvent, type DomainVerifiedPayload } from '../events.js';
 import '../problems.js';
+import { SIGN_IN_REALM_EVICTIONS } from '../sign-in/realm-cache.js';
 import { normalizeDomain } from './domain-name.js';
 import type { DomainsStore } from './store.js';
 import type { DomainVerifier } from './verifier.js';
@@ -161,6 +162,7 @@ export function createSsoDomainsService(options: SsoDomainsServiceOptions): SsoD
           verifiedBy: actor.userId,
           verifiedAt,
         };
+        await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([{ event: DomainVerifiedEvent, payload }]);
         return { ...record, verifiedAt };
       });
@@ -173,6 +175,8 @@ export function createSsoDomainsService(options: SsoDomainsServiceOptions): SsoD
       const domainId = key(id);
       await store.transaction(async (tx) => {
         if (!(await tx.delete(organizationId, domainId))) throw notFound();
+        // A verified domain that goes stops routing its addresses.
+        await tx.evict(SIGN_IN_REALM_EVICTIONS);
       });
     },
 

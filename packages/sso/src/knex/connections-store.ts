@@ -1,4 +1,5 @@
 import type { EventOutbox, SecretBox } from '@idt/core';
+import type { CacheInvalidator } from '@idt/core/knex';
 import { knexUnitOfWork, toIso } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type {
@@ -97,9 +98,15 @@ function connectionsWrites(trx: Knex.Transaction, box: SecretBox): ConnectionsWr
  * row does not open).
  *
  * @example
- * const store = createKnexConnectionsStore({ db, outbox: bus, box: createSecretBox(secret, SSO_SECRET_PURPOSE) });
+ * const store = createKnexConnectionsStore({ db, outbox: bus, invalidator, box: createSecretBox(secret, SSO_SECRET_PURPOSE) });
  */
-export function createKnexConnectionsStore(options: { db: Knex; outbox: EventOutbox; box: SecretBox }): ConnectionsStore {
+export function createKnexConnectionsStore(options: {
+  db: Knex;
+  outbox: EventOutbox;
+  /** Evicts the sign-in pages' cached realms when a change commits. */
+  invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
+  box: SecretBox;
+}): ConnectionsStore {
   const { db, box } = options;
   return {
     ...knexUnitOfWork(options, (trx) => connectionsWrites(trx, box)),

@@ -1,4 +1,5 @@
 import type { EventOutbox } from '@idt/core';
+import type { CacheInvalidator } from '@idt/core/knex';
 import { isUniqueViolation, knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { DomainRecord } from '../connections/records.js';
@@ -64,9 +65,14 @@ function domainsWrites(trx: Knex.Transaction): DomainsWrites {
  * discovery.
  *
  * @example
- * const store = createKnexDomainsStore({ db, outbox: bus });
+ * const store = createKnexDomainsStore({ db, outbox: bus, invalidator });
  */
-export function createKnexDomainsStore(options: { db: Knex; outbox: EventOutbox }): DomainsStore {
+export function createKnexDomainsStore(options: {
+  db: Knex;
+  outbox: EventOutbox;
+  /** Evicts the sign-in pages' cached realms when a change commits. */
+  invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
+}): DomainsStore {
   const { db } = options;
   return {
     ...knexUnitOfWork(options, domainsWrites),

@@ -11,6 +11,12 @@ export const SSO_IDENTITIES_TABLE = 'sso_identities';
 export const SSO_SAML_REPLAYS_TABLE = 'sso_saml_replays';
 /** SAML AuthnRequests waiting for their answer. */
 export const SSO_SAML_REQUESTS_TABLE = 'sso_saml_requests';
+/** Organizations' single sign-on policy (`ssoRequired`). */
+export const SSO_POLICIES_TABLE = 'sso_organization_policies';
+/** Sign-ins started at a connection, waiting for the callback or ACS (keyed by a SHA-256 of the state or request id). */
+export const SSO_SIGN_IN_TRANSACTIONS_TABLE = 'sso_sign_in_transactions';
+/** Outcomes of sign-ins and pending links, behind a handle (keyed by its SHA-256), single use. */
+export const SSO_SIGN_IN_OUTCOMES_TABLE = 'sso_sign_in_outcomes';
 
 /**
  * - `sso_connections`: one row per connection, of an organization or (null)
@@ -87,10 +93,54 @@ const initial: Migration = {
   },
 };
 
+/**
+ * The sign-in round trip:
+ * - `sso_organization_policies`: `sso_required` per organization (no row: false).
+ * - `sso_sign_in_transactions`: a started sign-in, keyed by the SHA-256 of
+ *   its OIDC state or of its scoped SAML request id; taken once by the callback.
+ * - `sso_sign_in_outcomes`: what a callback decided, behind a random handle
+ *   (stored as its SHA-256), bound to the interaction (`interaction_uid`;
+ *   null for an IdP-initiated sign-in), taken once.
+ */
+const signIn: Migration = {
+  name: '0002_sso_sign_in',
+  async up(db) {
+    await db.schema.createTable(SSO_POLICIES_TABLE, (t) => {
+      t.string('organization_id', 36).primary().references('id').inTable('identity_organizations').onDelete('CASCADE');
+      t.boolean('sso_required').notNullable().defaultTo(false);
+      t.string('updated_by', 36);
+      timestampColumn(t, 'updated_at').notNullable();
+    });
+    await db.schema.createTable(SSO_SIGN_IN_TRANSACTIONS_TABLE, (t) => {
+      t.string('key', 64).primary();
+      t.string('connection_id', 36).notNullable().references('id').inTable(SSO_CONNECTIONS_TABLE).onDelete('CASCADE');
+      t.string('protocol', 8).notNullable();
+      t.string('interaction_uid', 128).notNullable();
+      t.string('return_path', 1024).notNullable();
+      t.text('data').notNullable();
+      timestampColumn(t, 'expires_at').notNullable();
+      t.index(['expires_at']);
+    });
+    await db.schema.createTable(SSO_SIGN_IN_OUTCOMES_TABLE, (t) => {
+      t.string('key', 64).primary();
+      t.string('kind', 16).notNullable();
+      t.string('interaction_uid', 128);
+      t.text('data').notNullable();
+      timestampColumn(t, 'expires_at').notNullable();
+      t.index(['expires_at']);
+    });
+  },
+  async down(db) {
+    await db.schema.dropTableIfExists(SSO_SIGN_IN_OUTCOMES_TABLE);
+    await db.schema.dropTableIfExists(SSO_SIGN_IN_TRANSACTIONS_TABLE);
+    await db.schema.dropTableIfExists(SSO_POLICIES_TABLE);
+  },
+};
+
 /** The migrations of `@idt/sso`, recorded in `idt_sso_migrations`; they reference identity's organizations and users. */
 export const ssoMigrations: MigrationSet = {
   owner: '@idt/sso',
   tableName: 'idt_sso_migrations',
   dependsOn: ['@idt/core', '@idt/identity'],
-  migrations: [initial],
+  migrations: [initial, signIn],
 };

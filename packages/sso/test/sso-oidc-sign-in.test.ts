@@ -1,0 +1,210 @@
+import {
+  Browser,
+  bootstrapAdmin,
+  caller,
+  createTestIdt,
+  expectJson,
+  outboxEvents,
+  registerClient,
+  registerUser,
+  seedMembership,
+  seedWorld,
+  startTestServer,
+  type TestClient,
+  type TestDialect,
+  type TestHost,
+  type TestIdt,
+  type TestServer,
+  testDialects,
+  type World,
+} from '@idt/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DnsResponder, startDnsResponder } from './support/dns-responder.js';
+import { begin, expectErrorPage, handleOf, verifyDomain } from './support/sign-in.js';
+import { servicesOf, ssoModules } from './support/sso-instance.js';
+
+// The downstream idt answers in-process under this origin; the upstream's redirect URI names it.
+const DOWNSTREAM = 'http://127.0.0.1:9';
+const PASSWORD = 'correct horse battery staple';
+const EMAIL = 'grace@alpha.example';
+
+let upstream: TestServer;
+let client: TestClient;
+
+/** Follows the upstream's sign-in pages to the redirect back to the downstream. */
+async function signInAt(url: string, browser: Browser, email = EMAIL): Promise<URL> {
+  let response = await browser.navigate(url);
+  for (let step = 0; step < 6; step++) {
+    if (response.status >= 300 && response.status < 400) return new URL(response.url);
+    if (response.body.includes('action="') && response.body.includes('/login"')) {
+      response = await browser.submit({ form: '/login', fields: { email, password: PASSWORD } });
+    } else if (response.body.includes('/consent"')) {
+      response = await browser.submit({ form: '/consent', fields: { decision: 'approve' } });
+    } else if (response.body.includes('/organization"')) {
+      response = await browser.submit({ form: '/organization' });
+    } else {
+      throw new Error(`Unexpected page ${response.status} at ${response.url}:\n${response.body.slice(0, 2000)}`);
+    }
+  }
+  throw new Error('The upstream sign-in did not finish');
+}
+
+beforeAll(async () => {
+  upstream = await startTestServer();
+  const admin = await bootstrapAdmin(upstream);
+  client = await registerClient(upstream, await admin.token(), admin.organizationId, {
+    kind: 'application',
+    name: 'Downstream idt',
+    redirectUris: [`${DOWNSTREAM}/sso/oidc/callback`],
+    scopes: ['openid', 'email', 'profile'],
+  });
+  const userId = await registerUser(upstream, EMAIL, PASSWORD);
+  await seedMembership(upstream.database.db, { userId, organizationId: admin.organizationId });
+}, 60_000);
+
+afterAll(async () => {
+  await upstream?.close();
+});
+
+describe.each(testDialects())('OpenID Connect sign-in round trip through a second idt on %s', (dialect: TestDialect) => {
+  let server: TestIdt;
+  let world: World;
+  let call: ReturnType<typeof caller>;
+  let dns: DnsResponder;
+  let connectionId: string;
+  let counter = 0;
+  const uid = () => `oidc-${dialect}-${++counter}`;
+  const callbackPath = (url: URL) => `${url.pathname}${url.search}`;
+
+  beforeAll(async () => {
+    dns = await startDnsResponder();
+    server = (await createTestIdt({
+      dialect,
+      modules: ssoModules({ allowPrivateHosts: true }),
+      env: { IDT_SSO_DNS_SERVERS: dns.server },
+      config: { issuer: DOWNSTREAM },
+    })) as unknown as TestIdt;
+    world = await seedWorld(server as unknown as TestHost);
+    call = caller(server as unknown as TestHost);
+    const a = world.a;
+    connectionId = (
+      await expectJson(
+        await call('POST', `/v1/identity/organizations/${a.organization.id}/sso/connections`, {
+          token: a.tokens.admin,
+          body: {
+            kind: 'oidc',
+            name: 'Alpha idt',
+            enabled: true,
+            oidc: { issuer: upstream.url, clientId: client.clientId, clientSecret: client.clientSecret },
+            defaultRole: 'manager',
+          },
+        }),
+        201,
+      )
+    ).id;
+    await verifyDomain(call, dns, a.organization.id, a.tokens.admin, 'alpha.example');
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await dns?.close();
+  });
+
+  it('begins, comes back through the callback, and creates the user just in time with the default role', async () => {
+    const interaction = uid();
+    const url = new URL(await begin(server, connectionId, interaction, EMAIL));
+    expect(url.origin).toBe(upstream.origin);
+    expect(url.searchParams.get('login_hint')).toBe(EMAIL);
+    expect(url.searchParams.get('redirect_uri')).toBe(`${DOWNSTREAM}/sso/oidc/callback`);
+    const callback = await signInAt(url.href, new Browser());
+    expect(callback.origin).toBe(DOWNSTREAM);
+
+    const response = await server.fetch(callbackPath(callback), { redirect: 'manual' });
+    const handle = handleOf(response, interaction);
+    const outcome = await servicesOf(server).federation.consume(handle, interaction);
+    expect(outcome).toMatchObject({ kind: 'signed-in', organizationId: world.a.organization.id });
+    if (outcome.kind !== 'signed-in') throw new Error('not signed in');
+    // amr: only RFC 8176 values the upstream asserted.
+    expect(outcome.amr.every((value) => ['pwd', 'mfa', 'otp', 'hwk', 'swk', 'user'].includes(value))).toBe(true);
+    const user = await server.database.db('identity_users').where({ id: outcome.userId }).first();
+    // The upstream did not verify the self-registered address; Alpha verified its domain.
+    expect(user).toMatchObject({ email: EMAIL, password_hash: null });
+    expect(Boolean(user.email_verified)).toBe(true);
+    const roles = await server.database
+      .db('identity_memberships as m')
+      .join('identity_membership_roles as r', 'r.membership_id', 'm.id')
+      .where({ 'm.user_id': outcome.userId })
+      .select('m.organization_id', 'm.status', 'r.role');
+    expect(roles).toEqual([{ organization_id: world.a.organization.id, status: 'active', role: 'manager' }]);
+    expect((await outboxEvents(server.database.db, 'UserSignedInWithSsoEvent')).at(-1)).toMatchObject({
+      userId: outcome.userId,
+      kind: 'oidc',
+      path: 'provisioned',
+      roles: ['manager'],
+    });
+
+    // The same callback again: its transaction is gone.
+    await expectErrorPage(await server.fetch(callbackPath(callback), { redirect: 'manual' }));
+
+    // A second sign-in finds the identity.
+    const second = uid();
+    const again = await signInAt(await begin(server, connectionId, second), new Browser());
+    const next = await servicesOf(server).federation.consume(
+      handleOf(await server.fetch(callbackPath(again), { redirect: 'manual' }), second),
+      second,
+    );
+    expect(next).toMatchObject({ kind: 'signed-in', userId: outcome.userId });
+  });
+
+  it('turns an upstream refusal into a failed outcome, and answers the page for unknown, missing or expired states', async () => {
+    const interaction = uid();
+    const state = new URL(await begin(server, connectionId, interaction)).searchParams.get('state') ?? '';
+    const denied = await server.fetch(`/sso/oidc/callback?state=${encodeURIComponent(state)}&error=access_denied`, {
+      redirect: 'manual',
+    });
+    expect(await servicesOf(server).federation.consume(handleOf(denied, interaction), interaction)).toEqual({
+      kind: 'failed',
+      reason: 'denied',
+      organizationName: world.a.organization.name,
+      connectionName: 'Alpha idt',
+    });
+
+    await expectErrorPage(await server.fetch('/sso/oidc/callback?state=forged&code=x', { redirect: 'manual' }));
+    await expectErrorPage(await server.fetch('/sso/oidc/callback', { redirect: 'manual' }));
+
+    const late = uid();
+    const lateState = new URL(await begin(server, connectionId, late)).searchParams.get('state') ?? '';
+    server.clock.advance(11 * 60_000);
+    await expectErrorPage(await server.fetch(`/sso/oidc/callback?state=${lateState}&code=whatever`, { redirect: 'manual' }));
+  });
+
+  it('answers unavailable when the upstream cannot be discovered, and disabled for an unknown connection', async () => {
+    const a = world.a;
+    const broken = await expectJson(
+      await call('POST', `/v1/identity/organizations/${a.organization.id}/sso/connections`, {
+        token: a.tokens.admin,
+        body: {
+          kind: 'oidc',
+          name: 'Gone',
+          enabled: true,
+          oidc: { issuer: 'http://127.0.0.1:9/nothing-here', clientId: 'x', clientSecret: 'y' },
+        },
+      }),
+      201,
+    );
+    const start = await servicesOf(server).federation.begin(broken.id, {
+      interactionUid: 'u',
+      returnPath: '/interaction/u/federated',
+    });
+    expect(start).toMatchObject({ kind: 'failed', reason: 'unavailable', connectionName: 'Gone' });
+    expect(
+      await servicesOf(server).federation.begin('00000000-0000-4000-8000-000000000000', {
+        interactionUid: 'u',
+        returnPath: '/interaction/u/federated',
+      }),
+    ).toMatchObject({ kind: 'failed', reason: 'disabled' });
+    expect(
+      await servicesOf(server).federation.begin(connectionId, { interactionUid: 'u', returnPath: 'https://evil.example/x' }),
+    ).toMatchObject({ kind: 'failed', reason: 'invalid' });
+  });
+});

@@ -1,0 +1,45 @@
+import { type caller, expectJson, type TestIdt } from '@idt/testing';
+import { expect } from 'vitest';
+import type { DnsResponder } from './dns-responder.js';
+import { servicesOf } from './sso-instance.js';
+
+type Call = ReturnType<typeof caller>;
+
+/** Adds a domain to an organization and verifies it through the test DNS responder. */
+export async function verifyDomain(call: Call, dns: DnsResponder, organizationId: string, token: string, domain: string) {
+  const base = `/v1/identity/organizations/${organizationId}/domains`;
+  const added = await expectJson(await call('POST', base, { token, body: { domain } }), 201);
+  dns.setTxt(domain, [added.verification.value]);
+  await expectJson(await call('POST', `${base}/${added.id}/verify`, { token }));
+  return added.id as string;
+}
+
+/** Starts a sign-in at a connection as the interaction `uid` would: the URL the browser is sent to. */
+export async function begin(server: TestIdt, connectionId: string, uid: string, loginHint?: string): Promise<string> {
+  const start = await servicesOf(server).federation.begin(connectionId, {
+    interactionUid: uid,
+    returnPath: `/interaction/${uid}/federated`,
+    ...(loginHint ? { loginHint } : {}),
+  });
+  if (start.kind !== 'redirect') throw new Error(`begin failed: ${start.reason}`);
+  return start.url;
+}
+
+/** The handle of a 303 back to the interaction `uid`. */
+export function handleOf(response: Response, uid: string): string {
+  expect(response.status).toBe(303);
+  const location = response.headers.get('location') ?? '';
+  expect(location.startsWith(`/interaction/${uid}/federated?result=`), location).toBe(true);
+  return new URL(location, 'http://x').searchParams.get('result') ?? '';
+}
+
+/** Asserts the error page of a callback of no pending sign-in. */
+export async function expectErrorPage(response: Response, organizationName?: string): Promise<string> {
+  const body = await response.text();
+  expect(response.status, body).toBe(400);
+  expect(response.headers.get('content-type')).toContain('text/html');
+  expect(body).toContain('Go back to the application and sign in again');
+  if (organizationName) expect(body).toContain(`${organizationName}’s identity provider`);
+  expect(body).not.toMatch(/Error:|at .*\.ts|stack/);
+  return body;
+}

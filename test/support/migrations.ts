@@ -4,6 +4,7 @@ import { inquiriesMigrations } from '@idt/inquiries/knex';
 import { notificationsMigrations } from '@idt/notifications/knex';
 import { oidcMigrations } from '@idt/oidc/knex';
 import { platformMigrations } from '@idt/platform/knex';
+import { ssoMigrations } from '@idt/sso/knex';
 import { storageMigrations } from '@idt/storage/knex';
 
 /** Every migration set of the reference server. */
@@ -15,4 +16,5 @@ export const referenceMigrationSets: readonly MigrationSet[] = [
   storageMigrations,
   notificationsMigrations,
   platformMigrations,
+  ssoMigrations,
 ];

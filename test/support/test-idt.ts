@@ -15,6 +15,7 @@ import { type InquiriesServices, inquiries } from '@idt/inquiries';
 import { type NotificationsServices, notifications } from '@idt/notifications';
 import { type OidcModuleOptions, type OidcModuleSettings, type OidcServices, oidc } from '@idt/oidc';
 import { type PlatformOptions, type PlatformServices, platform } from '@idt/platform';
+import { type SsoOptions, type SsoServices, type SsoSettings, sso } from '@idt/sso';
 import { type StorageServices, type StorageSettings, storage } from '@idt/storage';
 import { createTestDatabase, type TestDatabase, type TestDialect } from './database.js';
 
@@ -38,6 +39,7 @@ export type TestReferenceModules = readonly [
   IdtModule<'storage', StorageServices, StorageSettings>,
   IdtModule<'notifications', NotificationsServices>,
   IdtModule<'platform', PlatformServices>,
+  IdtModule<'sso', SsoServices, SsoSettings>,
 ];
 
 /** A composition of the reference modules, as the test toolkit's helpers see it. */
@@ -49,11 +51,21 @@ export interface TestModuleOptions {
   readonly oidc?: OidcModuleOptions;
   /** Options of `platform()`, e.g. extra setting definitions. */
   readonly platform?: PlatformOptions;
+  /** Options of `sso()`, e.g. a TXT resolver. */
+  readonly sso?: SsoOptions;
 }
 
-/** The reference modules: identity, oidc, inquiries, storage, notifications and platform. */
+/** The reference modules: identity, oidc, inquiries, storage, notifications, platform and sso. */
 export function testReferenceModules(options: TestModuleOptions = {}): TestReferenceModules {
-  return [identity(), oidc(options.oidc), inquiries(), storage(), notifications(), platform(options.platform)] as const;
+  return [
+    identity(),
+    oidc(options.oidc),
+    inquiries(),
+    storage(),
+    notifications(),
+    platform(options.platform),
+    sso(options.sso),
+  ] as const;
 }
 
 /**

@@ -10,6 +10,7 @@ import { type InquiriesServices, inquiries } from '@idt/inquiries';
 import { type NotificationsServices, notifications } from '@idt/notifications';
 import { type OidcModuleOptions, type OidcModuleSettings, type OidcServices, oidc } from '@idt/oidc';
 import { type PlatformOptions, type PlatformServices, platform } from '@idt/platform';
+import { type SsoOptions, type SsoServices, type SsoSettings, sso } from '@idt/sso';
 import { type StorageServices, type StorageSettings, storage } from '@idt/storage';
 
 /** Options of the reference modules' factories, each passed to its module (settings still come from the environment). */
@@ -18,6 +19,8 @@ export interface ReferenceModuleOptions {
   readonly oidc?: OidcModuleOptions;
   /** Options of `platform()`, e.g. extra setting definitions. */
   readonly platform?: PlatformOptions;
+  /** Options of `sso()`, e.g. a TXT resolver or upstream timeouts. */
+  readonly sso?: SsoOptions;
 }
 
 /** The reference server's modules, as a type. */
@@ -28,11 +31,20 @@ export type ReferenceModules = readonly [
   IdtModule<'storage', StorageServices, StorageSettings>,
   IdtModule<'notifications', NotificationsServices>,
   IdtModule<'platform', PlatformServices>,
+  IdtModule<'sso', SsoServices, SsoSettings>,
 ];
 
 /** The reference set of modules. */
 export function referenceModules(options: ReferenceModuleOptions = {}): ReferenceModules {
-  return [identity(), oidc(options.oidc), inquiries(), storage(), notifications(), platform(options.platform)] as const;
+  return [
+    identity(),
+    oidc(options.oidc),
+    inquiries(),
+    storage(),
+    notifications(),
+    platform(options.platform),
+    sso(options.sso),
+  ] as const;
 }
 
 /** The reference server: a composed idt with every module. */

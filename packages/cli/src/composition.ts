@@ -188,35 +188,27 @@ export async function loadConfigFile(file: string, importers: ConfigImporters = 
   return exported as IdtConfigOptions;
 }
 
+/** The optional packages of the reference composition, in set-up order, and their module factories. */
+const OPTIONAL_REFERENCE_PACKAGES = [
+  { name: '@idt/inquiries', load: async () => (await import('@idt/inquiries')).inquiries() },
+  { name: '@idt/storage', load: async () => (await import('@idt/storage')).storage() },
+  { name: '@idt/notifications', load: async () => (await import('@idt/notifications')).notifications() },
+  { name: '@idt/platform', load: async () => (await import('@idt/platform')).platform() },
+  { name: '@idt/sso', load: async () => (await import('@idt/sso')).sso() },
+] as const;
+
 /**
  * The reference modules, used without a config file: identity and oidc,
- * plus inquiries, storage, notifications and platform when those packages are installed.
+ * plus inquiries, storage, notifications, platform and sso when those packages are installed.
  */
 export async function referenceModules(): Promise<AnyIdtModule[]> {
   const modules: AnyIdtModule[] = [identity(), oidc()];
-  try {
-    const { inquiries } = await import('@idt/inquiries');
-    modules.push(inquiries());
-  } catch (error) {
-    if (!isModuleNotFound(error, '@idt/inquiries')) throw error;
-  }
-  try {
-    const { storage } = await import('@idt/storage');
-    modules.push(storage());
-  } catch (error) {
-    if (!isModuleNotFound(error, '@idt/storage')) throw error;
-  }
-  try {
-    const { notifications } = await import('@idt/notifications');
-    modules.push(notifications());
-  } catch (error) {
-    if (!isModuleNotFound(error, '@idt/notifications')) throw error;
-  }
-  try {
-    const { platform } = await import('@idt/platform');
-    modules.push(platform());
-  } catch (error) {
-    if (!isModuleNotFound(error, '@idt/platform')) throw error;
+  for (const optional of OPTIONAL_REFERENCE_PACKAGES) {
+    try {
+      modules.push(await optional.load());
+    } catch (error) {
+      if (!isModuleNotFound(error, optional.name)) throw error;
+    }
   }
   return modules;
 }

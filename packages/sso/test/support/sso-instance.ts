@@ -7,11 +7,11 @@ import {
   type TestIdt,
   testReferenceModules,
 } from '@idt/testing';
-import { type SsoOptions, sso } from '../../src/index.js';
+import type { SsoOptions } from '../../src/index.js';
 
 /** The reference modules with `sso()`. */
 export function ssoModules(options: SsoOptions = {}) {
-  return [...testReferenceModules(), sso(options)] as const;
+  return testReferenceModules({ sso: options });
 }
 
 /** An in-process idt with the sso module, the world of `seedWorld` and a JSON caller. */

@@ -103,6 +103,7 @@ describe.each(testDialects())('forgotten passwords over HTTP on %s', (dialect) =
       userId: user.id,
       email: user.email,
       resetAt: expect.stringMatching(/Z$/),
+      by: 'link',
     });
     const notice = await waitForMail(server, user.email, 'password-reset-notice');
     expect(notice.subject).toBe('Your password was reset');

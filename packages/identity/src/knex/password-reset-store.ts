@@ -58,11 +58,10 @@ function passwordResetWrites(trx: Knex.Transaction): PasswordResetWrites {
     async retire(userId) {
       await trx(TABLE).where({ user_id: userId }).whereNull('consumed_at').delete();
     },
-    async setPasswordHash(userId, passwordHash, now, expected) {
+    async setPasswordHash(userId, passwordHash, now, options = {}) {
       const query = trx('identity_users').where({ id: userId, status: 'active' });
-      if (expected !== undefined) query.andWhere({ password_hash: expected });
-      // A mailed link proves the address works, as a magic link does.
-      const changes = expected === undefined ? { email_verified: true } : {};
+      if (options.expected !== undefined) query.andWhere({ password_hash: options.expected });
+      const changes = options.emailVerified ? { email_verified: true } : {};
       return (await query.update({ password_hash: passwordHash, updated_at: now, ...changes })) === 1;
     },
     async endSessions(userId, reason, now, except) {

@@ -18,18 +18,26 @@ export const UserPasswordResetRequestedEvent = defineEvent({
   }),
 });
 
-/** Published when a user set a new password with a reset link; every session and token of the user ended. */
+/**
+ * Published when a user's password was reset, with a reset link or by an
+ * operator (`idt users reset-password`); every session and token of the user ended.
+ */
 export const UserPasswordResetEvent = defineEvent({
   type: 'UserPasswordResetEvent',
   module: 'identity',
   description:
-    'A user set a new password with a reset link: every session, refresh-token family and access token of the user ended; the address gets a security notice.',
+    'A user set a new password with a reset link, or an operator set one: every session, refresh-token family and access token of the user ended; the address gets a security notice.',
   schema: z.object({
     userId: z.string(),
     /** The account's address when the password was reset: the notice goes there. */
     email: z.string(),
     /** ISO 8601 UTC. */
     resetAt: z.string(),
+    /** Who reset it: the user with a mailed link, or an operator. Absent on events written before it existed: a link. */
+    by: z
+      .enum(['link', 'operator'])
+      .optional()
+      .describe('Who reset the password: the user with a mailed link, or an operator; absent means a link.'),
   }),
 });
 

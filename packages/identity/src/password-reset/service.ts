@@ -1,4 +1,14 @@
-import { type Clock, constantTimeEqual, isUuid, type Logger, newId, sha256Hex, silentLogger, systemClock } from '@idt/core';
+import {
+  type Clock,
+  constantTimeEqual,
+  isUuid,
+  type Logger,
+  newId,
+  sha256Hex,
+  silentLogger,
+  systemClock,
+  type TransactionEffects,
+} from '@idt/core';
 import type { WindowCounter } from '@idt/core/knex';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
@@ -10,7 +20,7 @@ import { UserSessionRevokedEvent } from '../sessions/events.js';
 import { sessionEvictions } from '../sessions/policy.js';
 import type { TokenMac } from '../tokens.js';
 import { UserPasswordChangedEvent, UserPasswordResetEvent, UserPasswordResetRequestedEvent } from './events.js';
-import type { PasswordAccount, PasswordResetStore } from './store.js';
+import type { PasswordAccount, PasswordResetStore, PasswordResetWrites } from './store.js';
 
 /** The token purpose of reset links. */
 export const PASSWORD_RESET_TOKEN_PURPOSE = 'password-reset';
@@ -70,7 +80,8 @@ export type PasswordResetTokenState = 'valid' | 'expired' | 'invalid';
  * The forgotten-password flow: a request mails a single-use link valid one
  * hour to an active account's address; the link sets a new password (the
  * policy applies) and ends every session, refresh-token family and access
- * token of the user.
+ * token of the user. An operator's reset ({@link PasswordResetService.setByOperator})
+ * does the same without a link.
  */
 export interface PasswordResetService {
   /**
@@ -95,6 +106,21 @@ export interface PasswordResetService {
    *   `Identity.PasswordRejected` (422, the link stays usable), `Validation.Failed` (400).
    */
   confirm(input: PasswordResetConfirmInput): Promise<{ userId: string }>;
+  /**
+   * An operator sets a user's password (`idt users reset-password`; the
+   * account may be compromised): the policy applies for that user, then, in
+   * one transaction, as {@link PasswordResetService.confirm} does after using
+   * the link, the password is set, the user's reset links stop working, every
+   * session (reason `operator-reset`), refresh-token family and access token
+   * of the user ends, and `UserPasswordResetEvent` (`by: 'operator'`) is
+   * published. The address is not marked verified: no mail proved it works.
+   *
+   * @example
+   * await identity.passwords.reset.setByOperator(user.id, 'violet lantern orbit meadow');
+   * @throws ProblemError `Identity.UserNotFound` (404), `Identity.UserAlreadyDeactivated` (422, also when
+   *   deactivated meanwhile), `Identity.PasswordRejected` (422) and `Validation.Failed` (400) changing nothing.
+   */
+  setByOperator(userId: string, newPassword: string): Promise<{ userId: string; email: string }>;
   /** The reset `resetId` of `userId` with its link, or `null` once it was used, replaced, expired or pruned. */
   pendingReset(resetId: string, userId: string): Promise<PendingPasswordReset | null>;
   /** Deletes consumed and expired resets; returns how many. */
@@ -135,6 +161,9 @@ export interface PasswordServicesOptions {
   /** How long a link works; one hour by default. */
   readonly linkLifetimeMs?: number;
 }
+
+/** Who reset a password: the user with a mailed link, or an operator. */
+type ResetBy = 'link' | 'operator';
 
 /** Requests per address per window, as for sign-in e-mails. */
 const MAX_REQUESTS_PER_ADDRESS = 3;
@@ -191,6 +220,29 @@ export function createPasswordServices(options: PasswordServicesOptions): {
     { namespace: CacheNamespaces.revocations, key: `user:${userId}` },
   ];
 
+  /**
+   * What every reset does, in the caller's transaction: sets the hash (a
+   * link also proves the address), retires the other links, ends every
+   * session and token of the user and publishes `UserPasswordResetEvent`.
+   *
+   * @returns false, writing nothing, when the user is no longer active.
+   */
+  async function resetIn(
+    tx: PasswordResetWrites & TransactionEffects,
+    user: PasswordAccount,
+    passwordHash: string,
+    now: string,
+    by: ResetBy,
+  ) {
+    if (!(await tx.setPasswordHash(user.id, passwordHash, now, { emailVerified: by === 'link' }))) return false;
+    await tx.retire(user.id);
+    const ended = await tx.endSessions(user.id, by === 'link' ? 'password-reset' : 'operator-reset', now);
+    await tx.revokeUserTokens(user.id, now);
+    await tx.evict([...userEvictions(user.id), ...ended.flatMap(sessionEvictions)]);
+    await tx.publish([{ event: UserPasswordResetEvent, payload: { userId: user.id, email: user.email, resetAt: now, by } }]);
+    return true;
+  }
+
   const reset: PasswordResetService = {
     async request(input, context = {}) {
       const { email } = PasswordResetRequestInput.parse(input);
@@ -238,20 +290,29 @@ export function createPasswordServices(options: PasswordServicesOptions): {
       const outcome = await store.transaction(async (tx) => {
         const consumed = await tx.consume(match, now);
         if (consumed !== 'consumed') return consumed;
-        if (!(await tx.setPasswordHash(user.id, passwordHash, now))) {
+        if (!(await resetIn(tx, user, passwordHash, now, 'link'))) {
           throw new ProblemError('PasswordReset.InvalidToken'); // deactivated meanwhile: roll the use back
         }
-        await tx.retire(user.id);
-        const ended = await tx.endSessions(user.id, 'password-reset', now);
-        await tx.revokeUserTokens(user.id, now);
-        await tx.evict([...userEvictions(user.id), ...ended.flatMap(sessionEvictions)]);
-        await tx.publish([{ event: UserPasswordResetEvent, payload: { userId: user.id, email: user.email, resetAt: now } }]);
         return consumed;
       });
       if (outcome === 'expired') throw new ProblemError('PasswordReset.TokenExpired');
       if (outcome === 'invalid') throw new ProblemError('PasswordReset.InvalidToken');
       logger.info('password reset with a link', { userId: user.id });
       return { userId: user.id };
+    },
+
+    async setByOperator(userId, newPassword) {
+      const user = isUuid(userId) ? await store.findUser(userId.toLowerCase()) : undefined;
+      if (!user) throw new ProblemError('Identity.UserNotFound', 'No such user.');
+      const deactivated = () =>
+        new ProblemError('Identity.UserAlreadyDeactivated', `The user ${user.email} is deactivated; reactivate the user first.`);
+      if (user.status !== 'active') throw deactivated();
+      const normalized = await policy.require(NewPasswordSchema.parse(newPassword), contextOf(user));
+      const passwordHash = await hasher.hash(normalized);
+      const now = clock.now().toISOString();
+      if (!(await store.transaction((tx) => resetIn(tx, user, passwordHash, now, 'operator')))) throw deactivated();
+      logger.info('password reset by an operator', { userId: user.id });
+      return { userId: user.id, email: user.email };
     },
 
     async pendingReset(resetId, userId) {
@@ -291,7 +352,7 @@ export function createPasswordServices(options: PasswordServicesOptions): {
       const keep = context.sessionId ?? null;
       await store.transaction(async (tx) => {
         // Compare-and-set: a concurrent change or reset since the check wins, this one changes nothing.
-        if (!(await tx.setPasswordHash(userId, passwordHash, now, user.passwordHash ?? undefined))) {
+        if (!(await tx.setPasswordHash(userId, passwordHash, now, { expected: user.passwordHash ?? undefined }))) {
           throw new ProblemError('PasswordChange.WrongPassword');
         }
         await tx.retire(userId);

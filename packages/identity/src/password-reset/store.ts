@@ -22,6 +22,14 @@ export interface PasswordReset {
   readonly consumedAt: string | null;
 }
 
+/** The conditions and side effects of {@link PasswordResetWrites.setPasswordHash}. */
+export interface PasswordHashWrite {
+  /** Write only while the stored hash is still this one. */
+  readonly expected?: string;
+  /** Also mark the user's address verified. Default false. */
+  readonly emailVerified?: boolean;
+}
+
 /** What consuming a reset did. */
 export type PasswordResetConsumption = 'consumed' | 'expired' | 'invalid';
 
@@ -49,11 +57,13 @@ export interface PasswordResetWrites {
   retire(userId: string): Promise<void>;
   /**
    * Sets an active user's password hash; with `expected`, only while the
-   * stored hash is still that one (compare-and-set against a concurrent change).
+   * stored hash is still that one (compare-and-set against a concurrent
+   * change). `emailVerified` marks the address verified in the same statement
+   * (a mailed link proved it works).
    *
    * @returns whether it was written.
    */
-  setPasswordHash(userId: string, passwordHash: string, now: string, expected?: string): Promise<boolean>;
+  setPasswordHash(userId: string, passwordHash: string, now: string, options?: PasswordHashWrite): Promise<boolean>;
   /**
    * Ends the user's unrevoked sessions (all, or all but `except`) with
    * `reason`, writing each one's revocation watermark.

@@ -1,13 +1,26 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Prompter } from '@idt/cli';
-import { type TestDatabase, type TestServer, testDialects } from '@idt/testing';
+import {
+  bearer,
+  discover,
+  mintAccessToken,
+  redeemCode,
+  refreshTokenRequest,
+  registerClient,
+  seedUser,
+  signIn,
+  type TestDatabase,
+  type TestServer,
+  testDialects,
+} from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type CliFixture,
   decodeJwt,
   idt,
   jsonOf,
+  nextSecond,
   readEnvFile,
   serviceAccountArgs,
   startCliFixture,
@@ -15,6 +28,7 @@ import {
 } from './support.js';
 
 const PASSWORD = 'correct horse battery staple';
+const REDIRECT = 'http://127.0.0.1:9/callback';
 
 /** A prompter that answers a confirmation and records it. */
 function confirming(answer: boolean): Prompter & { asked: string[] } {
@@ -192,4 +206,82 @@ describe.each(testDialects())('operator commands on %s', (dialect) => {
       ).status,
     ).toBe(200);
   });
+
+  it('signs the user out everywhere: sessions, access and refresh tokens end, and the event brings the notice', async () => {
+    const bob = await server.idt.services.identity.accounts.operator.findUserByEmail('bob@example.com');
+    if (!bob) throw new Error('bob is missing');
+    await nextSecond(); // the reset above refused every token of Bob issued until then
+    const globex = await server.idt.services.identity.accounts.operator.findOrganization('globex');
+    // Bob signs in to an application of Globex: a refresh token, and a session of the identity module.
+    const client = await registerClient(
+      server,
+      await mintAccessToken(server, { sub: bob.id, org_id: globex?.id }),
+      globex?.id ?? '',
+      {
+        kind: 'application',
+        name: 'Globex portal',
+        redirectUris: [REDIRECT],
+        scopes: ['openid', 'offline_access'],
+      },
+    );
+    const config = await discover(server, client);
+    const signedIn = await signIn(config, {
+      redirectUri: REDIRECT,
+      scope: 'openid offline_access',
+      email: 'bob@example.com',
+      password: 'a brand new passphrase',
+    });
+    const refreshToken = (await redeemCode(config, signedIn)).refresh_token as string;
+    expect(refreshToken).toBeTruthy();
+    const { sessions } = server.idt.services.identity.credentials;
+    const started = await sessions.start(bob.id, { amr: ['pwd'] });
+    const token = await mintAccessToken(server, { sub: bob.id, sid: started.session.id });
+    expect((await server.fetch('/v1/identity/sessions', { headers: bearer(token) })).status).toBe(200);
+    const events = () => database.db('core_outbox_events').where({ type: 'UserPasswordResetEvent' });
+    const before = (await events()).length;
+
+    const reset = await idt(env, ['users', 'reset-password', 'bob@example.com', '--password-stdin'], {
+      stdin: 'another brand new passphrase\n',
+    });
+    expect(reset.exitCode).toBe(0);
+    expect(reset.stdout).toBe(
+      'Set a new password for bob@example.com; the old one no longer works and every session of the user was signed out.\n',
+    );
+    expect(await sessions.list(bob.id)).toEqual([]);
+    const published = (await events()).map((event) => JSON.parse(event.payload));
+    expect(published.length).toBe(before + 1);
+    expect(published.at(-1)).toEqual({ userId: bob.id, email: 'bob@example.com', resetAt: expect.any(String), by: 'operator' });
+    // The server's caches hear of it from the database (NOTIFY on PostgreSQL, a poll each second on SQLite);
+    // the event's handlers may run in the CLI or in the server: real I/O either way, so poll.
+    await eventually(async () => {
+      expect((await server.fetch('/v1/identity/sessions', { headers: bearer(token) })).status).toBe(401);
+      expect((await refreshTokenRequest(server, client, refreshToken)).status).toBe(400);
+      const alerts = await database.db('notifications').where({ user_id: bob.id, type: 'SecurityAlert' });
+      expect(alerts.map((alert) => alert.title)).toContain('Your password was reset');
+    });
+
+    // A deactivated user is refused; nothing changes.
+    const gone = await seedUser(database.db, { status: 'deactivated' });
+    const refused = await idt(env, ['users', 'reset-password', gone.email, '--password-stdin'], {
+      stdin: 'another brand new passphrase\n',
+    });
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toMatch(/is deactivated; reactivate the user first\. \(Identity\.UserAlreadyDeactivated\)\n$/);
+    expect((await database.db('identity_users').where({ id: gone.id }).first()).password_hash).toBeNull();
+    expect((await events()).length).toBe(before + 1);
+  });
 });
+
+/** Retries `check` (up to 5 s) until it passes: for effects another process or a poll delivers. */
+async function eventually(check: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      // Real I/O: the next look, after the other process or the poll had a chance to run.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import { toIso } from '@idt/core/knex';
-import { CacheNamespaces, createArgon2Hasher, type IdentityServices, PasswordSchema } from '@idt/identity';
+import { type IdentityServices, PasswordSchema } from '@idt/identity';
 import type { ClientRecord } from '@idt/oidc';
 import { ProblemError } from '@idt/problem';
 import type { Command } from 'commander';
@@ -323,7 +323,7 @@ export function registerUserAdmin(program: Command, io: CliIo): void {
       .command('reset-password')
       .summary("set a user's password from standard input")
       .description(
-        "Sets a user's password: read from standard input with --password-stdin (one line), or asked on a terminal (hidden, twice). The identity package's password policy applies (12 to 256 characters or the configured minimum; common, weak, breached passwords and ones containing the user's e-mail address or name are refused), and the password is hashed with its argon2id hasher. Signing in with the old password stops working at once. Users can reset their own password with the \"Forgot your password?\" link of the sign-in page.",
+        "Sets a user's password: read from standard input with --password-stdin (one line), or asked on a terminal (hidden, twice). The identity package's password policy applies (12 to 256 characters or the configured minimum; common, weak, breached passwords and ones containing the user's e-mail address or name are refused), and the password is hashed with its argon2id hasher. Signing in with the old password stops working at once, and the user is signed out everywhere: every session, refresh token and access token of the user ends, as after a reset with a link (the notifications module mails the user a security notice). Users can reset their own password with the \"Forgot your password?\" link of the sign-in page.",
       )
       .argument('<email>', "the user's e-mail address")
       .option('--password-stdin', 'read the new password from standard input (one line)'),
@@ -342,49 +342,34 @@ export function registerUserAdmin(program: Command, io: CliIo): void {
       }
       const given = options.passwordStdin ? await passwordFromStdin(io) : undefined;
       const target = await commandTarget(io, program.opts<GlobalOptions>(), options);
-      await withServices(
-        io,
-        out,
-        target,
-        { command: 'users reset-password', modules: ['identity'] },
-        async ({ identity }, idt) => {
-          const user = await identity.accounts.operator.findUserByEmail(email);
-          if (!user) throw new ProblemError('Identity.UserNotFound', `No user has the e-mail address ${email.trim()}.`);
-          let password = given;
-          if (password === undefined) {
-            const prompter = io.prompter ?? createTerminalPrompter();
-            const check = (value: string) => {
-              const parsed = PasswordSchema.safeParse(value);
-              return parsed.success ? true : (parsed.error.issues[0]?.message ?? 'Invalid password.');
-            };
-            const { policy } = identity.passwords;
-            const first = await prompter.password(`New password (${policy.minLength} to ${policy.maxLength} characters)`, {
-              validate: check,
-            });
-            if ((await prompter.password('Repeat the new password')) !== first) {
-              throw new CliError('Cli.PasswordMismatch', 'The passwords did not match; nothing changed.');
-            }
-            password = first;
+      await withServices(io, out, target, { command: 'users reset-password', modules: ['identity'] }, async ({ identity }) => {
+        const user = await identity.accounts.operator.findUserByEmail(email);
+        if (!user) throw new ProblemError('Identity.UserNotFound', `No user has the e-mail address ${email.trim()}.`);
+        let password = given;
+        if (password === undefined) {
+          const prompter = io.prompter ?? createTerminalPrompter();
+          const check = (value: string) => {
+            const parsed = PasswordSchema.safeParse(value);
+            return parsed.success ? true : (parsed.error.issues[0]?.message ?? 'Invalid password.');
+          };
+          const { policy } = identity.passwords;
+          const first = await prompter.password(`New password (${policy.minLength} to ${policy.maxLength} characters)`, {
+            validate: check,
+          });
+          if ((await prompter.password('Repeat the new password')) !== first) {
+            throw new CliError('Cli.PasswordMismatch', 'The passwords did not match; nothing changed.');
           }
-          // The password policy judges it for this user (common, weak, personal, breached) and gives its NFKC form.
-          const normalized = await identity.passwords.policy.require(password, {
-            email: user.email,
-            firstName: user.firstName,
-            lastName: user.lastName,
-          });
-          out.progress('Hashing the new password…');
-          const passwordHash = await createArgon2Hasher().hash(normalized);
-          // The identity package has no service that sets a password; one conditional update, its cache evicted.
-          await idt.db.transaction(async (trx) => {
-            await trx('identity_users')
-              .where({ id: user.id })
-              .update({ password_hash: passwordHash, updated_at: new Date().toISOString() });
-            await idt.infrastructure.invalidator.invalidate(CacheNamespaces.users, user.id, trx);
-          });
-          out.line(`Set a new password for ${user.email}; the old one no longer works.`);
-          out.result({ userId: user.id, email: user.email });
-        },
-      );
+          password = first;
+        }
+        out.progress('Hashing the new password…');
+        // The identity service judges it with the policy for this user, hashes it and, in one transaction,
+        // ends every session and token of the user and publishes UserPasswordResetEvent (the notice mail).
+        await identity.passwords.reset.setByOperator(user.id, password);
+        out.line(
+          `Set a new password for ${user.email}; the old one no longer works and every session of the user was signed out.`,
+        );
+        out.result({ userId: user.id, email: user.email });
+      });
     });
 }
 

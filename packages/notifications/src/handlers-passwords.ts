@@ -110,7 +110,9 @@ export function createPasswordNotificationHandlers(options: PasswordNotification
           'password-reset-notice',
           payload.email,
           'Your password was reset',
-          'The password of your account was reset with a link sent to this address. You were signed out everywhere.',
+          payload.by === 'operator'
+            ? 'An administrator set a new password for your account. You were signed out everywhere.'
+            : 'The password of your account was reset with a link sent to this address. You were signed out everywhere.',
           'password-reset-notice',
         ),
     }),
@@ -127,7 +129,9 @@ export function createPasswordNotificationHandlers(options: PasswordNotification
             type: 'SecurityAlert',
             title: 'Your password was reset',
             message:
-              'Your password was reset with a link sent to your e-mail address, and every session ended. If you did not do this, contact your administrator at once.',
+              payload.by === 'operator'
+                ? 'An administrator set a new password for your account, and every session ended. If you did not ask for this, contact your administrator at once.'
+                : 'Your password was reset with a link sent to your e-mail address, and every session ended. If you did not do this, contact your administrator at once.',
             sourceKey: `${id}:password-reset`,
           },
         ]);

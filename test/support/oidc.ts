@@ -186,7 +186,10 @@ export async function signInApplication(server: TestHost, admin: TestAdmin, opti
 }
 
 /** Redeems the code of a finished {@link signIn} (with its PKCE verifier and state) through `openid-client`. */
-export function redeemCode(config: oidcClient.Configuration, result: SignInResult) {
+export function redeemCode(
+  config: oidcClient.Configuration,
+  result: SignInResult,
+): Promise<oidcClient.TokenEndpointResponse & oidcClient.TokenEndpointResponseHelpers> {
   return oidcClient.authorizationCodeGrant(config, result.callback, {
     pkceCodeVerifier: result.codeVerifier,
     expectedState: result.state,

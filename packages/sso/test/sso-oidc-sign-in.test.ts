@@ -120,7 +120,7 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
     expect(callback.origin).toBe(DOWNSTREAM);
 
     const response = await server.fetch(callbackPath(callback), { redirect: 'manual' });
-    const handle = handleOf(response, interaction);
+    const handle = await handleOf(response, interaction);
     const outcome = await servicesOf(server).federation.consume(handle, interaction);
     expect(outcome).toMatchObject({ kind: 'signed-in', organizationId: world.a.organization.id });
     if (outcome.kind !== 'signed-in') throw new Error('not signed in');
@@ -150,7 +150,7 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
     const second = uid();
     const again = await signInAt(await begin(server, connectionId, second), new Browser());
     const next = await servicesOf(server).federation.consume(
-      handleOf(await server.fetch(callbackPath(again), { redirect: 'manual' }), second),
+      await handleOf(await server.fetch(callbackPath(again), { redirect: 'manual' }), second),
       second,
     );
     expect(next).toMatchObject({ kind: 'signed-in', userId: outcome.userId });
@@ -162,7 +162,7 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
     const denied = await server.fetch(`/sso/oidc/callback?state=${encodeURIComponent(state)}&error=access_denied`, {
       redirect: 'manual',
     });
-    expect(await servicesOf(server).federation.consume(handleOf(denied, interaction), interaction)).toEqual({
+    expect(await servicesOf(server).federation.consume(await handleOf(denied, interaction), interaction)).toEqual({
       kind: 'failed',
       reason: 'denied',
       organizationName: world.a.organization.name,

@@ -6,27 +6,23 @@ import { SIGN_IN_REALM_EVICTIONS } from '../sign-in/realm-cache.js';
 import type { SsoPolicyStore } from './store.js';
 
 /** The body of `PUT …/sso/policy`. */
-export const SsoPolicyInput = z
-  .strictObject({
-    ssoRequired: z
-      .boolean({ error: 'ssoRequired is true or false.' })
-      .describe(
-        'Refuse password and passkey sign-in for addresses of the organization’s verified domains: they sign in through its connection.',
-      ),
-  })
-  .meta({ id: 'SsoPolicyInput' });
+export const SsoPolicyInput = z.strictObject({
+  ssoRequired: z
+    .boolean({ error: 'ssoRequired is true or false.' })
+    .describe(
+      'Refuse password, passkey and e-mailed-code sign-in for addresses of the organization’s verified domains: they sign in through its connection.',
+    ),
+});
 
 /** The input of {@link SsoPolicyService.put}. */
 export type SsoPolicyInput = z.output<typeof SsoPolicyInput>;
 
 /** An organization's single sign-on policy, as the API answers it. */
-export const SsoPolicyResponse = z
-  .object({
-    organizationId: z.string(),
-    ssoRequired: z.boolean(),
-    updatedAt: z.string().nullable().describe('ISO 8601 UTC; null while never set.'),
-  })
-  .meta({ id: 'SsoPolicy' });
+export const SsoPolicyResponse = z.object({
+  organizationId: z.string(),
+  ssoRequired: z.boolean(),
+  updatedAt: z.string().nullable().describe('ISO 8601 UTC; null while never set.'),
+});
 
 /** The answer of the policy routes. */
 export type SsoPolicyResponse = z.output<typeof SsoPolicyResponse>;

@@ -25,10 +25,20 @@ export async function begin(server: TestIdt, connectionId: string, uid: string, 
   return start.url;
 }
 
-/** The handle of a 303 back to the interaction `uid`. */
-export function handleOf(response: Response, uid: string): string {
-  expect(response.status).toBe(303);
-  const location = response.headers.get('location') ?? '';
+/** Where a callback's page sends the browser on (its `meta refresh`, which the page's link repeats). */
+export async function continuesTo(response: Response): Promise<string> {
+  const body = await response.text();
+  expect(response.status, body).toBe(200);
+  expect(response.headers.get('location')).toBeNull();
+  const refresh = /<meta http-equiv="refresh" content="0;url=([^"]+)">/.exec(body)?.[1] ?? '';
+  const location = refresh.replace(/&amp;/g, '&');
+  expect(body).toContain(`<a href="${refresh}">Continue</a>`);
+  return location;
+}
+
+/** The handle of a callback's page that sends the browser back to the interaction `uid`. */
+export async function handleOf(response: Response, uid: string): Promise<string> {
+  const location = await continuesTo(response);
   expect(location.startsWith(`/interaction/${uid}/federated?result=`), location).toBe(true);
   return new URL(location, 'http://x').searchParams.get('result') ?? '';
 }

@@ -3,8 +3,9 @@
  * (`*.browser.test.ts`): where it is, whether to skip, how it starts, and
  * what a page must not log.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 
@@ -83,4 +84,55 @@ export async function startCallbackPage(): Promise<CallbackPage> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** axe-core's browser build, evaluated in each page through the DevTools protocol (the pages' CSP allows no inline script). */
+let axeSource: string | undefined;
+/** The source, read on first use. */
+const AXE_SOURCE = () => {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  return axeSource;
+};
+
+/** One axe finding, as the report keeps it. */
+export interface AxeFinding {
+  readonly id: string;
+  readonly impact: string | null;
+  readonly help: string;
+  readonly targets: string[];
+}
+
+/**
+ * Runs axe-core in the page (its default rules: WCAG 2.x A/AA and best practices); every violation, and how many rules passed.
+ *
+ * @example
+ * const { violations } = await axe(page);
+ * expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
+ */
+export async function axe(page: Page): Promise<{ violations: AxeFinding[]; passed: number }> {
+  // Runtime.evaluate is not subject to the page's CSP; a <script> tag with this content would be refused by it.
+  if (!(await page.evaluate<boolean>('typeof window.axe === "object"'))) await page.evaluate<void>(`${AXE_SOURCE()}\n;void 0`);
+  return page.evaluate<{ violations: AxeFinding[]; passed: number }>(`axe.run(document).then((result) => ({
+    passed: result.passes.length,
+    violations: result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 5).map((n) => n.target.join(' ')) })),
+  }))`);
+}
+
+/** Scripts written into the page and \`style\` attributes: the CSP (no 'unsafe-inline') would refuse both. */
+export function inlineCode(page: Page): Promise<number> {
+  return page.evaluate<number>("document.querySelectorAll('script:not([src]), [style]').length");
+}
+
+/** Whether the page fits its viewport's width (no sideways scrolling). */
+export function fits(page: Page): Promise<boolean> {
+  return page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth');
+}
+
+/** Presses Tab until `selector` has the focus (at most `max` times); fails when it never does. */
+export async function tabTo(page: Page, selector: string, max = 30): Promise<number> {
+  for (let presses = 1; presses <= max; presses++) {
+    await page.keyboard.press('Tab');
+    if ((await page.locator(`${selector}:focus`).count()) === 1) return presses;
+  }
+  throw new Error(`${selector} never got the keyboard focus on ${page.url()}`);
 }

@@ -1,16 +1,20 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createManualClock } from '@idt/core';
 import { type MailboxMessage, readMailbox } from '@idt/core/mail';
 import {
+  type AxeFinding,
+  axe,
   bootstrapAdmin,
   type CallbackPage,
   consoleProblems,
+  fits,
+  inlineCode,
   launchChromium,
   startCallbackPage,
   startTestServer,
   type TestServer,
+  tabTo,
   tenantWithTokens,
   withoutChromium,
 } from '@idt/testing';
@@ -30,46 +34,6 @@ import { passwordUser, register, unique } from './clients-support.js';
 const SHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'account-security-pages');
 const WIDTHS = [360, 1440] as const;
 const NEW_PASSWORD = 'violet lantern orbit meadow';
-/** axe-core's browser build, evaluated in each page through the DevTools protocol (the pages' CSP allows no inline script). */
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** One axe finding, as the report keeps it. */
-interface AxeFinding {
-  readonly id: string;
-  readonly impact: string | null;
-  readonly help: string;
-  readonly targets: string[];
-}
-
-/** Runs axe-core in the page (its default rules: WCAG 2.x A/AA and best practices); every violation, and how many rules passed. */
-async function axe(page: Page): Promise<{ violations: AxeFinding[]; passed: number }> {
-  // Runtime.evaluate is not subject to the page's CSP; a <script> tag with this content would be refused by it.
-  if (!(await page.evaluate<boolean>('typeof window.axe === "object"'))) await page.evaluate<void>(`${AXE_SOURCE}\n;void 0`);
-  return page.evaluate<{ violations: AxeFinding[]; passed: number }>(`axe.run(document).then((result) => ({
-    passed: result.passes.length,
-    violations: result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 5).map((n) => n.target.join(' ')) })),
-  }))`);
-}
-
-/** Scripts written into the page and \`style\` attributes: the CSP (no 'unsafe-inline') would refuse both. */
-function inlineCode(page: Page): Promise<number> {
-  return page.evaluate<number>("document.querySelectorAll('script:not([src]), [style]').length");
-}
-
-/** Whether the page fits its viewport's width (no sideways scrolling). */
-function fits(page: Page): Promise<boolean> {
-  return page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth');
-}
-
-/** Presses Tab until `selector` has the focus (at most `max` times); fails when it never does. */
-async function tabTo(page: Page, selector: string, max = 30): Promise<number> {
-  for (let presses = 1; presses <= max; presses++) {
-    await page.keyboard.press('Tab');
-    if ((await page.locator(`${selector}:focus`).count()) === 1) return presses;
-  }
-  throw new Error(`${selector} never got the keyboard focus on ${page.url()}`);
-}
-
 describe.skipIf(withoutChromium)('the account-security pages in headless Chromium', () => {
   const clock = createManualClock(Math.floor(Date.now() / 1000) * 1000);
   let server: TestServer;

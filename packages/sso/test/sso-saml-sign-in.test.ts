@@ -10,7 +10,12 @@ import {
 } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DnsResponder, startDnsResponder } from './support/dns-responder.js';
-import { createTestIdentityProvider } from './support/saml-idp.js';
+import { createTestIdentityProvider, decode, encode, mutate } from './support/saml-idp.js';
+import type { TestElement } from './support/xml-dom.js';
+
+const SAML_ASSERTION = 'urn:oasis:names:tc:SAML:2.0:assertion';
+const XML_DSIG = 'http://www.w3.org/2000/09/xmldsig#';
+
 import { begin, continuesTo, expectErrorPage, handleOf, verifyDomain } from './support/sign-in.js';
 import { servicesOf, startSsoInstance } from './support/sso-instance.js';
 
@@ -215,6 +220,91 @@ describe.each(testDialects())('SAML sign-in round trip on %s', (dialect) => {
 
     expect(await db()('identity_users').count({ n: '*' }).first()).toEqual(users);
     expect(await db()('identity_users').where({ email: 'late@alpha.example' }).first()).toBeUndefined();
+  });
+
+  it('refuses unsigned, wrong-audience, expired, tampered, wrapped and commented responses at the ACS, creating nothing', async () => {
+    const before = await Promise.all(
+      ['identity_users', 'identity_memberships', 'sso_identities'].map(
+        async (table) => (await db()(table).count({ n: '*' }).first())?.n,
+      ),
+    );
+    /** A signed answer to a request of ours for `nameId`, as the IdP would post it (`tags` override its fields). */
+    async function answer(nameId: string, tags: Record<string, string> = {}, now = server.clock.now()) {
+      const url = await begin(server, connectionA, uid());
+      const metadata = await spMetadata(connectionA);
+      const request = await idp.readRequest(url, metadata);
+      return idp.respond({ spMetadata: metadata, now, inResponseTo: request.id, nameId, tags });
+    }
+    const refused: Array<[string, string]> = [
+      ['unsigned', encode(decode(await answer('unsigned@alpha.example')).replace(/<ds:Signature[\s\S]*?<\/ds:Signature>/g, ''))],
+      ['wrong audience', await answer('audience@alpha.example', { Audience: 'https://other.example/sso/saml/metadata' })],
+      [
+        'tampered',
+        encode(decode(await answer('tamper@alpha.example')).replace('>tamper@alpha.example<', '>admin@alpha.example<')),
+      ],
+      [
+        'wrapped',
+        mutate(await answer('wrap@alpha.example'), (document) => {
+          const signed = document.getElementsByTagNameNS(SAML_ASSERTION, 'Assertion')[0] as TestElement;
+          const evil = signed.cloneNode(true) as TestElement;
+          evil.setAttribute('ID', '_evil');
+          const signature = evil.getElementsByTagNameNS(XML_DSIG, 'Signature')[0];
+          if (signature) evil.removeChild(signature);
+          (evil.getElementsByTagNameNS(SAML_ASSERTION, 'NameID')[0] as TestElement).textContent = 'admin@alpha.example';
+          document.documentElement.insertBefore(evil, signed);
+        }),
+      ],
+      [
+        'commented',
+        encode(
+          decode(await answer('ada@alpha.example.evil.test')).replace(
+            '>ada@alpha.example.evil.test<',
+            '>ada@alpha.example<!---->.evil.test<',
+          ),
+        ),
+      ],
+    ];
+    // Expired: made by an IdP whose clock is 20 minutes behind (past its validity and the 5 minutes of skew).
+    refused.push([
+      'expired',
+      await answer('late-assertion@alpha.example', {}, new Date(server.clock.now().getTime() - 20 * 60_000)),
+    ]);
+    for (const [what, samlResponse] of refused) {
+      const body = await expectErrorPage(await postAcs(connectionA, samlResponse), world.a.organization.name);
+      expect(body, what).not.toMatch(/signature|audience|wrap|node-saml|xmldom/i);
+    }
+    const after = await Promise.all(
+      ['identity_users', 'identity_memberships', 'sso_identities'].map(
+        async (table) => (await db()(table).count({ n: '*' }).first())?.n,
+      ),
+    );
+    expect(after).toEqual(before);
+  });
+
+  it('refuses bad input at the ACS with the page: not a form, too large, no SAMLResponse, an unknown connection', async () => {
+    const acs = `/sso/saml/${connectionA}/acs`;
+    const asJson = await server.fetch(acs, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ SAMLResponse: 'x' }),
+    });
+    expect(asJson.status).toBeGreaterThanOrEqual(400);
+    expect(asJson.headers.get('content-type')).toContain('text/html');
+    const tooLarge = await server.fetch(acs, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `SAMLResponse=${'A'.repeat(2 * 1024 * 1024)}`,
+    });
+    expect(tooLarge.status).toBeGreaterThanOrEqual(400);
+    expect(tooLarge.headers.get('content-type')).toContain('text/html');
+    await expectErrorPage(
+      await server.fetch(acs, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'RelayState=%2Faccount',
+      }),
+    );
+    await expectErrorPage(await postAcs('not-a-connection', 'PHg+'));
   });
 
   it('links an existing account by itself only when both sides verified the address and the organization the domain', async () => {

@@ -35,12 +35,14 @@ function processTicks(pid) {
  * Starts measuring; `stop()` returns `{ server, loadGenerator, other,
  * machineBusy }` in cores over the elapsed time, or undefined without /proc.
  * `serverPid` may be this very process (bench/baseline-argon2.mjs); then
- * `loadGenerator` is 0.
+ * `loadGenerator` is 0. With `upstreamPid` (the single sign-on row's
+ * upstream idt), its CPU is `upstream`, not part of `other`.
  */
-export function startCpuMeter(serverPid) {
+export function startCpuMeter(serverPid, upstreamPid) {
   const startedAt = process.hrtime.bigint();
   const machineBefore = machineTicks();
   const serverBefore = serverPid ? processTicks(serverPid) : undefined;
+  const upstreamBefore = upstreamPid ? processTicks(upstreamPid) : undefined;
   const selfBefore = process.cpuUsage();
   return {
     stop() {
@@ -52,7 +54,18 @@ export function startCpuMeter(serverPid) {
       const busy = (machineAfter.busy - machineBefore.busy) / TICKS_PER_SECOND / seconds;
       const server = (serverAfter - serverBefore) / TICKS_PER_SECOND / seconds;
       const load = serverPid === process.pid ? 0 : (self.user + self.system) / 1e6 / seconds;
-      return { server, loadGenerator: load, other: Math.max(0, busy - server - load), machineBusy: busy };
+      const upstreamAfter = upstreamPid ? processTicks(upstreamPid) : undefined;
+      const upstream =
+        upstreamBefore !== undefined && upstreamAfter !== undefined
+          ? (upstreamAfter - upstreamBefore) / TICKS_PER_SECOND / seconds
+          : undefined;
+      return {
+        server,
+        loadGenerator: load,
+        ...(upstream !== undefined ? { upstream } : {}),
+        other: Math.max(0, busy - server - load - (upstream ?? 0)),
+        machineBusy: busy,
+      };
     },
   };
 }

@@ -8,7 +8,7 @@
  *   node bench/load-flow.mjs '<json options>'
  *
  * Options: { mode, baseUrl, clientId, clientSecret, duration, warmup,
- * serverPid, … } (durations in seconds):
+ * serverPid, upstreamPid, … } (durations in seconds):
  *
  * - mode `refresh`: { refreshTokens: [...] }: one worker per token, each
  *   holding its own rotation chain (every grant returns the next refresh
@@ -24,6 +24,15 @@
  *   6238, computed with otplib): a code works once, so each sign-in uses a
  *   time step of its user later than the last one used, the current or the
  *   next (both within the server's one step of drift).
+ *   With `ssoUsers` ([email, …], the password being `password`) and
+ *   `upstreamOrigin`, each sign-in is single sign-on through the upstream
+ *   idt, the users of the pool in turn: the address on the identifier-first
+ *   page, the page that moves on to the upstream, the upstream's own
+ *   sign-in (and consent when asked), back through the downstream's
+ *   callback to the interaction, the downstream's consent when asked, the
+ *   code exchange; a cookie jar per origin. A sign-in that did not reach the
+ *   upstream is a failure. The first sign-in of each user provisions it
+ *   just in time; the later ones find it (returning users).
  *
  * Failed flows are counted (`failed`, `failedRatio`, `statusCodes`; those
  * of the warm-up included), and the first few are printed as `failures` with
@@ -52,6 +61,12 @@ const failures = [];
 const alive = new Set(Array.from({ length: workers }, (_, index) => index));
 const totpUsers = (options.totpUsers ?? []).map((user) => ({ ...user, last: user.lastStep ?? 0 }));
 let totpCursor = 0;
+const ssoUsers = options.ssoUsers ?? [];
+let ssoCursor = 0;
+if (ssoUsers.length > 0 && !options.upstreamOrigin) {
+  console.error('ssoUsers needs upstreamOrigin');
+  process.exit(2);
+}
 /** How many times a worker waited for the next time step (a pool too small for the rate: the figure is then low). */
 let totpWaits = 0;
 
@@ -85,18 +100,21 @@ async function flow(index) {
     return;
   }
   const totp = totpUsers.length > 0 ? await nextTotpUser() : undefined;
+  const ssoEmail = ssoUsers.length > 0 ? ssoUsers[ssoCursor++ % ssoUsers.length] : undefined;
   const tokens = await signIn({
     baseUrl,
     clientId,
     clientSecret,
     redirectUri: options.redirectUri,
     scope: options.scope,
-    email: totp?.email ?? options.email,
+    email: ssoEmail ?? totp?.email ?? options.email,
     password: options.password,
     agent,
     ...(totp ? { secondFactor: totp.code } : {}),
+    ...(ssoEmail ? { upstreamOrigin: options.upstreamOrigin } : {}),
   });
   if (!tokens.access_token) throw Object.assign(new Error('the code exchange returned no access token'), { status: 200 });
+  return tokens.requests;
 }
 
 /** Runs every worker until `seconds` have passed; returns the counts and latencies of that phase. */
@@ -106,12 +124,15 @@ async function phase(seconds) {
   const statusCodes = {};
   let ok = 0;
   let failed = 0;
+  let requests = 0;
   let errors = 0;
   const worker = async (index) => {
     while (alive.has(index) && performance.now() < deadline) {
       const started = performance.now();
       try {
-        await flow(index);
+        // Not `requests += await …`: the sum would be read before the await, losing the other workers' counts.
+        const sent = await flow(index);
+        requests += sent ?? 0;
         latencies.push(performance.now() - started);
         ok++;
       } catch (error) {
@@ -128,12 +149,14 @@ async function phase(seconds) {
   };
   const startedAt = performance.now();
   await Promise.all([...alive].map(worker));
-  return { ok, failed, errors, statusCodes, latencies, seconds: (performance.now() - startedAt) / 1000 };
+  return { ok, failed, errors, statusCodes, latencies, requests, seconds: (performance.now() - startedAt) / 1000 };
 }
 
 // Failures of the warm-up count too: a refresh chain that ends there would otherwise vanish unseen.
 const warmup = (options.warmup ?? 0) > 0 ? await phase(options.warmup) : { failed: 0, errors: 0, statusCodes: {} };
-const meter = startCpuMeter(options.serverPid);
+// Sign-ins started before the measurement: the users of the pool not reached yet sign in for the first time in it.
+const ssoFirstSignInsMeasured = Math.max(0, ssoUsers.length - ssoCursor);
+const meter = startCpuMeter(options.serverPid, options.upstreamPid);
 const result = await phase(options.duration ?? 10);
 const cpu = meter.stop();
 agent.destroy();
@@ -161,5 +184,7 @@ process.stdout.write(
     ...(mode === 'refresh' ? { refreshTokens: chains.filter((_, index) => alive.has(index)) } : {}),
     ...(failures.length ? { failures } : {}),
     ...(totpWaits ? { totpWaits } : {}),
+    ...(mode === 'signin' && result.ok > 0 ? { requestsPerFlow: Number((result.requests / result.ok).toFixed(1)) } : {}),
+    ...(ssoUsers.length ? { ssoUsers: ssoUsers.length, ssoFirstSignInsMeasured } : {}),
   })}\n`,
 );

@@ -9,12 +9,14 @@
  * through a knex adapter on the same engine, its sign-in through a login
  * form that verifies the same argon2id hash as idt's, with the same library,
  * parameters and one-per-core concurrency; argon2id alone and stock's flows
- * on its memory adapter for information), tokens spread over 10,000 clients
- * (stock oidc-provider with a knex adapter on the same engine), and the same
- * paths again at 100,000 users / 10,000 organizations / 100,000 memberships
- * / 10,000 clients (against the empty database). Also the server's cold
- * start, RSS idle, and RSS under token load at scale over the stock knex
- * spread server's RSS. See docs/benchmarks.md.
+ * on its memory adapter for information), the same sign-in with a TOTP
+ * second step, and single sign-on through a second idt (the upstream, on
+ * SQLite, its own process) beside the password sign-in, tokens spread over
+ * 10,000 clients (stock oidc-provider with a knex adapter on the same
+ * engine), and the same paths again at 100,000 users / 10,000 organizations
+ * / 100,000 memberships / 10,000 clients (against the empty database). Also
+ * the server's cold start, RSS idle, and RSS under token load at scale over
+ * the stock knex spread server's RSS. See docs/benchmarks.md.
  *
  *   npm run bench [-- --duration 10 --group tokens,api --only sqlite --no-scale --json --strict]
  *
@@ -56,7 +58,12 @@ const USAGE = `Usage: npm run bench -- [options]
                         flows   full sign-in and refresh_token grant, against stock oidc-provider's own kept
                                 through a knex adapter on the same engine (its login form verifying the same
                                 argon2id hash as idt's); argon2id alone and stock's flows on its memory
-                                adapter (no password check) beside them, for information
+                                adapter (no password check) beside them, for information; the sign-in with a
+                                TOTP second step against idt's password sign-in; single sign-on through a
+                                second idt started beside the measured one (the upstream: SQLite, its own
+                                process and core when there are three; an organization with a verified domain
+                                and an OpenID Connect connection to it, enabled for that row only) beside
+                                idt's password sign-in, for information (select it with --scenario sso)
                         spread  client credentials spread over 10,000 clients, against stock
                                 oidc-provider with a knex adapter on the same database engine
                         scale   the same paths at 100,000 users / 10,000 organizations / 100,000
@@ -266,6 +273,14 @@ const TOTP_USERS = Math.min(
   4000,
   Math.max(100, Math.ceil((options.warmup + options.duration) * 30 * Math.max(1, options.repeat))),
 );
+/**
+ * The single sign-on row's users, at the upstream, signing in in turn: the
+ * first sign-in of each provisions it just in time at the downstream (in the
+ * warm-up when it lasts a couple of seconds), every later one finds it.
+ */
+const SSO_USERS = 20;
+/** The domain the downstream's organization verified; the single sign-on users' addresses are at it. */
+const SSO_DOMAIN = 'sso.bench.example';
 const SCALE = { users: 100_000, organizations: 10_000, memberships: 100_000, platformMembers: 45_000 };
 const DEEP_PAGE = 2000;
 
@@ -276,6 +291,8 @@ const hasTaskset = spawnSync('sh', ['-c', 'command -v taskset'], { encoding: 'ut
 const pinning = options.pin && hasTaskset && cpuCount >= 2;
 const SERVER_CORE = '0';
 const LOAD_CORE = '1';
+/** The single sign-on row's upstream idt: a core of its own when pinning and there are three; else unpinned. */
+const UPSTREAM_CORE = pinning && cpuCount >= 3 ? '2' : undefined;
 const pinNote = pinning
   ? `server on core ${SERVER_CORE}, load generator on core ${LOAD_CORE} (taskset)`
   : `unpinned (${!options.pin ? '--no-pin' : !hasTaskset ? 'taskset not found' : `${cpuCount} core`})`;
@@ -550,7 +567,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 async function measure(name, scenario, serverPid) {
   await waitForQuiet(name);
-  // e.g. the spread scenarios use every client once, right before their warm-up.
+  // e.g. the spread scenarios use every client once, right before their warm-up; the single sign-on
+  // scenario enables its connection.
   await scenario.before?.();
   const spec = {
     connections: options.connections,
@@ -564,10 +582,16 @@ async function measure(name, scenario, serverPid) {
     `${name}: warm-up ${options.warmup} s, then ${options.duration} s (${scenario.concurrencyNote ?? `${spec.connections} connections`})`,
   );
   const loadBefore = loadAverage();
-  const lines = await runChild(`${script} (${name})`, [process.execPath, script, JSON.stringify(spec)], {
-    core: scenario.core ?? LOAD_CORE,
-    timeoutMs: (options.warmup + options.duration + 90) * 1000,
-  });
+  let lines;
+  try {
+    lines = await runChild(`${script} (${name})`, [process.execPath, script, JSON.stringify(spec)], {
+      core: scenario.core ?? LOAD_CORE,
+      timeoutMs: (options.warmup + options.duration + 90) * 1000,
+    });
+  } finally {
+    // e.g. the single sign-on scenario disables the connection it enabled, whatever happened.
+    await scenario.teardown?.();
+  }
   const last = [...lines].reverse().find((line) => line.startsWith('{'));
   if (!last) throw new Error(`${name}: ${script} printed no result\n${tail(lines)}`);
   const result = { ...JSON.parse(last), loadBefore, loadAfter: loadAverage() };
@@ -690,53 +714,27 @@ async function postgresAvailable() {
  * Prepares one idt deployment: a fresh database, migrations, the first
  * administrator over HTTP, then (bench/setup-clients.ts) a service-account
  * client with `users.read` and an application client for the sign-in and
- * refresh flows.
+ * refresh flows. With `upstream` (the single sign-on row), it listens on the
+ * port the upstream's client names in its redirect URI, and
+ * bench/setup-sso.ts gives it the organization of the verified domain, its
+ * (disabled) connection to the upstream and that organization's application
+ * (`deployment.sso`, or `{ error }` when that failed).
  */
-async function prepareIdt(kind) {
+async function prepareIdt(kind, upstream) {
   const dir = mkdtempSync(join(os.tmpdir(), `idt-bench-${kind}-`));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   const database = await createBenchDatabase(kind, dir);
   cleanups.push(database.drop);
-  const port = await freePort();
+  const port = upstream?.downstreamPorts[kind] ?? (await freePort());
   const baseUrl = `http://127.0.0.1:${port}`;
   const env = {
-    NODE_ENV: 'production',
-    IDT_ENVIRONMENT: options.environment,
-    IDT_DATABASE_URL: database.url,
-    IDT_DATA_DIR: dir,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    IDT_ISSUER: baseUrl,
-    IDT_KEY_ENCRYPTION_SECRET: randomBytes(32).toString('base64url'),
-    // Production requires an SMTP URL; nothing is sent during the benchmark.
-    IDT_SMTP_URL: 'smtp://127.0.0.1:2525',
-    IDT_LOG_LEVEL: 'warn',
-    // One token serves a whole group, however long it runs.
-    IDT_ACCESS_TOKEN_MINUTES: '1440',
-    IDT_RATE_LIMIT_AUTH_PERMIT_LIMIT: RATE_LIMIT,
-    IDT_RATE_LIMIT_UPLOAD_PERMIT_LIMIT: RATE_LIMIT,
-    IDT_RATE_LIMIT_REGISTRATION_PERMIT_LIMIT: RATE_LIMIT,
-    IDT_RATE_LIMIT_GLOBAL_PERMIT_LIMIT: RATE_LIMIT,
+    ...idtEnv(database.url, dir, port),
+    // The single sign-on row's upstream is an http issuer on loopback.
+    ...(upstream ? { IDT_SSO_ALLOW_PRIVATE_HOSTS: 'true' } : {}),
   };
   log(`idt/${kind}: migrating ${kind === 'sqlite' ? database.url : 'a throwaway PostgreSQL database'}`);
   await runChild(`idt migrate (${kind})`, serverArgv('migrate'), { env: serverEnv(env), timeoutMs: 120_000 });
-
-  const server = startChild(`idt server (${kind}, setup)`, serverArgv('serve'), { env: serverEnv(env) });
-  await server.waitForLine(/listening on/, 60_000);
-  const setup = await fetchWithTimeout(`${baseUrl}/v1/identity/setup/admin`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      email: ADMIN.email,
-      password: ADMIN.password,
-      firstName: 'Bench',
-      lastName: 'Admin',
-      organizationName: 'Bench Platform',
-    }),
-  });
-  if (setup.status !== 201) throw new Error(`idt/${kind}: setup answered ${setup.status}: ${await setup.text()}`);
-  const { organizationId } = await setup.json();
-  await server.stop();
+  const organizationId = await setupAdmin(`idt/${kind}`, env, baseUrl);
 
   const lines = await runChild(
     `register clients (${kind})`,
@@ -755,12 +753,41 @@ async function prepareIdt(kind) {
   const registration = JSON.parse([...lines].reverse().find((line) => line.startsWith('{')) ?? 'null');
   if (!registration?.clientSecret || !registration.app?.clientSecret || registration.chainUsers?.length !== options.connections)
     throw new Error(`idt/${kind}: client registration printed nothing usable\n${tail(lines)}`);
+  let sso;
+  if (upstream) {
+    // The single sign-on row only: its failure leaves the other rows of the deployment.
+    try {
+      const ssoLines = await runChild(
+        `single sign-on setup (${kind})`,
+        [
+          process.execPath,
+          '--import',
+          'tsx',
+          'bench/setup-sso.ts',
+          'downstream',
+          organizationId,
+          SSO_DOMAIN,
+          upstream.baseUrl,
+          upstream.clientId,
+          upstream.clientSecret,
+        ],
+        { env, timeoutMs: 120_000 },
+      );
+      sso = JSON.parse([...ssoLines].reverse().find((line) => line.startsWith('{')) ?? 'null');
+      if (!sso?.connectionId || !sso.app?.clientSecret)
+        throw new Error(`single sign-on setup printed nothing usable\n${tail(ssoLines)}`);
+    } catch (error) {
+      log(`idt/${kind}: ${error.message}`);
+      sso = { error: error.message };
+    }
+  }
   return {
     kind,
     env,
     dir,
     baseUrl,
     ...registration,
+    ...(sso ? { sso } : {}),
     tokenRequest: tokenRequest(baseUrl, registration.clientId, registration.clientSecret),
     seeded: { spread: false, scale: false },
     seeding: {},
@@ -768,6 +795,118 @@ async function prepareIdt(kind) {
     idleRss: [],
     loadRss: [],
   };
+}
+
+/** The environment of an idt server on `databaseUrl`, listening on `port` of 127.0.0.1 (its issuer). */
+function idtEnv(databaseUrl, dir, port) {
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    NODE_ENV: 'production',
+    IDT_ENVIRONMENT: options.environment,
+    IDT_DATABASE_URL: databaseUrl,
+    IDT_DATA_DIR: dir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    IDT_ISSUER: baseUrl,
+    IDT_KEY_ENCRYPTION_SECRET: randomBytes(32).toString('base64url'),
+    // Production requires an SMTP URL; nothing is sent during the benchmark.
+    IDT_SMTP_URL: 'smtp://127.0.0.1:2525',
+    IDT_LOG_LEVEL: 'warn',
+    // One token serves a whole group, however long it runs.
+    IDT_ACCESS_TOKEN_MINUTES: '1440',
+    IDT_RATE_LIMIT_AUTH_PERMIT_LIMIT: RATE_LIMIT,
+    IDT_RATE_LIMIT_UPLOAD_PERMIT_LIMIT: RATE_LIMIT,
+    IDT_RATE_LIMIT_REGISTRATION_PERMIT_LIMIT: RATE_LIMIT,
+    IDT_RATE_LIMIT_GLOBAL_PERMIT_LIMIT: RATE_LIMIT,
+  };
+}
+
+/** Starts a freshly migrated idt server once to create the first administrator over HTTP; resolves with the platform organization. */
+async function setupAdmin(name, env, baseUrl) {
+  const server = startChild(`${name} server (setup)`, serverArgv('serve'), { env: serverEnv(env) });
+  try {
+    await server.waitForLine(/listening on/, 60_000);
+    const setup = await fetchWithTimeout(`${baseUrl}/v1/identity/setup/admin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        email: ADMIN.email,
+        password: ADMIN.password,
+        firstName: 'Bench',
+        lastName: 'Admin',
+        organizationName: 'Bench Platform',
+      }),
+    });
+    if (setup.status !== 201) throw new Error(`${name}: setup answered ${setup.status}: ${await setup.text()}`);
+    const { organizationId } = await setup.json();
+    return organizationId;
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * Prepares the upstream idt of the single sign-on row: the identity
+ * provider of the downstream's organization, another idt on SQLite in its
+ * own process. Its engine is not what the row measures (the downstream's
+ * is), so one SQLite upstream serves the SQLite and the PostgreSQL rows
+ * alike (the same upstream for both, no second PostgreSQL database); it
+ * verifies the password of every sign-in (argon2id, as a real upstream
+ * would), on a core of its own when there is one. Picks the downstreams'
+ * ports first: its client's redirect URIs name their callbacks.
+ */
+async function prepareUpstream(kinds) {
+  const dir = mkdtempSync(join(os.tmpdir(), 'idt-bench-upstream-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const ports = new Set();
+  const distinctPort = async () => {
+    for (;;) {
+      const port = await freePort();
+      if (!ports.has(port)) {
+        ports.add(port);
+        return port;
+      }
+    }
+  };
+  const port = await distinctPort();
+  const downstreamPorts = {};
+  for (const kind of kinds) downstreamPorts[kind] = await distinctPort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const env = idtEnv(`sqlite:${join(dir, 'upstream.sqlite')}`, dir, port);
+  log('idt upstream (SQLite): migrating');
+  await runChild('idt migrate (upstream)', serverArgv('migrate'), { env: serverEnv(env), timeoutMs: 120_000 });
+  const organizationId = await setupAdmin('idt upstream', env, baseUrl);
+  const lines = await runChild(
+    'single sign-on setup (upstream)',
+    [
+      process.execPath,
+      '--import',
+      'tsx',
+      'bench/setup-sso.ts',
+      'upstream',
+      organizationId,
+      ADMIN.email,
+      String(SSO_USERS),
+      SSO_DOMAIN,
+      ...kinds.map((kind) => `http://127.0.0.1:${downstreamPorts[kind]}/sso/oidc/callback`),
+    ],
+    { env, timeoutMs: 120_000 },
+  );
+  const registration = JSON.parse([...lines].reverse().find((line) => line.startsWith('{')) ?? 'null');
+  if (!registration?.clientSecret || registration.users?.length !== SSO_USERS)
+    throw new Error(`idt upstream: setup printed nothing usable\n${tail(lines)}`);
+  return { env, baseUrl, downstreamPorts, ...registration, server: undefined };
+}
+
+/** Starts the upstream idt (on UPSTREAM_CORE when pinning and there are three cores) and waits for its /health. */
+async function startUpstream(upstream) {
+  const server = startChild('idt upstream (SQLite)', serverArgv('serve'), {
+    env: serverEnv(upstream.env),
+    ...(UPSTREAM_CORE ? { core: UPSTREAM_CORE } : {}),
+  });
+  await untilHealthy(server, `${upstream.baseUrl}/health`, performance.now());
+  upstream.server = server;
+  log(`idt upstream (SQLite) listening at ${upstream.baseUrl}${UPSTREAM_CORE ? ` on core ${UPSTREAM_CORE}` : ''}`);
 }
 
 /** Runs bench/seed-scale.ts against a deployment's database (no server of it may be running). */
@@ -913,6 +1052,9 @@ async function untilHealthy(server, url, since, timeoutMs = 60_000) {
 
 const results = [];
 const profiles = [];
+/** The single sign-on row's upstream idt (prepared when the flows group runs it), and why it is not there. */
+let ssoUpstream;
+let ssoUpstreamError;
 /** Spawn-to-first-200 of the bare node:http baseline: the cold-start floor of the machine. */
 const bareColdStarts = [];
 
@@ -1126,6 +1268,8 @@ const targetOf = {
   signIn: (kind) => ({ ratio: TARGETS.signIn, compare: stockFlow('signin', kind).id }),
   // Over idt's own password sign-in on the same engine, measured in the same run.
   totpSignIn: (kind) => ({ ratio: TARGETS.totpSignIn, compare: `signin-${kind}` }),
+  // Beside idt's own password sign-in on the same engine, for information (no target).
+  ssoSignIn: (kind) => ({ compare: `signin-${kind}` }),
   // Over stock oidc-provider keeping its tokens through the knex adapter on the same engine; the memory
   // adapter's grant is in the row's note.
   refresh: (kind) => ({ ratio: TARGETS.refresh, compare: stockFlow('refresh', kind).id }),
@@ -1583,6 +1727,7 @@ async function startIdtFlows(deployment) {
           },
         ]
       : []),
+    ...(deployment.sso?.connectionId && ssoUpstream?.server?.running ? [ssoScenario(deployment, ssoUpstream)] : []),
     await refreshScenario(deployment, `refresh-${deployment.kind}`, {
       rank: 2,
       scenario: `refresh_token grant (rotation), ${options.connections} chains · idt/${label}`,
@@ -1590,6 +1735,55 @@ async function startIdtFlows(deployment) {
     }),
   ]);
   return { ...running, scenarios };
+}
+
+/** The title of the single sign-on row (`--scenario sso` selects it). */
+const ssoTitle = (label) =>
+  `SSO sign-in through an upstream idt (authorize → address → upstream sign-in → callback → code + PKCE), ${SIGN_IN_CONCURRENCY} at a time · idt/${label}`;
+
+/**
+ * The single sign-on row: each sign-in a user of the upstream's pool, through
+ * the downstream's identifier-first page, the upstream's own sign-in and the
+ * downstream's callback (bench/load-flow.mjs with `ssoUsers`). The
+ * organization's connection is enabled over the API (the administrator's
+ * token; a platform administrator manages any organization's connections)
+ * right before the warm-up and disabled right after the run: while any
+ * organization connection is enabled, every sign-in page asks the address
+ * first, and the other rows measure the password sign-in as it is without
+ * single sign-on.
+ */
+function ssoScenario(deployment, upstream) {
+  const toggle = async (enabled) => {
+    deployment.adminToken ??= (await signInUsers(deployment, [ADMIN.email]))[0].access_token;
+    const path = `/v1/identity/organizations/${deployment.sso.organizationId}/sso/connections/${deployment.sso.connectionId}/${enabled ? 'enable' : 'disable'}`;
+    const answer = await send(`${deployment.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${deployment.adminToken}` },
+      timeoutMs: 15_000,
+    });
+    if (answer.status !== 200) throw new Error(`POST ${path} answered ${answer.status}: ${answer.body.slice(0, 500)}`);
+  };
+  return {
+    id: `signin-sso-${deployment.kind}`,
+    kind: deployment.kind,
+    rank: 1.7,
+    scenario: ssoTitle(labelOf(deployment.kind)),
+    script: 'bench/load-flow.mjs',
+    concurrencyNote: `${SIGN_IN_CONCURRENCY} sign-ins in flight, ${upstream.users.length} users at the upstream`,
+    before: () => toggle(true),
+    teardown: () => toggle(false),
+    spec: () => ({
+      mode: 'signin',
+      baseUrl: deployment.baseUrl,
+      ...deployment.sso.app,
+      password: ADMIN.password,
+      ssoUsers: upstream.users,
+      upstreamOrigin: upstream.baseUrl,
+      ...(upstream.server?.pid ? { upstreamPid: upstream.server.pid } : {}),
+      concurrency: SIGN_IN_CONCURRENCY,
+    }),
+    ...targetOf.ssoSignIn(deployment.kind),
+  };
 }
 
 /** An idt server over the scaled database: the same paths again, each against its empty-database row (scale group). */
@@ -1826,6 +2020,45 @@ function evaluate(rows) {
           `stock oidc-provider's flow on its memory adapter with no password check ran ${count(stockFlowAlone)}/s: with only argon2id added, one at a time, one core would allow at most ${count(ceiling)}/s (this row ${(perSecond / ceiling).toFixed(2)}× that)`,
         );
       }
+    }
+    // The single sign-on row: who did what work, and how many sign-ins were first ones.
+    if (row.kind && row.id === `signin-sso-${row.kind}`) {
+      const { cpu, ssoUsers, ssoFirstSignInsMeasured: first, requestsPerFlow } = row.result;
+      const local = byId.get(`signin-${row.kind}`)?.result;
+      if (requestsPerFlow)
+        notes.push(
+          `${requestsPerFlow} HTTP requests per sign-in over both servers${local?.requestsPerFlow ? ` (the password sign-in: ${local.requestsPerFlow})` : ''}`,
+        );
+      // CPU per sign-in varies less than the rate on a shared machine: each side's, beside the password sign-in's.
+      const msPerFlow = (result, cores) =>
+        cores !== undefined && result.requestsPerSecond > 0
+          ? `${((cores * 1000) / result.requestsPerSecond).toFixed(1)} ms`
+          : undefined;
+      const downstreamMs = msPerFlow(row.result, cpu?.server);
+      const upstreamMs = msPerFlow(row.result, cpu?.upstream);
+      const localMs = local ? msPerFlow(local, local.cpu?.server) : undefined;
+      if (downstreamMs)
+        notes.push(
+          `CPU per sign-in: ${downstreamMs} here${upstreamMs ? ` and ${upstreamMs} at the upstream` : ''}${localMs ? ` (the password sign-in: ${localMs})` : ''}`,
+        );
+      notes.push(
+        `the upstream is idt on SQLite in its own process (${UPSTREAM_CORE ? `core ${UPSTREAM_CORE}` : 'unpinned'}) and verifies every password (argon2id); the downstream verifies none${
+          cpu?.upstream !== undefined
+            ? `; the upstream used ${cpu.upstream.toFixed(2)} cores, counted neither in "server CPU" (the downstream's) nor in "other CPU"`
+            : ''
+        }`,
+      );
+      if (ssoUsers)
+        notes.push(
+          `${ssoUsers} upstream users in turn: the first sign-in of each provisions it just in time here, ${
+            first === 0
+              ? 'all of them in the warm-up: every measured sign-in is a returning user'
+              : `${first} of them in the measured run, the rest returning users`
+          }`,
+        );
+      notes.push(
+        'the organization connection is enabled for this row only (while one is, every sign-in page asks the address first)',
+      );
     }
     // The idt refresh grant beside stock oidc-provider's on its memory adapter, which stores nothing: the
     // fastest an oidc-provider server does the grant on the machine.
@@ -2092,7 +2325,7 @@ const IDS = {
     `users-${kind}`,
     ...(options.diagnostics && kind === 'sqlite' ? [`health-${kind}`] : []),
   ],
-  flows: (kind) => [`signin-${kind}`, `signin-totp-${kind}`, `refresh-${kind}`],
+  flows: (kind) => [`signin-${kind}`, `signin-totp-${kind}`, `signin-sso-${kind}`, `refresh-${kind}`],
   spread: (kind) => [`spread-${kind}`],
   scale: (kind) =>
     ['tokens', 'spread', 'whoami-service', 'whoami-user', 'me', 'users', 'users-deep', 'users-deep-offset', 'refresh'].map(
@@ -2128,7 +2361,7 @@ async function main() {
 
   const withPostgres = options.only !== 'sqlite' && (await postgresAvailable());
   const kinds = [...(options.only !== 'postgres' ? ['sqlite'] : []), ...(withPostgres ? ['postgres'] : [])];
-  const perKind = { tokens: 1, api: 5, flows: 4, spread: 2, scale: 9 };
+  const perKind = { tokens: 1, api: 5, flows: 5, spread: 2, scale: 9 };
   const baselines = { tokens: 1, api: 1, flows: 4, spread: 0, scale: 0 };
   const measurements = [...groups].reduce((sum, group) => sum + baselines[group] + perKind[group] * kinds.length, 0);
   const budgetSeconds =
@@ -2141,10 +2374,20 @@ async function main() {
   );
   watchdog.unref();
 
+  // The single sign-on row's upstream idt, when the flows group runs and --scenario leaves the row in.
+  if (groups.has('flows') && kinds.length > 0 && kinds.some((kind) => selected({ scenario: ssoTitle(labelOf(kind)) }))) {
+    try {
+      ssoUpstream = await prepareUpstream(kinds);
+    } catch (error) {
+      ssoUpstreamError = error.message;
+      log(`idt upstream: ${error.message}`);
+    }
+  }
+
   const deployments = [];
   for (const kind of kinds) {
     try {
-      deployments.push(await prepareIdt(kind));
+      deployments.push(await prepareIdt(kind, ssoUpstream));
     } catch (error) {
       log(`idt/${kind}: ${error.message}`);
       for (const group of groups) recordErrors(group, kind, error.message);
@@ -2167,7 +2410,15 @@ async function main() {
       { ids: ['api-baseline'], name: 'bare node:http', flags: { baseline: true }, start: startBareHttp },
       ...deployments.map((deployment) => idtEntry('api', deployment, startIdtApi)),
     ]);
-  if (groups.has('flows'))
+  if (groups.has('flows')) {
+    if (ssoUpstream) {
+      try {
+        await startUpstream(ssoUpstream);
+      } catch (error) {
+        ssoUpstreamError = error.message;
+        log(`idt upstream: ${error.message}`);
+      }
+    }
     await runGroup('flows', [
       {
         ids: ['signin-baseline', 'signin-baseline-serial'],
@@ -2190,6 +2441,21 @@ async function main() {
       ),
       ...deployments.map((deployment) => idtEntry('flows', deployment, startIdtFlows)),
     ]);
+    if (ssoUpstream?.server) await ssoUpstream.server.stop(15_000);
+    // A single sign-on row that could not be set up, or whose upstream did not start, says why.
+    for (const deployment of deployments) {
+      const reason = deployment.sso?.error ?? ssoUpstreamError;
+      if (reason && !results.some((row) => row.id === `signin-sso-${deployment.kind}`))
+        record({
+          id: `signin-sso-${deployment.kind}`,
+          group: 'flows',
+          kind: deployment.kind,
+          rank: 1.7,
+          scenario: ssoTitle(labelOf(deployment.kind)),
+          error: reason,
+        });
+    }
+  }
   if (groups.has('spread')) {
     const seeded = [];
     for (const deployment of deployments) {

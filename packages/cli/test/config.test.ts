@@ -18,6 +18,7 @@ const REFERENCE_OWNERS = [
   '@idt/storage',
   '@idt/notifications',
   '@idt/platform',
+  '@idt/sso',
 ];
 
 /** A config module composing the given factories (`identity`, `oidc`, ...), importing the packages by name. */
@@ -49,7 +50,7 @@ function project(prefix: string): { dir: string; write(path: string, content: st
 
 async function tableNames(database: TestDatabase): Promise<string[]> {
   const names: string[] = [];
-  for (const table of ['identity_users', 'oidc_clients', 'inquiries', 'storage_buckets', 'storage_files']) {
+  for (const table of ['identity_users', 'oidc_clients', 'inquiries', 'storage_buckets', 'storage_files', 'sso_connections']) {
     if (await database.db.schema.hasTable(table)) names.push(table);
   }
   return names;
@@ -173,7 +174,7 @@ describe('config discovery', () => {
     expect(migrated.exitCode).toBe(0);
     expect(jsonOf(migrated)).toMatchObject({
       config: null,
-      modules: ['identity', 'oidc', 'inquiries', 'storage', 'notifications', 'platform'],
+      modules: ['identity', 'oidc', 'inquiries', 'storage', 'notifications', 'platform', 'sso'],
     });
     expect(jsonOf(migrated).sets.map((set: { owner: string }) => set.owner)).toEqual(REFERENCE_OWNERS);
     expect(await tableNames(database)).toEqual([
@@ -182,6 +183,7 @@ describe('config discovery', () => {
       'inquiries',
       'storage_buckets',
       'storage_files',
+      'sso_connections',
     ]);
   });
 

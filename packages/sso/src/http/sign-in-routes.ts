@@ -43,7 +43,7 @@ export function createSignInRoutes(callbacks: ReturnType<typeof createCallbacks>
       request: { query: z.looseObject({}) },
       renderError,
       // Pages, not problem documents: a browser, not a program, reads these answers.
-      extensions: { 'x-error-format': 'html' },
+      openApi: { extensions: { 'x-error-format': 'html' } },
       responses: {
         200: {
           description: 'A page that moves on at once to the interaction, with `?result=` the outcome’s handle',
@@ -70,7 +70,7 @@ export function createSignInRoutes(callbacks: ReturnType<typeof createCallbacks>
         maxBodyBytes: ACS_MAX_BODY_BYTES,
       },
       renderError,
-      extensions: { 'x-error-format': 'html' },
+      openApi: { extensions: { 'x-error-format': 'html' } },
       responses: {
         200: {
           description: 'A page that moves on at once to the interaction, or to the default RelayState',

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 
 /** Where the tests find Chromium (`.ci/run` installs it there). */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -135,4 +135,33 @@ export async function tabTo(page: Page, selector: string, max = 30): Promise<num
     if ((await page.locator(`${selector}:focus`).count()) === 1) return presses;
   }
   throw new Error(`${selector} never got the keyboard focus on ${page.url()}`);
+}
+
+/** The document responses (navigations of the main frame) of each tab {@link openTab} opened, in order. */
+const tabDocuments = new WeakMap<Page, Response[]>();
+
+/**
+ * A new browser context and tab (360 px wide unless told), with its console
+ * problems ({@link consoleProblems}) and its documents recorded for {@link lastDocument}.
+ *
+ * @example
+ * const { context, page, problems } = await openTab(browser);
+ */
+export async function openTab(
+  browser: Browser,
+  viewport: { width: number; height: number } = { width: 360, height: 900 },
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const seen: Response[] = [];
+  tabDocuments.set(page, seen);
+  page.on('response', (response) => {
+    if (response.request().isNavigationRequest() && response.frame() === page.mainFrame()) seen.push(response);
+  });
+  return { context, page, problems: consoleProblems(page) };
+}
+
+/** The last document response of a tab {@link openTab} opened (its headers: the page's CSP, say). */
+export function lastDocument(page: Page): Response | undefined {
+  return tabDocuments.get(page)?.at(-1);
 }

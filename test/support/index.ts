@@ -5,7 +5,18 @@ export { BAD_BODIES, describeBadBodies, OVERSIZED_SETUP, postBody, SETUP_ADMIN }
 export type { BrowserResponse, HtmlForm, SubmitOptions } from './browser.js';
 export { Browser, parseForms } from './browser.js';
 export type { AxeFinding, CallbackPage } from './chromium.js';
-export { axe, consoleProblems, fits, inlineCode, launchChromium, startCallbackPage, tabTo, withoutChromium } from './chromium.js';
+export {
+  axe,
+  consoleProblems,
+  fits,
+  inlineCode,
+  lastDocument,
+  launchChromium,
+  openTab,
+  startCallbackPage,
+  tabTo,
+  withoutChromium,
+} from './chromium.js';
 export type { SkippingClock } from './clock.js';
 export { createSkippingClock } from './clock.js';
 export type { TestDatabase, TestDialect } from './database.js';

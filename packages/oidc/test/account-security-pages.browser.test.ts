@@ -10,7 +10,9 @@ import {
   consoleProblems,
   fits,
   inlineCode,
+  lastDocument,
   launchChromium,
+  openTab,
   startCallbackPage,
   startTestServer,
   type TestServer,
@@ -111,21 +113,6 @@ describe.skipIf(withoutChromium)('the account-security pages in headless Chromiu
     await relyingParty?.close();
   });
 
-  /** The document responses (navigations of the main frame) of each tab, in order. */
-  const documents = new Map<Page, Response[]>();
-
-  /** A new browser context and tab, with its console problems. */
-  async function openTab(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 360, height: 900 } });
-    const page = await context.newPage();
-    const seen: Response[] = [];
-    documents.set(page, seen);
-    page.on('response', (response) => {
-      if (response.request().isNavigationRequest() && response.frame() === page.mainFrame()) seen.push(response);
-    });
-    return { context, page, problems: consoleProblems(page) };
-  }
-
   /** The authorization URL of a client (a fixed PKCE challenge: the code is never redeemed here). */
   function authorizeUrl(clientId: string): string {
     const url = new URL(`${server.url}/connect/authorize`);
@@ -146,7 +133,7 @@ describe.skipIf(withoutChromium)('the account-security pages in headless Chromiu
    * violation), and no sideways scroll at 360 px. Leaves the viewport at 360 px.
    */
   async function inspect(page: Page, name: string) {
-    const csp = documents.get(page)?.at(-1)?.headers()['content-security-policy'] ?? '';
+    const csp = lastDocument(page)?.headers()['content-security-policy'] ?? '';
     expect(csp, `${name}: the page's CSP`).toContain("script-src 'self'");
     expect(csp).not.toContain('unsafe-inline');
     expect(await inlineCode(page), `${name}: inline scripts or style attributes`).toBe(0);
@@ -188,7 +175,7 @@ describe.skipIf(withoutChromium)('the account-security pages in headless Chromiu
 
   it('the sign-in page, the forgotten-password form and its answer', { timeout: 60_000 }, async () => {
     const user = await passwordUser(server, 'forgot');
-    const { context, page, problems } = await openTab();
+    const { context, page, problems } = await openTab(browser);
     await page.goto(authorizeUrl(appClientId));
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor();
@@ -222,7 +209,7 @@ describe.skipIf(withoutChromium)('the account-security pages in headless Chromiu
     expect(asked.status).toBe(202);
     const link = /https?:\/\/\S+/.exec((await mailTo(user.email, 'password-reset-link')).text)?.[0] as string;
     expect(link).toContain('/connect/password-reset?token=');
-    const { context, page, problems } = await openTab();
+    const { context, page, problems } = await openTab(browser);
     await page.goto(link);
     await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
     await inspect(page, 'password-reset');
@@ -252,7 +239,7 @@ describe.skipIf(withoutChromium)('the account-security pages in headless Chromiu
     const begun = await factors().beginTotp(user.id, 'test');
     await factors().confirmTotp(user.id, begun.enrolmentId, totp(begun.secret));
     clock.advance(30_000);
-    const { context, page, problems } = await openTab();
+    const { context, page, problems } = await openTab(browser);
     await page.goto(authorizeUrl(appClientId));
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
@@ -315,7 +302,7 @@ describe.skipIf(withoutChromium)('the account-security pages in headless Chromiu
     timeout: 60_000,
   }, async () => {
     const user = await passwordUser(server, 'enrol');
-    const { context, page, problems } = await openTab();
+    const { context, page, problems } = await openTab(browser);
     await page.goto(authorizeUrl(mfaPortalId));
     await page.fill('#email', user.email);
     await page.fill('#password', user.password);
@@ -344,7 +331,7 @@ describe.skipIf(withoutChromium)('the account-security pages in headless Chromiu
   it('the verified-e-mail gate and its "new link sent" state', { timeout: 60_000 }, async () => {
     const user = await passwordUser(server, 'gate');
     await mailTo(user.email, 'email-verification-link');
-    const { context, page, problems } = await openTab();
+    const { context, page, problems } = await openTab(browser);
     await page.goto(authorizeUrl(verifiedPortalId));
     await page.fill('#email', user.email);
     await page.fill('#password', user.password);

@@ -9,8 +9,10 @@ import {
   consoleProblems,
   discover,
   expectJson,
+  lastDocument,
   launchChromium,
   oidcClient,
+  openTab,
   registerClient,
   seedWorld,
   startCallbackPage,
@@ -257,20 +259,6 @@ describe.skipIf(withoutChromium)('SAML sign-in in headless Chromium', () => {
       await dns?.close();
     });
 
-    /** The document responses (navigations of the main frame) of each tab, in order. */
-    const documents = new Map<Page, Response[]>();
-
-    async function openTab(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-      const context = await browser.newContext({ viewport: { width: 360, height: 900 } });
-      const page = await context.newPage();
-      const seen: Response[] = [];
-      documents.set(page, seen);
-      page.on('response', (response) => {
-        if (response.request().isNavigationRequest() && response.frame() === page.mainFrame()) seen.push(response);
-      });
-      return { context, page, problems: consoleProblems(page) };
-    }
-
     /** The relying party's authorization request (PKCE S256, state, nonce), as openid-client builds it. */
     async function authorization() {
       const config = await discover(server, client);
@@ -316,7 +304,7 @@ describe.skipIf(withoutChromium)('SAML sign-in in headless Chromium', () => {
       // Identifier-first: the address alone.
       expect(await page.locator('input[type="password"]').count()).toBe(0);
       expect(await page.locator(`form[action$="/identify"] #email`).count()).toBe(1);
-      const csp = documents.get(page)?.at(-1)?.headers()['content-security-policy'] ?? '';
+      const csp = lastDocument(page)?.headers()['content-security-policy'] ?? '';
       expect(csp).toContain("script-src 'self'");
       expect(csp).not.toContain('unsafe-inline');
       if (look) await inspect(page, 'identifier-first');
@@ -356,7 +344,7 @@ describe.skipIf(withoutChromium)('SAML sign-in in headless Chromium', () => {
       idp.signWith = 'trusted';
       idp.user = { email, firstName: 'Ada', lastName: 'Lovelace', groups: ['idt-admins', 'engineering'] };
       const rp = await authorization();
-      const { context, page, problems } = await openTab();
+      const { context, page, problems } = await openTab(browser);
       await toIdentityProvider(page, rp.url, email, true);
 
       // The IdP's page: its button, by keyboard, posts the signed response to the ACS.
@@ -434,7 +422,7 @@ describe.skipIf(withoutChromium)('SAML sign-in in headless Chromium', () => {
       idp.user = { email, firstName: 'Mallory', lastName: 'Forger', groups: ['idt-admins'] };
       const before = await counts();
       const rp = await authorization();
-      const { context, page, problems } = await openTab();
+      const { context, page, problems } = await openTab(browser);
       try {
         await toIdentityProvider(page, rp.url, email, false);
         const [acsResponse] = await Promise.all([

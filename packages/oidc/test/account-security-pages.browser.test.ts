@@ -7,7 +7,6 @@ import {
   axe,
   bootstrapAdmin,
   type CallbackPage,
-  consoleProblems,
   fits,
   inlineCode,
   lastDocument,
@@ -21,7 +20,7 @@ import {
   withoutChromium,
 } from '@idt/testing';
 import { generateSync } from 'otplib';
-import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordUser, register, unique } from './clients-support.js';
 

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import {
   type CallbackPage,
   caller,
-  consoleProblems,
   discover,
   expectJson,
   lastDocument,
@@ -23,7 +22,7 @@ import {
   type World,
   withoutChromium,
 } from '@idt/testing';
-import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestCertificate } from './support/certificate.js';
 import { type DnsResponder, startDnsResponder } from './support/dns-responder.js';

@@ -106,7 +106,7 @@ export const MemberJoinedEvent = defineEvent({
   type: 'MemberJoinedEvent',
   module: 'identity',
   description:
-    'A user became an active member through open enrollment, an accepted invitation, the operator (seeding) or a first single sign-on through the organization\'s connection (`sso`).',
+    "A user became an active member through open enrollment, an accepted invitation, the operator (seeding) or a first single sign-on through the organization's connection (`sso`).",
   schema: z.object({ organizationId: id, userId: id, via: z.enum(['enrollment', 'invitation', 'operator', 'sso']) }),
 });
 

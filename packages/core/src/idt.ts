@@ -4,6 +4,10 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
+import { resolveAuditSettings } from './audit/context.js';
+import { AuditEventRecorded } from './audit/events.js';
+import { createKnexAuditStore } from './audit/knex-store.js';
+import { type AuditTrail, createAuditTrail } from './audit/trail.js';
 import { createAuthenticator } from './auth/authenticator.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import type { Authenticator, Principal } from './auth/principal.js';
@@ -109,8 +113,8 @@ export interface Idt<Modules extends readonly AnyIdtModule[] = readonly AnyIdtMo
   readonly migrationSets: readonly MigrationSet[];
   /** The typed services of each module, keyed by module id. */
   readonly services: ServicesMap<Modules>;
-  /** The shared infrastructure: event bus, signing keys, token verifier. */
-  readonly infrastructure: Pick<ModuleBaseContext, 'events' | 'keys' | 'verifier' | 'invalidator' | 'counter'>;
+  /** The shared infrastructure: event bus, audit trail, signing keys, token verifier. */
+  readonly infrastructure: Pick<ModuleBaseContext, 'events' | 'audit' | 'keys' | 'verifier' | 'invalidator' | 'counter'>;
   /** The Fetch-standard API (routes only; {@link fetch} also serves the module surfaces). */
   readonly app: HttpApp;
   /**
@@ -196,6 +200,13 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       else throw error;
     }
   }
+  let auditSettings: ReturnType<typeof resolveAuditSettings> = { retentionDays: 365 };
+  try {
+    auditSettings = resolveAuditSettings(env);
+  } catch (error) {
+    if (error instanceof ConfigError) problems.push(...error.problems);
+    else throw error;
+  }
   if (problems.length) throw new ConfigError(problems);
 
   const migrationSets = migrationSetsOf(modules);
@@ -240,6 +251,16 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
     closers.push(() => invalidator.close());
     const events: EventBus = createEventBus({ db, logger, clock });
     closers.push(() => events.stop());
+    // Unregistered actions throw outside Production (a typo is caught by the tests), and are recorded with a warning in it.
+    const audit: AuditTrail = createAuditTrail({
+      store: createKnexAuditStore(db),
+      clock,
+      logger,
+      outbox: events,
+      strict: config.environment !== 'Production',
+      retentionDays: auditSettings.retentionDays,
+    });
+    events.register(AuditEventRecorded);
     // Rate limiting is off in Development (SPEC 8.1).
     const rateLimiter =
       config.environment === 'Development' ? undefined : createRateLimiter({ db, settings: config.rateLimits, clock });
@@ -252,6 +273,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       mailer,
       secret,
       events,
+      audit,
       invalidator,
       counter,
       keys,
@@ -424,6 +446,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       ...instances.flatMap(({ instance }) => instance.jobs ?? []),
       { name: 'prune signing keys', intervalMs: 3_600_000, run: () => keys.prune() },
       { name: 'prune dispatched events', intervalMs: 3_600_000, run: () => events.prune(7 * 86_400_000) },
+      { name: 'prune audit events', intervalMs: 3_600_000, run: () => audit.prune() },
       ...(rateLimiter
         ? [{ name: 'prune rate-limit counters', intervalMs: RATE_LIMIT_PRUNE_INTERVAL_MS, run: () => rateLimiter.prune() }]
         : []),
@@ -456,7 +479,7 @@ export async function createIdt<const Modules extends readonly AnyIdtModule[]>(
       modules,
       migrationSets,
       services: services as ServicesMap<Modules>,
-      infrastructure: { events, keys, verifier, invalidator, counter },
+      infrastructure: { events, audit, keys, verifier, invalidator, counter },
       app,
       fetch: fetchHandler,
       handler,

@@ -10,6 +10,41 @@
  */
 import './problems.js';
 
+export type { AuditActionDefinition, AuditActionRegistry } from './audit/actions.js';
+export { createAuditActionRegistry, defineAuditActions } from './audit/actions.js';
+export type { HashedAuditFields } from './audit/chain.js';
+export { canonicalAuditRecord, canonicalJson, GENESIS_HASH, hashAuditRecord, PLATFORM_CHAIN } from './audit/chain.js';
+export type { AuditRequestFacts, AuditSettings } from './audit/context.js';
+export { auditActorOf, auditRequestOf, auditVariables, resolveAuditSettings } from './audit/context.js';
+export type {
+  AuditActor,
+  AuditActorType,
+  AuditEntry,
+  AuditMetadata,
+  AuditMetadataValue,
+  AuditOutcome,
+  AuditRecord,
+  AuditTarget,
+  NormalizedAuditEntry,
+} from './audit/entry.js';
+export {
+  AUDIT_ACTION_PATTERN,
+  AUDIT_ACTOR_TYPES,
+  AUDIT_OUTCOMES,
+  AuditEntryError,
+  assertNoSecrets,
+  isSecretLookingKey,
+  normalizeAuditEntry,
+} from './audit/entry.js';
+export { AuditEventPayload, AuditEventRecorded } from './audit/events.js';
+export { AuditCodes } from './audit/problems.js';
+export type { AuditRoutesOptions } from './audit/routes.js';
+export { AUDIT_READ_PERMISSION, AuditRecordSchema, auditCsvLine, createAuditRoutes, MAX_AUDIT_PAGE } from './audit/routes.js';
+export type { AppendableAuditEntry, AuditChainState, AuditQuery, AuditStore } from './audit/store.js';
+export type { AuditTrail, AuditTrailOptions } from './audit/trail.js';
+export { createAuditTrail, DEFAULT_AUDIT_RETENTION_DAYS } from './audit/trail.js';
+export type { AuditBreakReason, AuditChainBreak, AuditChainVerification, VerifyAuditChainOptions } from './audit/verify.js';
+export { verifyAuditStoreChain } from './audit/verify.js';
 export type { AuthenticatorOptions, CredentialResolver, VerifiedBearerToken } from './auth/authenticator.js';
 export { createAuthenticator, readCookie, verifyBearerToken } from './auth/authenticator.js';
 export type { JwtClaims, JwtErrorReason, JwtVerifier, JwtVerifierOptions, VerificationJwk } from './auth/jwt.js';

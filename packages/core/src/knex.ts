@@ -1,11 +1,13 @@
 /**
  * Database access for idt: the knex factory for SQLite and Postgres, the
  * migration runner, timestamp helpers, the database-backed rate limiter, and
- * the event bus over the durable outbox.
+ * the event bus over the durable outbox, and the audit trail's store.
  *
  * @packageDocumentation
  */
 
+export type { AuditEventRow } from './audit/knex-store.js';
+export { auditRecordFromRow, createKnexAuditStore, verifyAuditChain } from './audit/knex-store.js';
 export type { CacheEviction, CacheInvalidator, CacheInvalidatorOptions } from './cache/invalidator.js';
 export { ALL_KEYS, createCacheInvalidator, evictFrom, RECONNECT_MAX_DELAY_MS } from './cache/invalidator.js';
 export { timestampColumn } from './db/columns.js';
@@ -22,6 +24,7 @@ export {
   toIsoOrNull,
 } from './db/database.js';
 export { isUniqueViolation } from './db/errors.js';
+export { AUDIT_CHAINS_TABLE, AUDIT_EVENTS_TABLE } from './db/migrations/0006-audit-events.js';
 export type { Migration, MigrationSet, MigrationSetStatus } from './db/migrations.js';
 export {
   assertMigrated,

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
+import type { AuditTrail } from './audit/trail.js';
 import type { CredentialResolver } from './auth/authenticator.js';
 import type { JwtVerifier } from './auth/jwt.js';
 import type { Principal } from './auth/principal.js';
@@ -107,6 +108,12 @@ export interface ModuleBaseContext {
   readonly secret: string;
   /** The event bus; modules write integration events to its outbox inside their transactions. */
   readonly events: EventBus;
+  /**
+   * The audit trail: modules register their actions at set-up
+   * (`ctx.audit.register`) and record in the transaction of the change they
+   * record (`ctx.audit.record(entries, trx)`), as they publish events.
+   */
+  readonly audit: AuditTrail;
   readonly invalidator: CacheInvalidator;
   /** Anchored fixed-window counters (per-user and per-address limits). */
   readonly counter: WindowCounter;

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { AuditEntry } from '../audit/entry.js';
+import type { AuditTrail } from '../audit/trail.js';
 import type { CacheEviction, CacheInvalidator } from '../cache/invalidator.js';
 import type { EventOutbox, PendingEvent } from '../events/types.js';
 
@@ -18,6 +20,14 @@ export interface TransactionEffects {
    * never before, in one statement. An empty list writes nothing.
    */
   evict(evictions: ReadonlyArray<CacheEviction>): Promise<void>;
+  /**
+   * Records audit entries in this transaction: they exist only if it
+   * commits. A unit of work without an audit trail records nothing (a store
+   * wired by hand, outside `createIdt`). An empty list writes nothing.
+   * Optional so that hand-written units of work (test doubles) need not
+   * implement it; {@link knexEffects} always does: `await tx.audit?.([...])`.
+   */
+  audit?(entries: ReadonlyArray<AuditEntry>): Promise<void>;
 }
 
 /**
@@ -48,16 +58,19 @@ export interface KnexEffectsOptions {
   readonly outbox: EventOutbox;
   /** Evicts cached entries after the store's transaction commits; a store without a cache leaves it out. */
   readonly invalidator?: Pick<CacheInvalidator, 'invalidateMany'>;
+  /** Records the audit entries services write (`ctx.audit`); without it, `audit` records nothing. */
+  readonly audit?: Pick<AuditTrail, 'record'>;
 }
 
 /**
- * The effects of one knex transaction: the outbox and the cache invalidator,
- * both writing in `trx`.
+ * The effects of one knex transaction: the outbox, the cache invalidator and
+ * the audit trail, all writing in `trx`.
  */
 export function knexEffects(options: KnexEffectsOptions, trx: Knex.Transaction): TransactionEffects {
-  const { outbox, invalidator } = options;
+  const { outbox, invalidator, audit } = options;
   return {
     publish: (events) => (events.length === 0 ? Promise.resolve() : outbox.write(trx, events)),
+    audit: (entries) => (entries.length === 0 || !audit ? Promise.resolve() : audit.record(entries, trx).then(() => undefined)),
     evict: (evictions) => {
       if (evictions.length === 0) return Promise.resolve();
       if (!invalidator) return Promise.reject(new Error('This unit of work has no cache invalidator to evict through'));

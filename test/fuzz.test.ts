@@ -129,6 +129,8 @@ interface Operation {
   readonly formBody?: Schema;
   /** The operation answers pages (`x-error-format: html`: a browser reads them), not problem documents. */
   readonly pages: boolean;
+  /** The operation answers SCIM errors (`x-error-format: scim`: SCIM clients read those). */
+  readonly scim: boolean;
 }
 
 function operationsOf(document: Schema): Operation[] {
@@ -143,6 +145,7 @@ function operationsOf(document: Schema): Operation[] {
         method: method.toUpperCase(),
         path,
         pages: operation['x-error-format'] === 'html',
+        scim: operation['x-error-format'] === 'scim',
         pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
         queryParams: parameters.filter((p) => p.in === 'query').map((p) => p.name),
         ...(content['application/json'] ? { jsonBody: content['application/json'].schema ?? {} } : {}),
@@ -313,6 +316,15 @@ describe.each(testDialects())('hostile input (%s)', (dialect) => {
     // oidc-provider renders an authorization error it cannot redirect as a page.
     exchange.contentType.startsWith('text/html');
   const isHtml = (exchange: Exchange) => exchange.contentType.startsWith('text/html');
+  /** SCIM's error schema (RFC 7644 §3.12): its URN, and the status as a string. */
+  const isScimError = (exchange: Exchange) => {
+    const body = parsed(exchange.body) as { schemas?: unknown[]; status?: unknown } | undefined;
+    return (
+      exchange.contentType.startsWith('application/scim+json') &&
+      body?.schemas?.[0] === 'urn:ietf:params:scim:api:messages:2.0:Error' &&
+      typeof body.status === 'string'
+    );
+  };
   // A page that refuses says so in words: never a stack or a library's message.
   const isPage = (exchange: Exchange) => isHtml(exchange) && !/\bat \S+\.(?:ts|js):\d|Error:/.test(exchange.body);
 
@@ -427,7 +439,7 @@ describe.each(testDialects())('hostile input (%s)', (dialect) => {
         }
       }
       // Shape kinds may be valid for some fields (a long name, a path-like string): only bytes must be refused.
-      check(exchanges, operation.pages ? isPage : isProblem);
+      check(exchanges, operation.scim ? isScimError : operation.pages ? isPage : isProblem);
       if (exchanges.every((exchange) => exchange.status >= 400)) expect(await counts(), label).toEqual(before);
     }
   });

@@ -19,6 +19,8 @@ export type { CredentialsFeature, CredentialsServices } from './knex/features/cr
 export { createCredentialsFeature } from './knex/features/credentials.js';
 export type { FactorsFeature, FactorsFeatureDependencies } from './knex/features/factors.js';
 export { createFactorsFeature, TOTP_SECRET_PURPOSE } from './knex/features/factors.js';
+// SCIM provisioning
+export type { ScimFeature, ScimServices } from './knex/features/scim.js';
 export type { VerificationFeature, VerificationServices } from './knex/features/verification.js';
 export { createVerificationFeature } from './knex/features/verification.js';
 export { createKnexInvitationsStore } from './knex/invitations-store.js';
@@ -29,6 +31,7 @@ export { identityMigrations } from './knex/migrations.js';
 export { secondFactorsMigration } from './knex/migrations-0010-second-factors.js';
 // D: passkeys
 export { passkeysMigration } from './knex/migrations-0011-passkeys.js';
+export { scimMigration } from './knex/migrations-0012-scim.js';
 export type { KnexIdentity, KnexIdentityOptions } from './knex/module.js';
 export { createKnexIdentity } from './knex/module.js';
 export { createKnexOperatorStore } from './knex/operator-store.js';
@@ -38,6 +41,7 @@ export { createKnexOrganizationsStore } from './knex/organizations-store.js';
 export { createKnexPasskeyStore } from './knex/passkeys-store.js';
 export { createKnexPasswordlessStore } from './knex/passwordless-store.js';
 export { createKnexRolesStore } from './knex/roles-store.js';
+export { createKnexScimStore } from './knex/scim-store.js';
 export { createKnexSessionStore } from './knex/session-store.js';
 export { createKnexSetupStore } from './knex/setup-store.js';
 export { createKnexSignInStore, type KnexSignInStoreOptions } from './knex/sign-in-store.js';

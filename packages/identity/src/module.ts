@@ -11,6 +11,7 @@ import { PasswordPolicyCodes } from './password-policy/problems.js';
 import { PasswordResetCodes } from './password-reset/problems.js';
 import type { PasswordHasher } from './passwords.js';
 import { IdentityCodes } from './problems.js';
+import { ScimCodes } from './scim/problems.js';
 
 /** The name of the sign-in session cookie shared by the identity API and the sign-in pages. */
 export const SESSION_COOKIE_NAME = 'idt_session';
@@ -106,6 +107,8 @@ export function identity(options: IdentityModuleOptions = {}): IdtModule<'identi
       ...Object.keys(SecondFactorCodes),
       // D: passkeys
       ...Object.keys(PasskeyCodes),
+      // SCIM provisioning
+      ...Object.keys(ScimCodes),
     ],
     settings: {
       variables: identityVariables,
@@ -157,6 +160,7 @@ export function identity(options: IdentityModuleOptions = {}): IdtModule<'identi
         secret: ctx.secret,
         mailer: ctx.mailer,
         outbox: ctx.events,
+        audit: ctx.audit,
         invalidator: ctx.invalidator,
         counter: ctx.counter,
         clock: ctx.clock,

@@ -34,6 +34,8 @@ export const PERMISSIONS = [
   'AnnouncementRead',
   'AnnouncementManage',
   'ChangelogManage',
+  // The audit trail (`GET /v1/audit/*`); owners and admins hold it with every other permission.
+  'AuditRead',
 ] as const;
 
 /** A permission name. */

@@ -1,4 +1,4 @@
-import type { EventOutbox } from '@idt/core';
+import type { AuditTrail, EventOutbox } from '@idt/core';
 import { type CacheInvalidator, runStatement } from '@idt/core/knex';
 import type { Knex } from 'knex';
 
@@ -9,6 +9,8 @@ export interface KnexCredentialStoreOptions {
   readonly outbox: EventOutbox;
   /** Evicts the cached credentials services name, after the store's transactions commit. */
   readonly invalidator: Pick<CacheInvalidator, 'invalidate' | 'invalidateMany'>;
+  /** Records the audit entries services write in the store's transactions (`ctx.audit`). */
+  readonly audit?: Pick<AuditTrail, 'record'>;
 }
 
 /** The statements of {@link lockUser}, fixed (past knex's builder). */

@@ -10,6 +10,7 @@ import { passwordResetMigration } from './migrations-0008-password-reset.js';
 import { emailVerificationMigration } from './migrations-0009-email-verification.js';
 import { secondFactorsMigration } from './migrations-0010-second-factors.js';
 import { passkeysMigration } from './migrations-0011-passkeys.js';
+import { scimMigration } from './migrations-0012-scim.js';
 
 const accounts: Migration = {
   name: '0001_accounts',
@@ -88,5 +89,6 @@ export const identityMigrations: MigrationSet = {
     emailVerificationMigration,
     secondFactorsMigration,
     passkeysMigration,
+    scimMigration,
   ],
 };

@@ -1,10 +1,11 @@
-import type { EventDefinition, EventHandlerDefinition, EventOutbox } from '@idt/core';
+import type { AuditTrail, EventDefinition, EventHandlerDefinition, EventOutbox } from '@idt/core';
 import { type Clock, type CredentialResolver, type Logger, type Mailer, type Route, silentLogger, systemClock } from '@idt/core';
 import type { CacheInvalidator, WindowCounter } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { createCredentialResolver } from '../access/credential-resolver.js';
 import type { ClientLookup } from '../access/store.js';
 import type { PasskeyCount } from '../factors/service.js';
+import { createIdentityAuditRoutes } from '../http/routes/audit.js';
 import { createSetupRoutes } from '../http/routes/setup.js';
 import { createMemberDirectory, type MemberDirectory } from '../memberships/member-directory.js';
 import { createRangeBreachedPasswordCheck } from '../password-policy/breached.js';
@@ -21,6 +22,8 @@ import { createFactorsFeature, type FactorsFeature } from './features/factors.js
 // D: passkeys
 import { createPasskeysFeature, type PasskeysFeature } from './features/passkeys.js';
 import { createPasswordsFeature, type PasswordsFeature } from './features/passwords.js';
+// SCIM provisioning
+import { createScimFeature, type ScimFeature } from './features/scim.js';
 import { createVerificationFeature, type VerificationFeature } from './features/verification.js';
 import { createKnexMemberDirectoryStore } from './members-with-permission.js';
 import { createKnexSetupStore } from './setup-store.js';
@@ -34,6 +37,8 @@ export interface KnexIdentityOptions {
   readonly secret: string;
   readonly mailer: Mailer;
   readonly outbox: EventOutbox;
+  /** The audit trail (`ctx.audit`); without it nothing is recorded and the audit routes are not served. */
+  readonly audit?: AuditTrail;
   readonly invalidator: CacheInvalidator;
   readonly counter: WindowCounter;
   readonly hasher?: PasswordHasher;
@@ -63,6 +68,9 @@ export interface KnexIdentity {
   // D: passkeys
   /** Passkeys (WebAuthn): registration, sign-in as a first or second factor, list, rename, remove. */
   readonly passkeys: PasskeysFeature['services'];
+  // SCIM provisioning
+  /** SCIM 2.0 provisioning of organizations by their directories (`/scim/v2`), its tokens and group→role mappings. */
+  readonly scim: ScimFeature['services'];
   /** Who holds a permission in an organization: for the modules that notify people. */
   readonly members: MemberDirectory;
   /** Turns verified credentials into principals (plug into `createAuthenticator`). */
@@ -101,6 +109,7 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     hasher,
     mailer: options.mailer,
     outbox: options.outbox,
+    ...(options.audit ? { audit: options.audit } : {}),
     invalidator: options.invalidator,
     counter: options.counter,
     tokens: createTokenMac(options.secret),
@@ -138,6 +147,8 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     },
   });
   passkeyCount = passkeys.services;
+  // SCIM provisioning
+  const scim = createScimFeature(ctx);
   resolver = createCredentialResolver({
     store: createKnexAccessStore(options.db),
     apiKeys: credentials.apiKeyLookup,
@@ -146,7 +157,7 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     subscribe: (namespace, listener) => options.invalidator.subscribe(namespace, listener),
     clock,
   });
-  const features = [accounts, credentials, passwords, verification, factors, passkeys];
+  const features = [accounts, credentials, passwords, verification, factors, passkeys, scim];
   return {
     setup,
     signIn,
@@ -159,9 +170,15 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
     recentAuthentication: factors.recentAuthentication,
     // D: passkeys
     passkeys: passkeys.services,
+    // SCIM provisioning
+    scim: scim.services,
     members: createMemberDirectory(createKnexMemberDirectoryStore(options.db)),
     resolver,
-    routes: [...createSetupRoutes(setup), ...features.flatMap((feature) => feature.routes)],
+    routes: [
+      ...createSetupRoutes(setup),
+      ...features.flatMap((feature) => feature.routes),
+      ...(options.audit ? createIdentityAuditRoutes({ audit: options.audit, db: options.db, logger }) : []),
+    ],
     events: features.flatMap((feature) => feature.events),
     handlers: features.flatMap((feature) => feature.handlers),
     jobs: features.flatMap((feature) => feature.jobs),

@@ -19,6 +19,7 @@ import { EmailSchema } from '../schemas.js';
 import { UserSessionRevokedEvent } from '../sessions/events.js';
 import { sessionEvictions } from '../sessions/policy.js';
 import type { TokenMac } from '../tokens.js';
+import { PasswordAuditActions } from './audit.js';
 import { UserPasswordChangedEvent, UserPasswordResetEvent, UserPasswordResetRequestedEvent } from './events.js';
 import type { PasswordAccount, PasswordResetStore, PasswordResetWrites } from './store.js';
 
@@ -73,6 +74,13 @@ export interface PendingPasswordReset {
   readonly link: string;
 }
 
+/** Where a password request came from, for the audit trail (`auditRequestOf(route)` of `@idt/core`). */
+export interface PasswordRequestContext {
+  readonly ip?: string | null;
+  readonly userAgent?: string | null;
+  readonly traceId?: string | null;
+}
+
 /** What a reset link is worth, without using it. */
 export type PasswordResetTokenState = 'valid' | 'expired' | 'invalid';
 
@@ -100,20 +108,22 @@ export interface PasswordResetService {
   /**
    * Sets a new password with a link's token: consumes it (exactly one use
    * wins), ends every session and token of the user and publishes
-   * `UserPasswordResetEvent`, in one transaction.
+   * `UserPasswordResetEvent` and records `identity.password.reset` on the
+   * audit trail, in one transaction.
    *
+   * @param context where the request came from, for the audit record.
    * @throws ProblemError `PasswordReset.InvalidToken` / `PasswordReset.TokenExpired` (400),
    *   `Identity.PasswordRejected` (422, the link stays usable), `Validation.Failed` (400).
    */
-  confirm(input: PasswordResetConfirmInput): Promise<{ userId: string }>;
+  confirm(input: PasswordResetConfirmInput, context?: PasswordRequestContext): Promise<{ userId: string }>;
   /**
    * An operator sets a user's password (`idt users reset-password`; the
    * account may be compromised): the policy applies for that user, then, in
    * one transaction, as {@link PasswordResetService.confirm} does after using
    * the link, the password is set, the user's reset links stop working, every
    * session (reason `operator-reset`), refresh-token family and access token
-   * of the user ends, and `UserPasswordResetEvent` (`by: 'operator'`) is
-   * published. The address is not marked verified: no mail proved it works.
+   * of the user ends, `UserPasswordResetEvent` (`by: 'operator'`) is
+   * published and `identity.password.reset` recorded (actor `operator`). The address is not marked verified: no mail proved it works.
    *
    * @example
    * await identity.passwords.reset.setByOperator(user.id, 'violet lantern orbit meadow');
@@ -132,15 +142,21 @@ export interface PasswordChangeService {
   /**
    * Changes the password of a signed-in user who knows the current one: the
    * policy applies, every other session of the user ends (and its tokens),
-   * outstanding reset links stop working, and `UserPasswordChangedEvent` is
-   * published, in one transaction.
+   * outstanding reset links stop working, `UserPasswordChangedEvent` is
+   * published and `identity.password.changed` recorded on the audit trail,
+   * in one transaction.
    *
    * @param context.sessionId the session the request came with: it stays signed in.
+   * @param context where the request came from, for the audit record.
    * @throws ProblemError `PasswordChange.WrongPassword` (400), `Identity.PasswordRejected` (422),
    *   `RateLimit.Exceeded` (429; 5 attempts per user per 15 minutes), `Validation.Failed` (400).
    * @throws UnauthorizedError when the user is missing or deactivated.
    */
-  change(userId: string, input: ChangePasswordInput, context?: { readonly sessionId?: string | null }): Promise<void>;
+  change(
+    userId: string,
+    input: ChangePasswordInput,
+    context?: { readonly sessionId?: string | null } & PasswordRequestContext,
+  ): Promise<void>;
 }
 
 /** Options of {@link createPasswordServices}. */
@@ -223,7 +239,8 @@ export function createPasswordServices(options: PasswordServicesOptions): {
   /**
    * What every reset does, in the caller's transaction: sets the hash (a
    * link also proves the address), retires the other links, ends every
-   * session and token of the user and publishes `UserPasswordResetEvent`.
+   * session and token of the user, publishes `UserPasswordResetEvent` and
+   * records `identity.password.reset`.
    *
    * @returns false, writing nothing, when the user is no longer active.
    */
@@ -233,6 +250,7 @@ export function createPasswordServices(options: PasswordServicesOptions): {
     passwordHash: string,
     now: string,
     by: ResetBy,
+    request: PasswordRequestContext = {},
   ) {
     if (!(await tx.setPasswordHash(user.id, passwordHash, now, { emailVerified: by === 'link' }))) return false;
     await tx.retire(user.id);
@@ -240,6 +258,18 @@ export function createPasswordServices(options: PasswordServicesOptions): {
     await tx.revokeUserTokens(user.id, now);
     await tx.evict([...userEvictions(user.id), ...ended.flatMap(sessionEvictions)]);
     await tx.publish([{ event: UserPasswordResetEvent, payload: { userId: user.id, email: user.email, resetAt: now, by } }]);
+    await tx.audit?.([
+      {
+        action: PasswordAuditActions.reset.action,
+        organizationId: null,
+        actor: by === 'link' ? { type: 'user', id: user.id, display: user.email } : { type: 'operator', id: null, display: null },
+        target: { type: 'user', id: user.id, display: user.email },
+        ip: request.ip ?? null,
+        userAgent: request.userAgent ?? null,
+        traceId: request.traceId ?? null,
+        metadata: { by, sessionsEnded: ended.length },
+      },
+    ]);
     return true;
   }
 
@@ -272,7 +302,7 @@ export function createPasswordServices(options: PasswordServicesOptions): {
       return user?.status === 'active' ? 'valid' : 'invalid';
     },
 
-    async confirm(input) {
+    async confirm(input, context = {}) {
       const parsed = PasswordResetConfirmInput.parse(input);
       const found = await resetOf(parsed.token);
       if (!found || found.consumedAt !== null) throw new ProblemError('PasswordReset.InvalidToken');
@@ -290,7 +320,7 @@ export function createPasswordServices(options: PasswordServicesOptions): {
       const outcome = await store.transaction(async (tx) => {
         const consumed = await tx.consume(match, now);
         if (consumed !== 'consumed') return consumed;
-        if (!(await resetIn(tx, user, passwordHash, now, 'link'))) {
+        if (!(await resetIn(tx, user, passwordHash, now, 'link', context))) {
           throw new ProblemError('PasswordReset.InvalidToken'); // deactivated meanwhile: roll the use back
         }
         return consumed;
@@ -365,6 +395,18 @@ export function createPasswordServices(options: PasswordServicesOptions): {
             event: UserSessionRevokedEvent,
             payload: { userId, sessionId, reason: 'password-changed', revokedAt: now },
           })),
+        ]);
+        await tx.audit?.([
+          {
+            action: PasswordAuditActions.changed.action,
+            organizationId: null,
+            actor: { type: 'user', id: userId, display: user.email },
+            target: { type: 'user', id: userId, display: user.email },
+            ip: context.ip ?? null,
+            userAgent: context.userAgent ?? null,
+            traceId: context.traceId ?? null,
+            metadata: { sessionsEnded: ended.length },
+          },
         ]);
       });
       logger.info('password changed by its user', { userId });

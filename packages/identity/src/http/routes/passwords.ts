@@ -1,4 +1,4 @@
-import { defineRoute, json, type LightResponse, type Route } from '@idt/core';
+import { auditRequestOf, defineRoute, json, type LightResponse, type Route } from '@idt/core';
 import { renderProblem, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
 import { PasswordRejectedError } from '../../password-policy/policy.js';
@@ -75,7 +75,7 @@ export function createPasswordRoutes(reset: PasswordResetService, change: Passwo
       },
       handler: async (ctx) => {
         try {
-          await reset.confirm(ctx.body);
+          await reset.confirm(ctx.body, auditRequestOf(ctx));
         } catch (error) {
           if (error instanceof PasswordRejectedError) return rejected(error, ctx.traceId, 'newPassword');
           throw error;
@@ -106,7 +106,7 @@ export function createPasswordRoutes(reset: PasswordResetService, change: Passwo
           throw new UnauthorizedError('Changing the password needs a signed-in user.');
         }
         try {
-          await change.change(principal.userId, ctx.body, { sessionId: principal.sessionId });
+          await change.change(principal.userId, ctx.body, { sessionId: principal.sessionId, ...auditRequestOf(ctx) });
         } catch (error) {
           if (error instanceof PasswordRejectedError) return rejected(error, ctx.traceId, 'newPassword');
           throw error;

@@ -1,4 +1,14 @@
-import type { Clock, Environment, EventDefinition, EventHandlerDefinition, EventOutbox, Logger, Mailer, Route } from '@idt/core';
+import type {
+  AuditTrail,
+  Clock,
+  Environment,
+  EventDefinition,
+  EventHandlerDefinition,
+  EventOutbox,
+  Logger,
+  Mailer,
+  Route,
+} from '@idt/core';
 import type { CacheInvalidator, WindowCounter } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { ApiKeyLookup, SessionLookup } from '../../access/store.js';
@@ -43,6 +53,8 @@ export interface FeatureContext {
   readonly mailer: Mailer;
   /** Writes integration events in the caller's transaction. */
   readonly outbox: EventOutbox;
+  /** The audit trail (`ctx.audit`): features register their actions and their stores record in their transactions. */
+  readonly audit?: AuditTrail;
   /** Evicts cached access data in every instance after commit (see `CacheNamespaces`). */
   readonly invalidator: CacheInvalidator;
   /** Anchored fixed-window counters for per-user and per-address limits. */

@@ -1,5 +1,6 @@
 import { createPasswordRoutes } from '../../http/routes/passwords.js';
 import type { PasswordPolicy } from '../../password-policy/policy.js';
+import { PasswordAuditActions } from '../../password-reset/audit.js';
 import {
   UserPasswordChangedEvent,
   UserPasswordResetEvent,
@@ -36,9 +37,10 @@ const HOUR_MS = 3_600_000;
  * await passwords.services.reset.request({ email: 'ada@example.com' });
  */
 export function createPasswordsFeature(ctx: FeatureContext, policy: PasswordPolicy): PasswordsFeature {
-  const { db, outbox, invalidator, settings } = ctx;
+  const { db, outbox, invalidator, settings, audit } = ctx;
+  audit?.register(Object.values(PasswordAuditActions));
   const { reset, change } = createPasswordServices({
-    store: createKnexPasswordResetStore({ db, outbox, invalidator }),
+    store: createKnexPasswordResetStore({ db, outbox, invalidator, ...(audit ? { audit } : {}) }),
     policy,
     hasher: ctx.hasher,
     counter: ctx.counter,

@@ -1,0 +1,167 @@
+import { type Clock, newId, randomToken, sha256Hex, systemClock } from '@idt/core';
+import { ProblemError, ValidationProblem } from '@idt/problem';
+import { z } from 'zod';
+import { type AccountsActor, requirePermissions, requireUserId } from '../accounts/actor.js';
+import { OWNER_ROLE, RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
+import { reconcileRoles, type ScimEffects } from './roles.js';
+import type { ScimStore, ScimTokenRecord } from './store.js';
+
+/** The permission of SCIM administration in the organization itself (owners and admins hold it). */
+export const SCIM_ADMIN_PERMISSION = 'OrganizationsUpdate';
+
+/** The most live SCIM tokens one organization may hold. */
+export const MAX_SCIM_TOKENS = 10;
+
+/** The body of `POST /v1/identity/organizations/{orgId}/scim/tokens`. */
+export const CreateScimTokenInput = z.strictObject({
+  name: z
+    .string({ error: 'Name the token, e.g. after the directory that uses it.' })
+    .trim()
+    .min(1, 'Name the token, e.g. after the directory that uses it.')
+    .max(100, 'A token name has at most 100 characters.'),
+});
+
+/** The body of `PUT /v1/identity/organizations/{orgId}/scim/role-mappings`. */
+export const ScimRoleMappingsInput = z.strictObject({
+  mappings: z
+    .array(
+      z.strictObject({
+        group: z
+          .string()
+          .trim()
+          .min(1, 'Name the group (its SCIM displayName).')
+          .max(200, 'A group name has at most 200 characters.'),
+        roles: RoleListSchema,
+      }),
+    )
+    .max(100, 'At most 100 mappings.'),
+});
+
+/** A new token: shown once. */
+export interface CreatedScimToken extends ScimTokenRecord {
+  /** The bearer token for the directory; stored only as its SHA-256. */
+  readonly token: string;
+}
+
+/** The token API and the group→role mappings of an organization, for its owners and admins and platform administrators. */
+export interface ScimAdminService {
+  createToken(actor: AccountsActor, organizationId: string, input: unknown): Promise<CreatedScimToken>;
+  listTokens(actor: AccountsActor, organizationId: string): Promise<ScimTokenRecord[]>;
+  /** @throws ProblemError `Scim.TokenNotFound`. */
+  revokeToken(actor: AccountsActor, organizationId: string, tokenId: string): Promise<void>;
+  listRoleMappings(actor: AccountsActor, organizationId: string): Promise<Array<{ group: string; roles: string[] }>>;
+  /** Replaces the mappings and recomputes the roles of every member of a group they name (before or after). */
+  setRoleMappings(
+    actor: AccountsActor,
+    organizationId: string,
+    input: unknown,
+  ): Promise<Array<{ group: string; roles: string[] }>>;
+  /** The organization a SCIM bearer token belongs to, or `undefined`. */
+  resolveToken(token: string): Promise<string | undefined>;
+}
+
+/** Dependencies of {@link createScimAdminService}. */
+export interface ScimAdminServiceOptions {
+  readonly store: ScimStore;
+  readonly clock?: Clock;
+}
+
+const TOKEN_PREFIX = 'scim_';
+
+/**
+ * The SCIM administration service.
+ *
+ * @example
+ * const admin = createScimAdminService({ store });
+ * const { token } = await admin.createToken(principal, orgId, { name: 'Okta' });
+ */
+export function createScimAdminService(options: ScimAdminServiceOptions): ScimAdminService {
+  const { store } = options;
+  const clock = options.clock ?? systemClock;
+
+  /** Owners and admins of the organization, and platform administrators; others learn nothing (404). */
+  async function authorize(actor: AccountsActor, organizationId: string): Promise<string> {
+    const id = organizationId.toLowerCase();
+    requireUserId(actor);
+    if (actor.organizationId === id) {
+      requirePermissions(actor, SCIM_ADMIN_PERMISSION);
+      return id;
+    }
+    const platformAdministrator =
+      actor.userId !== null &&
+      actor.organizationId !== null &&
+      actor.permissions.has(SCIM_ADMIN_PERMISSION) &&
+      (await store.isPlatformAdministrator(actor.userId, actor.organizationId));
+    if (!platformAdministrator || !(await store.organizationExists(id))) throw new ProblemError('Identity.OrganizationNotFound');
+    return id;
+  }
+
+  return {
+    async createToken(actor, organizationId, input) {
+      const id = await authorize(actor, organizationId);
+      const { name } = CreateScimTokenInput.parse(input);
+      if ((await store.countTokens(id)) >= MAX_SCIM_TOKENS) throw new ProblemError('Scim.TokenLimitReached');
+      const token = `${TOKEN_PREFIX}${randomToken(32)}`;
+      const record = { id: newId(), name, prefix: token.slice(0, 16), createdAt: clock.now().toISOString(), lastUsedAt: null };
+      await store.insertToken({
+        id: record.id,
+        organizationId: id,
+        name,
+        prefix: record.prefix,
+        tokenHash: sha256Hex(token),
+        createdByUserId: actor.userId,
+        at: record.createdAt,
+      });
+      return { ...record, token };
+    },
+    async listTokens(actor, organizationId) {
+      return store.listTokens(await authorize(actor, organizationId));
+    },
+    async revokeToken(actor, organizationId, tokenId) {
+      const id = await authorize(actor, organizationId);
+      if (!(await store.revokeToken(id, tokenId.toLowerCase(), clock.now().toISOString()))) {
+        throw new ProblemError('Scim.TokenNotFound');
+      }
+    },
+    async listRoleMappings(actor, organizationId) {
+      return store.listRoleMappings(await authorize(actor, organizationId));
+    },
+    async setRoleMappings(actor, organizationId, input) {
+      const id = await authorize(actor, organizationId);
+      const { mappings } = ScimRoleMappingsInput.parse(input);
+      const seen = new Set<string>();
+      mappings.forEach((mapping, index) => {
+        const key = mapping.group.toLowerCase();
+        if (seen.has(key)) throw new ValidationProblem({ [`mappings[${index}].group`]: ['Each group is mapped once.'] });
+        seen.add(key);
+        if (mapping.roles.includes(OWNER_ROLE)) {
+          throw new ValidationProblem({
+            [`mappings[${index}].roles`]: ['The owner role is never granted through a directory group.'],
+          });
+        }
+      });
+      const at = clock.now().toISOString();
+      await store.transaction(async (tx) => {
+        const effects: ScimEffects = { events: [], evictions: [] };
+        if (!(await tx.lockOrganization(id))) throw new ProblemError('Identity.OrganizationNotFound');
+        const custom = await tx.customRoleNames(id);
+        const customRoles = new Map([...custom].map((name) => [name, [] as string[]]));
+        const resolved = mappings.map((mapping, index) => ({
+          group: mapping.group,
+          roles: resolveRoleNames(mapping.roles, customRoles, `mappings[${index}].roles`),
+        }));
+        const previous = await tx.roleMappings(id);
+        await tx.replaceRoleMappings(id, resolved, at);
+        const affected = await tx.membersOfGroupsNamed(id, [...new Set([...previous.keys(), ...seen])]);
+        await reconcileRoles(tx, id, affected, at, effects, new Set([...previous.values()].flat()));
+        await tx.publish(effects.events);
+        await tx.evict(effects.evictions);
+      });
+      return store.listRoleMappings(id);
+    },
+    async resolveToken(token) {
+      if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
+      return (await store.resolveToken(sha256Hex(token), clock.now().toISOString()))?.organizationId;
+    },
+  };
+}

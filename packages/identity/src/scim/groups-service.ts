@@ -1,0 +1,129 @@
+import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
+import { ScimError } from './errors.js';
+import type { ScimCondition } from './filter.js';
+import type { ScimGroupInput, ScimGroupRecord } from './groups.js';
+import { reconcileRoles, type ScimEffects } from './roles.js';
+import type { ScimPage, ScimStore, ScimTransaction } from './store.js';
+
+/** SCIM Groups of one organization; their members get the roles mapped to the group's name. */
+export interface ScimGroupsService {
+  list(
+    organizationId: string,
+    filter: ScimCondition | undefined,
+    page: ScimPage,
+    withMembers: boolean,
+  ): Promise<{ total: number; records: ScimGroupRecord[] }>;
+  /** @throws ScimError 404 for another organization's or no group. */
+  get(organizationId: string, groupId: string, withMembers: boolean): Promise<ScimGroupRecord>;
+  /** @throws ScimError 409 `uniqueness` for a taken displayName, 400 `invalidValue` for a member who is no User of the organization. */
+  create(organizationId: string, input: ScimGroupInput): Promise<ScimGroupRecord>;
+  /** Replaces name, externalId and members (PUT, or PATCH once applied). */
+  replace(organizationId: string, groupId: string, input: ScimGroupInput): Promise<ScimGroupRecord>;
+  remove(organizationId: string, groupId: string): Promise<void>;
+}
+
+/** Dependencies of {@link createScimGroupsService}. */
+export interface ScimGroupsServiceOptions {
+  readonly store: ScimStore;
+  readonly clock?: Clock;
+}
+
+const notFound = () => new ScimError(404, 'No such Group in this organization.');
+
+/**
+ * The SCIM Groups service: each write locks the organization, changes the
+ * group, and recomputes the roles of the members it touched, in one transaction.
+ *
+ * @example
+ * const groups = createScimGroupsService({ store });
+ * await groups.create(orgId, parseGroupInput(body));
+ */
+export function createScimGroupsService(options: ScimGroupsServiceOptions): ScimGroupsService {
+  const { store } = options;
+  const clock = options.clock ?? systemClock;
+
+  async function get(organizationId: string, groupId: string, withMembers: boolean) {
+    const record = await store.findGroup(organizationId, groupId.toLowerCase(), withMembers);
+    if (!record) throw notFound();
+    return record;
+  }
+
+  async function write<T>(organizationId: string, work: (tx: ScimTransaction, effects: ScimEffects, at: string) => Promise<T>) {
+    const at = clock.now().toISOString();
+    try {
+      return await store.transaction(async (tx) => {
+        const effects: ScimEffects = { events: [], evictions: [] };
+        if (!(await tx.lockOrganization(organizationId))) throw notFound();
+        const result = await work(tx, effects, at);
+        await tx.publish(effects.events);
+        await tx.evict(effects.evictions);
+        return result;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ScimError(409, 'A Group with this displayName exists already.', 'uniqueness');
+      throw error;
+    }
+  }
+
+  async function assertMembers(tx: ScimTransaction, organizationId: string, userIds: readonly string[]) {
+    const found = new Set(await tx.existingUsers(organizationId, userIds));
+    const missing = userIds.filter((id) => !found.has(id));
+    if (missing.length > 0) {
+      throw new ScimError(400, `No User of this organization has the id ${missing.slice(0, 3).join(', ')}.`, 'invalidValue');
+    }
+  }
+
+  return {
+    list: (organizationId, filter, page, withMembers) => store.listGroups(organizationId, filter, page, withMembers),
+    get,
+
+    async create(organizationId, input) {
+      const id = await write(organizationId, async (tx, effects, at) => {
+        if (await tx.groupByName(organizationId, input.displayName.toLowerCase())) {
+          throw new ScimError(409, 'A Group with this displayName exists already.', 'uniqueness');
+        }
+        await assertMembers(tx, organizationId, input.memberIds);
+        const groupId = newId();
+        await tx.insertGroup({ id: groupId, organizationId, displayName: input.displayName, externalId: input.externalId, at });
+        await tx.setGroupMembers(groupId, input.memberIds, []);
+        await reconcileRoles(tx, organizationId, input.memberIds, at, effects);
+        return groupId;
+      });
+      return get(organizationId, id, true);
+    },
+
+    async replace(organizationId, rawGroupId, input) {
+      const groupId = rawGroupId.toLowerCase();
+      await write(organizationId, async (tx, effects, at) => {
+        const group = await tx.groupOf(organizationId, groupId);
+        if (!group) throw notFound();
+        const key = input.displayName.toLowerCase();
+        const renamed = key !== group.displayNameKey;
+        if (renamed && (await tx.groupByName(organizationId, key))) {
+          throw new ScimError(409, 'A Group with this displayName exists already.', 'uniqueness');
+        }
+        const current = await tx.groupMemberIds(groupId);
+        const before = new Set(current);
+        const after = new Set(input.memberIds);
+        const added = input.memberIds.filter((id) => !before.has(id));
+        const removed = current.filter((id) => !after.has(id));
+        await assertMembers(tx, organizationId, added);
+        await tx.updateGroup(groupId, { displayName: input.displayName, externalId: input.externalId, at });
+        await tx.setGroupMembers(groupId, added, removed);
+        await reconcileRoles(tx, organizationId, renamed ? [...current, ...added] : [...added, ...removed], at, effects);
+      });
+      return get(organizationId, groupId, true);
+    },
+
+    async remove(organizationId, rawGroupId) {
+      const groupId = rawGroupId.toLowerCase();
+      await write(organizationId, async (tx, effects, at) => {
+        const group = await tx.groupOf(organizationId, groupId);
+        if (!group) throw notFound();
+        const members = await tx.groupMemberIds(groupId);
+        await tx.deleteGroup(groupId);
+        await reconcileRoles(tx, organizationId, members, at, effects);
+      });
+    },
+  };
+}

@@ -1,0 +1,254 @@
+import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
+import { CacheNamespaces } from '../access/cache-namespaces.js';
+import { MembershipReinstatedEvent, MembershipSuspendedEvent, pendingEvent } from '../accounts/events.js';
+import { MEMBER_ROLE } from '../accounts/role-policy.js';
+import { membershipEviction } from '../memberships/enrollment.js';
+import { sessionEvictions } from '../sessions/policy.js';
+import { ScimError } from './errors.js';
+import { ScimUserProvisionedEvent } from './events.js';
+import type { ScimCondition } from './filter.js';
+import { reconcileRoles, type ScimEffects } from './roles.js';
+import type { ScimMembership, ScimPage, ScimStore, ScimTransaction } from './store.js';
+import type { ScimUserInput, ScimUserRecord } from './users.js';
+
+/** SCIM Users of one organization: members, provisioned and deprovisioned by its directory. */
+export interface ScimUsersService {
+  list(
+    organizationId: string,
+    filter: ScimCondition | undefined,
+    page: ScimPage,
+  ): Promise<{ total: number; records: ScimUserRecord[] }>;
+  /** @throws ScimError 404 when the user is not a SCIM User of the organization. */
+  get(organizationId: string, userId: string): Promise<ScimUserRecord>;
+  /**
+   * Provisions a user: a new account without a password when the e-mail
+   * address is new, else a membership (or the SCIM link of an existing one)
+   * for the existing account. Never touches other organizations' memberships.
+   *
+   * @throws ScimError 409 `uniqueness` when the userName, externalId or account is provisioned already.
+   */
+  create(organizationId: string, input: ScimUserInput): Promise<ScimUserRecord>;
+  /** Replaces a user's attributes (PUT, or PATCH once applied); `active: false` deprovisions. */
+  replace(organizationId: string, userId: string, input: ScimUserInput): Promise<ScimUserRecord>;
+  /** DELETE: suspends the membership and ends the user's access to the organization; the user answers 404 from then on. */
+  remove(organizationId: string, userId: string): Promise<void>;
+}
+
+/** Dependencies of {@link createScimUsersService}. */
+export interface ScimUsersServiceOptions {
+  readonly store: ScimStore;
+  readonly clock?: Clock;
+}
+
+const notFound = () => new ScimError(404, 'No such User in this organization.');
+const taken = (what: string) => new ScimError(409, `A User with this ${what} exists already.`, 'uniqueness');
+
+/**
+ * The SCIM Users service. Every write runs in one transaction that first
+ * locks the organization, as membership changes do.
+ *
+ * @example
+ * const users = createScimUsersService({ store });
+ * await users.create(orgId, parseUserInput(body));
+ */
+export function createScimUsersService(options: ScimUsersServiceOptions): ScimUsersService {
+  const { store } = options;
+  const clock = options.clock ?? systemClock;
+
+  async function get(organizationId: string, userId: string): Promise<ScimUserRecord> {
+    const record = await store.findUser(organizationId, userId.toLowerCase());
+    if (!record) throw notFound();
+    return record;
+  }
+
+  /** Runs a write, then publishes and evicts what it decided; unique violations of a race answer 409. */
+  async function write<T>(organizationId: string, work: (tx: ScimTransaction, effects: ScimEffects, at: string) => Promise<T>) {
+    const at = clock.now().toISOString();
+    try {
+      return await store.transaction(async (tx) => {
+        const effects: ScimEffects = { events: [], evictions: [] };
+        if (!(await tx.lockOrganization(organizationId))) throw notFound();
+        const result = await work(tx, effects, at);
+        await tx.publish(effects.events);
+        await tx.evict(effects.evictions);
+        return result;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw taken('userName, externalId or e-mail address');
+      throw error;
+    }
+  }
+
+  /**
+   * Moves the membership to the requested state. Deactivation suspends it,
+   * revokes the user's API keys of the organization, and, when the user is
+   * active in no other organization, ends every session and token of the
+   * user; access tokens and sessions used in this organization stop at once
+   * either way, since each request checks the (evicted) membership.
+   */
+  async function applyActive(
+    tx: ScimTransaction,
+    organizationId: string,
+    userId: string,
+    membership: ScimMembership,
+    active: boolean,
+    effects: ScimEffects,
+    at: string,
+  ) {
+    const payload = { organizationId, userId, changedByUserId: null };
+    if (active) {
+      if (membership.status === 'active') return;
+      await tx.updateMembership(membership.id, {
+        status: 'active',
+        ...(membership.roles.length === 0 ? { roles: [MEMBER_ROLE] } : {}),
+        at,
+      });
+      effects.events.push(pendingEvent(MembershipReinstatedEvent, payload));
+      effects.evictions.push(membershipEviction(userId, organizationId));
+      return;
+    }
+    if (membership.status !== 'active') return;
+    const lock = await tx.lockOrganization(organizationId);
+    if (lock?.activeOwnerIds.includes(userId) && lock.activeOwnerIds.length <= 1) {
+      throw new ScimError(
+        400,
+        'This is the last active owner of the organization; make another member owner first.',
+        'mutability',
+      );
+    }
+    await tx.updateMembership(membership.id, { status: 'suspended', at });
+    effects.events.push(pendingEvent(MembershipSuspendedEvent, payload));
+    effects.evictions.push(membershipEviction(userId, organizationId));
+    const keys = await tx.revokeApiKeys(userId, organizationId, at);
+    for (const key of keys) effects.evictions.push({ namespace: CacheNamespaces.apiKeys, key });
+    const elsewhere = await tx.countOtherMemberships(userId, organizationId);
+    if (elsewhere.active === 0) {
+      const sessions = await tx.endUserSessionsAndTokens(userId, at);
+      effects.evictions.push(
+        { namespace: CacheNamespaces.users, key: userId },
+        { namespace: CacheNamespaces.revocations, key: `user:${userId}` },
+        ...sessions.flatMap(sessionEvictions),
+      );
+    }
+  }
+
+  /** Refuses a userName or externalId that another live SCIM User of the organization has. */
+  async function assertUnique(tx: ScimTransaction, organizationId: string, userId: string | undefined, input: ScimUserInput) {
+    const byName = await tx.findLink(organizationId, { userNameKey: input.userName.toLowerCase() });
+    if (byName && !byName.deleted && byName.userId !== userId) throw taken('userName');
+    if (input.externalId !== null) {
+      const byExternal = await tx.findLink(organizationId, { externalId: input.externalId });
+      if (byExternal && !byExternal.deleted && byExternal.userId !== userId) throw taken('externalId');
+    }
+  }
+
+  return {
+    list: (organizationId, filter, page) => store.listUsers(organizationId, filter, page),
+    get,
+
+    async create(organizationId, input) {
+      const userId = await write(organizationId, async (tx, effects, at) => {
+        await assertUnique(tx, organizationId, undefined, input);
+        const account = await tx.findAccountByEmail(input.email);
+        let id: string;
+        let owned: boolean;
+        if (account) {
+          id = account.id;
+          const link = await tx.linkOf(organizationId, id);
+          if (link && !link.deleted) throw taken('e-mail address');
+          owned = link?.owned ?? false;
+        } else {
+          id = newId();
+          owned = true;
+          await tx.insertAccount({ id, email: input.email, firstName: input.givenName, lastName: input.familyName, at });
+        }
+        const membership = await tx.membershipOf(organizationId, id);
+        if (!membership) {
+          await tx.insertMembership({
+            id: newId(),
+            organizationId,
+            userId: id,
+            status: input.active ? 'active' : 'suspended',
+            roles: [MEMBER_ROLE],
+            at,
+          });
+          effects.events.push(pendingEvent(ScimUserProvisionedEvent, { organizationId, userId: id, accountCreated: !account }));
+          effects.evictions.push(membershipEviction(id, organizationId));
+        } else {
+          await applyActive(tx, organizationId, id, membership, input.active, effects, at);
+        }
+        await tx.writeLink({ organizationId, userId: id, ...linkValues(input), owned, at });
+        await reconcileRoles(tx, organizationId, [id], at, effects);
+        return id;
+      });
+      return get(organizationId, userId);
+    },
+
+    async replace(organizationId, rawUserId, input) {
+      const userId = rawUserId.toLowerCase();
+      const current = await get(organizationId, userId);
+      await write(organizationId, async (tx, effects, at) => {
+        const membership = await tx.membershipOf(organizationId, userId);
+        const link = await tx.linkOf(organizationId, userId);
+        if (!membership || link?.deleted) throw notFound();
+        await assertUnique(tx, organizationId, userId, input);
+        const elsewhere = await tx.countOtherMemberships(userId, organizationId);
+        // The account (address, names) is this organization's to change only when its SCIM created it and it belongs nowhere else.
+        const owned = (link?.owned ?? false) && elsewhere.any === 0;
+        if (input.email !== current.email) {
+          if (!owned) {
+            throw new ScimError(
+              400,
+              "The e-mail address belongs to the user's account, which this organization did not create or shares with others.",
+              'mutability',
+            );
+          }
+          if (await tx.findAccountByEmail(input.email)) throw taken('e-mail address');
+        }
+        if (owned) {
+          await tx.updateAccount(userId, { email: input.email, firstName: input.givenName, lastName: input.familyName, at });
+          effects.evictions.push({ namespace: CacheNamespaces.users, key: userId });
+        }
+        await applyActive(tx, organizationId, userId, membership, input.active, effects, at);
+        await tx.writeLink({ organizationId, userId, ...linkValues(input), owned: link?.owned ?? false, at });
+      });
+      return get(organizationId, userId);
+    },
+
+    async remove(organizationId, rawUserId) {
+      const userId = rawUserId.toLowerCase();
+      const current = await get(organizationId, userId);
+      await write(organizationId, async (tx, effects, at) => {
+        const membership = await tx.membershipOf(organizationId, userId);
+        const link = await tx.linkOf(organizationId, userId);
+        if (!membership || link?.deleted) throw notFound();
+        await applyActive(tx, organizationId, userId, membership, false, effects, at);
+        if (!link) {
+          await tx.writeLink({
+            organizationId,
+            userId,
+            userName: current.userName,
+            externalId: current.externalId,
+            givenName: current.givenName,
+            familyName: current.familyName,
+            attributes: current.attributes,
+            owned: false,
+            at,
+          });
+        }
+        await tx.deleteLink(organizationId, userId, at);
+        await reconcileRoles(tx, organizationId, [userId], at, effects);
+      });
+    },
+  };
+}
+
+function linkValues(input: ScimUserInput) {
+  return {
+    userName: input.userName,
+    externalId: input.externalId,
+    givenName: input.givenName,
+    familyName: input.familyName,
+    attributes: input.attributes,
+  };
+}

@@ -116,7 +116,7 @@ export type {
   SettingValueRecord,
 } from './settings/store.js';
 export type { WebhookEventType } from './webhooks/catalog.js';
-export { WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_TYPE } from './webhooks/catalog.js';
+export { WEBHOOK_AUDIT_TYPE, WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_TYPE } from './webhooks/catalog.js';
 export {
   nextRetryDelayMs,
   parseRetryAfter,

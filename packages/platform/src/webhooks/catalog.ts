@@ -11,11 +11,23 @@ export interface WebhookEventType {
 export const WEBHOOK_TEST_TYPE = 'webhook.test';
 
 /**
+ * Every audit record as a message (`@idt/core`'s `AuditEventRecordedEvent`).
+ * Delivered only to endpoints that name it: an endpoint subscribed to every
+ * type (an empty list) does not get the whole audit trail unasked.
+ */
+export const WEBHOOK_AUDIT_TYPE = 'audit.event';
+
+/**
  * The integration events webhooks carry, by dotted name. A type is offered
  * only when the module that publishes its source event is composed.
  */
 export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = Object.freeze([
   { type: 'announcement.published', source: 'AnnouncementPublishedEvent', description: 'An announcement was published.' },
+  {
+    type: WEBHOOK_AUDIT_TYPE,
+    source: 'AuditEventRecordedEvent',
+    description: 'An audit record was written (the record without its hashes). Only to endpoints that name this type.',
+  },
   { type: 'changelog.published', source: 'ChangelogPublishedEvent', description: 'A changelog entry was published.' },
   { type: 'inquiry.submitted', source: 'InquirySubmittedEvent', description: 'An inquiry was submitted.' },
   { type: 'organization.created', source: 'OrganizationCreatedEvent', description: 'An organization was created.' },

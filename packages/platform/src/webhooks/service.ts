@@ -4,7 +4,7 @@ import { ProblemError, ValidationProblem } from '@idt/problem';
 import { type PlatformActor, type PlatformDirectory, requirePlatformAdministrator } from '../access.js';
 import { ALL_KEYS, createKeyedCache } from '../cache.js';
 import { WEBHOOK_ENDPOINTS_CACHE, WebhookEndpointDisabledEvent } from '../events.js';
-import { WEBHOOK_TEST_TYPE, type WebhookEventType } from './catalog.js';
+import { WEBHOOK_AUDIT_TYPE, WEBHOOK_TEST_TYPE, type WebhookEventType } from './catalog.js';
 import { nextRetryDelayMs, parseRetryAfter, WEBHOOK_DISABLE_AFTER_MS } from './schedule.js';
 import {
   type DeliveryAttemptResponse,
@@ -170,6 +170,8 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
   function matches(endpoint: EndpointRoute, eventType: string, organizationId: string | null): boolean {
     if (!endpoint.enabled) return false;
     if (endpoint.eventTypes.length > 0 && !endpoint.eventTypes.includes(eventType)) return false;
+    // The audit trail is opt-in: a catch-all endpoint does not get every audit record.
+    if (endpoint.eventTypes.length === 0 && eventType === WEBHOOK_AUDIT_TYPE) return false;
     return endpoint.organizationId === null || endpoint.organizationId === organizationId;
   }
 

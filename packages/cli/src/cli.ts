@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { registerAudit } from './commands/audit.js';
 import { registerClientCommands } from './commands/clients.js';
 import { registerDemo } from './commands/demo.js';
 import { registerMigrate } from './commands/migrate.js';
@@ -49,6 +50,7 @@ export function createProgram(io: CliIo): Command {
   registerOrganizationAdmin(program, io);
   registerUserAdmin(program, io);
   registerToken(program, io);
+  registerAudit(program, io);
   registerSignIn(program, io);
   registerDemo(program, io);
   return program;

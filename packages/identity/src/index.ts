@@ -71,6 +71,8 @@ export type {
 } from './api-keys/service.js';
 export { API_KEY_DISPLAY_LENGTH, API_KEY_PREFIX, CreateApiKeyInput, createApiKeyService } from './api-keys/service.js';
 export type { ApiKeyStore, ApiKeyWrites, NewApiKey, StoredApiKey } from './api-keys/store.js';
+export type { OrganizationAuditContext } from './audit/organization-actions.js';
+export { OrganizationAuditActions } from './audit/organization-actions.js';
 export type { Permission } from './authorization/permissions.js';
 export { isPermission, PERMISSIONS } from './authorization/permissions.js';
 export type { BuiltInRole } from './authorization/roles.js';
@@ -344,7 +346,16 @@ export { SCIM_BASE_PATH } from './scim/http.js';
 export { ScimCodes } from './scim/problems.js';
 export { rolesFromGroups } from './scim/roles.js';
 export { ENTERPRISE_USER_SCHEMA, GROUP_SCHEMA, USER_SCHEMA } from './scim/schemas.js';
-export type { ScimLink, ScimMembership, ScimPage, ScimStore, ScimTokenRecord, ScimWrites } from './scim/store.js';
+export type {
+  NewScimToken,
+  ScimLink,
+  ScimMembership,
+  ScimPage,
+  ScimStore,
+  ScimTokenIdentity,
+  ScimTokenRecord,
+  ScimWrites,
+} from './scim/store.js';
 export type { ScimUserAttributes, ScimUserInput, ScimUserRecord } from './scim/users.js';
 export { parseUserInput, toScimUser } from './scim/users.js';
 export type { ScimUsersService, ScimUsersServiceOptions } from './scim/users-service.js';

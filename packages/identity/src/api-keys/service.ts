@@ -3,6 +3,7 @@ import { ProblemError, ValidationProblem } from '@idt/problem';
 import { z } from 'zod';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import type { ApiKeyAccess, ApiKeyLookup } from '../access/store.js';
+import { AccountAuditActions, type AccountAuditContext, auditActorFor, auditRequestFacts } from '../audit/account-actions.js';
 import { permissionsForScopes, SCOPE_CATALOG, scopeDefinition, scopesWithin } from '../authorization/scopes.js';
 import type { ApiKeyStore, StoredApiKey } from './store.js';
 
@@ -93,21 +94,26 @@ export interface ApiKeyServiceOptions {
  */
 export interface ApiKeyService extends ApiKeyLookup {
   /**
-   * Creates a key in the caller's organization.
+   * Creates a key in the caller's organization and records
+   * `identity.apiKey.created` on its trail, in one transaction.
    *
+   * @param context who asked and from where, for the audit record (the caller by default).
    * @throws ProblemError `ApiKeys.OrganizationRequired` (403) without an organization,
    *   `Auth.Forbidden` (403) without `ApiKeysCreate`, `ApiKeys.ScopeExceedsPermissions` (403),
    *   `ApiKeys.LimitReached` (422), `Validation.Failed` (400) for bad input or a past `expiresAt`.
    */
-  create(caller: ApiKeyCaller, input: CreateApiKeyInput): Promise<CreatedApiKey>;
+  create(caller: ApiKeyCaller, input: CreateApiKeyInput, context?: AccountAuditContext): Promise<CreatedApiKey>;
   /** The user's keys in one organization (not revoked; expired ones included), newest first. */
   list(userId: string, organizationId: string): Promise<ApiKeyRecord[]>;
   /**
-   * Revokes one of the user's keys in the organization; it stops working at once.
+   * Revokes one of the user's keys in the organization; it stops working at
+   * once. Records `identity.apiKey.revoked` on the organization's trail in
+   * the same transaction.
    *
+   * @param context who asked (the user, or an API key of theirs) and from where; the user by default.
    * @throws ProblemError `ApiKeys.NotFound` (404) for an unknown key or another user's or organization's.
    */
-  revoke(userId: string, organizationId: string, keyId: string): Promise<void>;
+  revoke(userId: string, organizationId: string, keyId: string, context?: AccountAuditContext): Promise<void>;
   /** The key a raw value names (in any state), or `undefined`. */
   findByKey(rawKey: string): Promise<ApiKeyAccess | undefined>;
   /** Records use of a key, at most once per interval; never throws (failures are logged). */
@@ -143,7 +149,7 @@ export function createApiKeyService(options: ApiKeyServiceOptions): ApiKeyServic
   const usage = createThrottle(usageIntervalMs, clock);
 
   return {
-    async create(caller, input) {
+    async create(caller, input, context = {}) {
       const parsed = CreateApiKeyInput.parse(input);
       const organizationId = caller.organizationId;
       if (!organizationId) throw new ProblemError('ApiKeys.OrganizationRequired');
@@ -191,6 +197,16 @@ export function createApiKeyService(options: ApiKeyServiceOptions): ApiKeyServic
         await tx.lockUser(key.userId);
         if ((await tx.countLive(key.userId, key.createdAt)) >= maxLive) return false;
         await tx.insert(key);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.apiKeyCreated.action,
+            organizationId,
+            actor: auditActorFor(context, caller.userId),
+            target: { type: 'apiKey', id: key.id, display: key.name },
+            ...auditRequestFacts(context),
+            metadata: { ownerId: key.userId, scopes, expiresAt: key.expiresAt },
+          },
+        ]);
         return true;
       });
       if (!created) {
@@ -201,11 +217,23 @@ export function createApiKeyService(options: ApiKeyServiceOptions): ApiKeyServic
     async list(userId, organizationId) {
       return (await store.list(userId, organizationId)).map(toRecord);
     },
-    async revoke(userId, organizationId, keyId) {
+    async revoke(userId, organizationId, keyId, context = {}) {
       const now = clock.now().toISOString();
+      // The name, for people reading the trail (a key is listed until it is revoked).
+      const name = (await store.list(userId, organizationId)).find((key) => key.id === keyId)?.name ?? null;
       const revoked = await store.transaction(async (tx) => {
         if (!(await tx.revoke(userId, organizationId, keyId, now))) return false;
         await tx.evict([{ namespace: CacheNamespaces.apiKeys, key: keyId }]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.apiKeyRevoked.action,
+            organizationId,
+            actor: auditActorFor(context, userId),
+            target: { type: 'apiKey', id: keyId, display: name },
+            ...auditRequestFacts(context),
+            metadata: { ownerId: userId },
+          },
+        ]);
         return true;
       });
       if (!revoked) throw new ProblemError('ApiKeys.NotFound');

@@ -3,6 +3,7 @@ import type { WindowCounter } from '@idt/core/knex';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
+import { AccountAuditActions, type AccountAuditContext, auditActorFor, auditRequestFacts } from '../audit/account-actions.js';
 import { EmailSchema } from '../schemas.js';
 import type { TokenMac } from '../tokens.js';
 import { UserEmailChangedEvent, UserEmailChangeRequestedEvent } from './events.js';
@@ -83,27 +84,32 @@ export interface EmailChangeService {
   /**
    * Asks to move the user to `newEmail`: records the pending change and
    * publishes `UserEmailChangeRequestedEvent` (the notifications module's
-   * handler mails the link).
+   * handler mails the link) and records `identity.emailChange.requested` on
+   * the platform trail, in one transaction.
    * When another account uses the address, nothing is recorded and that
    * address gets a short notice instead; the caller cannot tell the
-   * difference.
+   * difference (and nothing is recorded: nothing changed).
    *
+   * @param context who asked and from where, for the audit record (the user by default).
    * @throws ProblemError `Validation.Failed` (400) for a malformed address,
    *   `EmailChange.SameEmail` (400), `EmailChange.Unavailable` (503) when no
    *   module mails confirmations, `RateLimit.Exceeded` (429, with a
    *   `retry-after` header) past the per-user limit.
    * @throws UnauthorizedError when the user is missing or deactivated.
    */
-  request(userId: string, input: ChangeEmailInput): Promise<void>;
+  request(userId: string, input: ChangeEmailInput, context?: AccountAuditContext): Promise<void>;
   /**
    * Confirms a change from its mailed link: e-mail address and username
    * become the new address; existing sessions and tokens stay valid.
+   * Records `identity.emailChange.confirmed` (actor: the user, who holds the
+   * link) in the same transaction.
    *
+   * @param context where the link was opened, for the audit record.
    * @throws ProblemError `EmailChange.TokenExpired` (400) after the link's
    *   lifetime (the pending change is cleared), `EmailChange.InvalidToken`
    *   (400) for a forged, mismatched, superseded or used link.
    */
-  confirm(input: ConfirmEmailChangeInput): Promise<{ userId: string; newEmail: string }>;
+  confirm(input: ConfirmEmailChangeInput, context?: AccountAuditContext): Promise<{ userId: string; newEmail: string }>;
   /** The confirmation link of a change. */
   confirmationLink(change: { id: string; userId: string; newEmail: string }): string;
   /**
@@ -147,6 +153,7 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
   async function confirmChange(
     match: { changeId: string; userId: string; newEmail: string },
     now: string,
+    context: AccountAuditContext,
   ): Promise<EmailChangeConfirmation> {
     try {
       return await store.transaction(async (tx): Promise<EmailChangeConfirmation> => {
@@ -162,6 +169,16 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
           },
         ]);
         await tx.evict([{ namespace: CacheNamespaces.users, key: match.userId }]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.emailChangeConfirmed.action,
+            organizationId: null,
+            actor: auditActorFor(context, match.userId, match.newEmail),
+            target: { type: 'user', id: match.userId, display: match.newEmail },
+            ...auditRequestFacts(context),
+            metadata: { from: changed.oldEmail, to: match.newEmail },
+          },
+        ]);
         return { outcome: 'changed', oldEmail: changed.oldEmail };
       });
     } catch (error) {
@@ -184,7 +201,7 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
         link: confirmationLink(change),
       };
     },
-    async request(userId, input) {
+    async request(userId, input, context = {}) {
       const { newEmail } = ChangeEmailInput.parse(input);
       if (options.confirmationsMailed === false) throw new ProblemError('EmailChange.Unavailable');
       const user = await store.findUser(userId);
@@ -233,11 +250,21 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
             payload: { userId, changeId: change.id, newEmail, expiresAt: change.expiresAt },
           },
         ]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.emailChangeRequested.action,
+            organizationId: null,
+            actor: auditActorFor(context, userId, user.email),
+            target: { type: 'user', id: userId, display: user.email },
+            ...auditRequestFacts(context),
+            metadata: { from: user.email, to: newEmail, expiresAt: change.expiresAt },
+          },
+        ]);
         return true;
       });
       if (!recorded) throw new UnauthorizedError('The account is missing or deactivated.');
     },
-    async confirm(input) {
+    async confirm(input, context = {}) {
       const parsed = ConfirmEmailChangeInput.safeParse(input);
       if (!parsed.success) throw new ProblemError('EmailChange.InvalidToken');
       const changeId = tokens.verify(EMAIL_CHANGE_TOKEN_PURPOSE, parsed.data.token);
@@ -246,6 +273,7 @@ export function createEmailChangeService(options: EmailChangeServiceOptions): Em
       const result = await confirmChange(
         { changeId, userId: parsed.data.userId.toLowerCase(), newEmail },
         clock.now().toISOString(),
+        context,
       );
       if (result.outcome === 'expired') throw new ProblemError('EmailChange.TokenExpired');
       if (result.outcome === 'invalid') throw new ProblemError('EmailChange.InvalidToken');

@@ -1,6 +1,7 @@
 import { type Clock, type Logger, newId, type SecretBox, silentLogger, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { type AccountsActor, requireUserId } from '../accounts/actor.js';
+import { AccountAuditActions, type AccountAuditContext, auditActorFor, auditRequestFacts } from '../audit/account-actions.js';
 import type { PasswordHasher } from '../passwords.js';
 import { UserSecondFactorAddedEvent, UserSecondFactorRemovedEvent, UserSecondFactorsResetEvent } from './events.js';
 import { createRecoveryCodeHasher, newRecoveryCode, normalizeRecoveryCode, RECOVERY_CODE_COUNT } from './recovery-codes.js';
@@ -60,41 +61,53 @@ export interface SecondFactorService {
   /**
    * Confirms an enrolment with a first code from the app; the TOTP replaces
    * any previous one, and the code cannot be used again. Returns 10 recovery
-   * codes (shown once) when the user had none left, else `null`.
+   * codes (shown once) when the user had none left, else `null`. Records
+   * `identity.totp.added` on the platform trail in the same transaction.
    *
+   * @param context who asked and from where, for the audit record (the user by default).
    * @throws ProblemError `SecondFactor.EnrolmentNotFound` (expired, unknown or another user's),
    *   `SecondFactor.InvalidCode`, `SecondFactor.Locked` (429, `Retry-After`).
    */
-  confirmTotp(userId: string, enrolmentId: string, code: string): Promise<{ recoveryCodes: string[] | null }>;
+  confirmTotp(
+    userId: string,
+    enrolmentId: string,
+    code: string,
+    context?: AccountAuditContext,
+  ): Promise<{ recoveryCodes: string[] | null }>;
   /** Checks a code of the user's app (`replayed`: its time step was already used). */
   verifyTotp(userId: string, code: string): Promise<TotpVerification>;
   /** Uses one of the user's recovery codes (each works once). */
   useRecoveryCode(userId: string, code: string): Promise<RecoveryCodeVerification>;
   /**
-   * A new set of 10 recovery codes (shown once); the old set ends.
+   * A new set of 10 recovery codes (shown once); the old set ends. Records
+   * `identity.recoveryCodes.regenerated` in the same transaction.
    *
    * @throws ProblemError `SecondFactor.NotEnrolled` when the user has no second factor to recover.
    */
-  regenerateRecoveryCodes(userId: string): Promise<string[]>;
+  regenerateRecoveryCodes(userId: string, context?: AccountAuditContext): Promise<string[]>;
   /**
    * Removes the user's authenticator app; without a passkey left, the
-   * recovery codes end too. The address gets a security notice.
+   * recovery codes end too. The address gets a security notice. Records
+   * `identity.totp.removed` in the same transaction.
    *
    * @throws ProblemError `SecondFactor.NotEnrolled`; `Identity.SecondFactorRequired` (422) when it is
    *   the user's last second factor and an organization of theirs requires MFA.
    */
-  removeTotp(userId: string): Promise<void>;
+  removeTotp(userId: string, context?: AccountAuditContext): Promise<void>;
   /**
    * An organization owner's or platform administrator's reset of a member's
    * second factors (lost device): the app, pending set-ups, recovery codes,
    * the lock, and passkeys when the passkeys feature can remove them. The
-   * member is told by mail and a SecurityAlert.
+   * member is told by mail and a SecurityAlert. Records
+   * `identity.secondFactors.reset` on the organization's trail (passkeys are
+   * removed right after, in a transaction of their own, and named in that record).
    *
+   * @param context the audit actor (`auditActorOf(principal)`) and request facts; by default the acting user.
    * @throws ProblemError `Identity.OrganizationNotFound` (404) for an organization the actor cannot reach,
    *   `Auth.Forbidden` (403) for a member who is not an owner (or a platform administrator's factors),
    *   `Identity.MemberNotFound` (404) when the user is no member of the organization.
    */
-  resetAll(userId: string, actor: AccountsActor, organizationId: string): Promise<void>;
+  resetAll(userId: string, actor: AccountsActor, organizationId: string, context?: AccountAuditContext): Promise<void>;
   /** Re-authentication: checks the user's password, a miss counting toward the lock. */
   verifyPassword(userId: string, password: string): Promise<RecoveryCodeVerification>;
   /** Deletes expired enrolments; returns how many. */
@@ -204,11 +217,12 @@ export function createSecondFactorService(options: SecondFactorServiceOptions): 
       return { enrolmentId, secret, otpauthUri, qrSvg: await qrSvg(otpauthUri) };
     },
 
-    async confirmTotp(userId, enrolmentId, code) {
+    async confirmTotp(userId, enrolmentId, code, context = {}) {
       const now = clock.now();
       const normalized = normalizeTotpCode(code);
       const outcome = await store.transaction(async (tx) => {
-        if (!(await tx.lockUser(userId))) return { kind: 'missing' as const };
+        const user = await tx.lockUser(userId);
+        if (!user) return { kind: 'missing' as const };
         const attempts = await tx.attempts(userId);
         if (lockedAt(attempts, now)) return { kind: 'locked' as const, lockedUntil: attempts?.lockedUntil ?? null };
         const enrolment = await tx.findEnrolment(userId, enrolmentId, now.toISOString());
@@ -237,6 +251,16 @@ export function createSecondFactorService(options: SecondFactorServiceOptions): 
         await tx.publish([
           { event: UserSecondFactorAddedEvent, payload: { userId, factor: 'totp', addedAt: at } },
           ...(codes ? [{ event: UserSecondFactorAddedEvent, payload: { userId, factor: 'recovery-codes', addedAt: at } }] : []),
+        ]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.totpAdded.action,
+            organizationId: null,
+            actor: auditActorFor(context, userId, user.email),
+            target: { type: 'user', id: userId, display: user.email },
+            ...auditRequestFacts(context),
+            metadata: { newRecoveryCodeCount: codes ? codes.codes.length : 0 },
+          },
         ]);
         return { kind: 'ok' as const, recoveryCodes: codes?.codes ?? null };
       });
@@ -297,7 +321,7 @@ export function createSecondFactorService(options: SecondFactorServiceOptions): 
       });
     },
 
-    async regenerateRecoveryCodes(userId) {
+    async regenerateRecoveryCodes(userId, context = {}) {
       const [status, keys] = await Promise.all([store.status(userId), passkeyCount(userId)]);
       if (!status.totp && keys === 0) {
         throw new ProblemError('SecondFactor.NotEnrolled', 'Add an authenticator app or a passkey before making recovery codes.');
@@ -305,16 +329,27 @@ export function createSecondFactorService(options: SecondFactorServiceOptions): 
       const now = clock.now().toISOString();
       const { codes, hashes } = newCodes(userId);
       const made = await store.transaction(async (tx) => {
-        if (!(await tx.lockUser(userId))) return false;
+        const user = await tx.lockUser(userId);
+        if (!user) return false;
         await tx.replaceRecoveryCodes(userId, hashes, now);
         await tx.publish([{ event: UserSecondFactorAddedEvent, payload: { userId, factor: 'recovery-codes', addedAt: now } }]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.recoveryCodesRegenerated.action,
+            organizationId: null,
+            actor: auditActorFor(context, userId, user.email),
+            target: { type: 'user', id: userId, display: user.email },
+            ...auditRequestFacts(context),
+            metadata: { newRecoveryCodeCount: codes.length },
+          },
+        ]);
         return true;
       });
       if (!made) throw new ProblemError('Identity.UserNotFound');
       return codes;
     },
 
-    async removeTotp(userId) {
+    async removeTotp(userId, context = {}) {
       const [status, keys] = await Promise.all([store.status(userId), passkeyCount(userId)]);
       if (!status.totp) throw new ProblemError('SecondFactor.NotEnrolled');
       if (keys === 0 && (await options.requiresMfaForUser(userId))) throw new ProblemError('Identity.SecondFactorRequired');
@@ -328,12 +363,23 @@ export function createSecondFactorService(options: SecondFactorServiceOptions): 
         await tx.publish([
           { event: UserSecondFactorRemovedEvent, payload: { userId, email: user.email, factor: 'totp', removedAt: now } },
         ]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.totpRemoved.action,
+            organizationId: null,
+            actor: auditActorFor(context, userId, user.email),
+            target: { type: 'user', id: userId, display: user.email },
+            ...auditRequestFacts(context),
+            // Without a passkey left, the recovery codes end with the app.
+            metadata: { removed: keys === 0 ? ['totp', 'recovery-codes'] : ['totp'] },
+          },
+        ]);
         return true;
       });
       if (!removed) throw new ProblemError('SecondFactor.NotEnrolled');
     },
 
-    async resetAll(userId, actor, organizationId) {
+    async resetAll(userId, actor, organizationId, context = {}) {
       const actorId = requireUserId(actor);
       const orgId = organizationId.toLowerCase();
       const target = userId.toLowerCase();
@@ -363,6 +409,25 @@ export function createSecondFactorService(options: SecondFactorServiceOptions): 
         await tx.deleteEnrolments(target);
         const codes = await tx.deleteRecoveryCodes(target);
         await tx.saveAttempts(target, undefined);
+        // The reset an administrator asked for is recorded even when the member had nothing left to reset.
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.secondFactorsReset.action,
+            organizationId: orgId,
+            actor: auditActorFor(context, actorId),
+            target: { type: 'user', id: target, display: user.email },
+            ...auditRequestFacts(context),
+            metadata: {
+              removed: [
+                ...(hadTotp ? ['totp'] : []),
+                ...(codes > 0 ? ['recovery-codes'] : []),
+                ...(hadPasskeys ? ['passkeys'] : []),
+              ],
+              unusedRecoveryCodeCount: codes,
+              byPlatformAdministrator: platformAdministrator,
+            },
+          },
+        ]);
         if (!hadTotp && codes === 0 && !hadPasskeys) return false;
         await tx.publish([
           {

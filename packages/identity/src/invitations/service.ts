@@ -17,6 +17,11 @@ import {
   RoleListSchema,
   resolveRoleNames,
 } from '../accounts/role-policy.js';
+import {
+  OrganizationAuditActions,
+  type OrganizationAuditContext,
+  organizationAuditEntry,
+} from '../audit/organization-actions.js';
 import { membershipEviction } from '../memberships/enrollment.js';
 import { EmailSchema } from '../schemas.js';
 import type { TokenMac } from '../tokens.js';
@@ -62,7 +67,12 @@ export interface InvitationsService {
    *   `Identity.InvitationExists` (409), `Auth.Forbidden` / `Identity.RoleExceedsPermissions` (403),
    *   `Identity.OrganizationNotFound` (404); a validation problem keyed `roles[i]` for an unknown role.
    */
-  create(actor: AccountsActor, organizationId: string, input: CreateInvitationInput): Promise<InvitationRecord>;
+  create(
+    actor: AccountsActor,
+    organizationId: string,
+    input: CreateInvitationInput,
+    context?: OrganizationAuditContext,
+  ): Promise<InvitationRecord>;
   /** The organization's invitations, newest first (`OrganizationsManageMembers`). */
   list(actor: AccountsActor, organizationId: string, query?: InvitationListQuery): Promise<Page<InvitationRecord>>;
   /**
@@ -70,7 +80,7 @@ export interface InvitationsService {
    *
    * @throws ProblemError `Identity.InvitationNotFound` (404), `Identity.InvitationNotPending` (422) once accepted.
    */
-  revoke(actor: AccountsActor, organizationId: string, invitationId: string): Promise<void>;
+  revoke(actor: AccountsActor, organizationId: string, invitationId: string, context?: OrganizationAuditContext): Promise<void>;
   /**
    * Accepts an invitation by its link token, as the invited user (no
    * organization needed): the caller becomes an active member with the
@@ -80,7 +90,7 @@ export interface InvitationsService {
    * @throws ProblemError `Identity.InvitationInvalid` / `Identity.InvitationExpired` (422),
    *   `Identity.InvitationEmailMismatch` (403), `Identity.AlreadyMember` / `Identity.MembershipSuspended` (409).
    */
-  accept(actor: AccountsActor, input: AcceptInvitationInput): Promise<UserOrganization>;
+  accept(actor: AccountsActor, input: AcceptInvitationInput, context?: OrganizationAuditContext): Promise<UserOrganization>;
   /** The link the invitation mail carries: `${authUrl}/invitations/accept?token=…`. */
   acceptUrl(invitationId: string): string;
 }
@@ -123,7 +133,7 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
   const authUrl = options.authUrl.replace(/\/+$/, '');
 
   return {
-    async create(actor, organizationId, input) {
+    async create(actor, organizationId, input, context) {
       authorizeInOrganization(actor, organizationId, 'OrganizationsManageMembers');
       const parsed = CreateInvitationInput.parse(input);
       const now = clock.now();
@@ -159,6 +169,18 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
           return { invitation, events: [pendingEvent(InvitationCreatedEvent, payload)] };
         });
         await tx.publish(events);
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.invitationCreated.action,
+              organizationId: invitation.organizationId,
+              target: { type: 'invitation', id: invitation.id, display: invitation.email },
+              metadata: { roles: [...invitation.roles], expiresAt: invitation.expiresAt },
+            },
+            context,
+            actor,
+          ),
+        ]);
         return invitation;
       });
       return presentInvitation(stored, now);
@@ -172,22 +194,39 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
       return toPage({ ...slice, items: slice.items.map((item) => presentInvitation(item, now)) }, page);
     },
 
-    async revoke(actor, organizationId, invitationId) {
+    async revoke(actor, organizationId, invitationId, context) {
       authorizeInOrganization(actor, organizationId, 'OrganizationsManageMembers');
       const organization = organizationId.toLowerCase();
       const id = invitationId.toLowerCase();
       const payload = { invitationId: id, organizationId: organization, revokedByUserId: actor.userId };
-      const at = clock.now().toISOString();
+      const now = clock.now();
+      const at = now.toISOString();
+      // Read before the transaction, for the record's display (the revocation itself is the conditional update).
+      const known = await invitations.find(organization, id);
       const outcome = await invitations.transaction(async (tx) => {
         const found = await tx.revoke(organization, id, at);
-        if (found === 'revoked') await tx.publish([pendingEvent(InvitationRevokedEvent, payload)]);
+        if (found === 'revoked') {
+          await tx.publish([pendingEvent(InvitationRevokedEvent, payload)]);
+          await tx.audit?.([
+            organizationAuditEntry(
+              {
+                action: OrganizationAuditActions.invitationRevoked.action,
+                organizationId: organization,
+                target: { type: 'invitation', id, display: known?.email ?? null },
+                metadata: { expired: known ? presentInvitation(known, now).status === 'expired' : false },
+              },
+              context,
+              actor,
+            ),
+          ]);
+        }
         return found;
       });
       if (outcome === 'not-found') throw new ProblemError('Identity.InvitationNotFound');
       if (outcome === 'accepted') throw new ProblemError('Identity.InvitationNotPending');
     },
 
-    async accept(actor, input) {
+    async accept(actor, input, context) {
       const userId = requireUserId(actor);
       const { token } = AcceptInvitationInput.parse(input);
       const invitationId = tokens.verify(INVITATION_TOKEN_PURPOSE, token);
@@ -203,6 +242,7 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
         at: now.toISOString(),
       };
       return invitations.transaction(async (tx) => {
+        let email: string | null = null;
         const { decision, joined } = await tx.accept(request, (snapshot) => {
           const { invitation, member } = snapshot;
           if (snapshot.userEmail !== invitation.email) {
@@ -215,6 +255,7 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
           // Custom roles deleted since the invitation was sent are dropped.
           const roles = invitation.roles.filter((role) => permissionsOfRole(role, snapshot.customRoles) !== undefined);
           const organizationId = invitation.organizationId;
+          email = snapshot.userEmail;
           return {
             roles: roles.length > 0 ? roles : [MEMBER_ROLE],
             events: [
@@ -225,6 +266,27 @@ export function createInvitationsService(options: InvitationsServiceOptions): In
         });
         await tx.publish(decision.events);
         await tx.evict([membershipEviction(userId, request.organizationId)]);
+        const by = { ...context, actor: context?.actor ?? { type: 'user' as const, id: userId, display: email } };
+        const organizationId = request.organizationId;
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.invitationAccepted.action,
+              organizationId,
+              target: { type: 'invitation', id: invitationId, display: email },
+            },
+            by,
+          ),
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.memberJoined.action,
+              organizationId,
+              target: { type: 'user', id: userId, display: email },
+              metadata: { via: 'invitation', invitationId, roles: [...decision.roles] },
+            },
+            by,
+          ),
+        ]);
         return joined;
       });
     },

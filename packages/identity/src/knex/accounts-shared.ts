@@ -1,4 +1,4 @@
-import type { EventOutbox, PageRequest } from '@idt/core';
+import type { AuditTrail, EventOutbox, PageRequest } from '@idt/core';
 import { type CacheInvalidator, toIso } from '@idt/core/knex';
 import { ProblemError } from '@idt/problem';
 import type { Knex } from 'knex';
@@ -13,6 +13,8 @@ export interface KnexAccountsStoreOptions {
   readonly outbox: EventOutbox;
   /** Evicts the cached access data services name, after the store's transactions commit. */
   readonly invalidator: Pick<CacheInvalidator, 'invalidate' | 'invalidateMany'>;
+  /** Records the audit entries services write in the store's transactions (`ctx.audit`); without it, nothing is recorded. */
+  readonly audit?: Pick<AuditTrail, 'record'>;
 }
 
 /** A connection or a transaction. */

@@ -119,7 +119,12 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
       return resolver.permissionsOf(userId, organizationId);
     },
   };
-  const setup = createSetupService({ store: createKnexSetupStore(options.db), hasher, policy: passwordPolicy, clock });
+  const setup = createSetupService({
+    store: createKnexSetupStore(options.db, options.audit ? { audit: options.audit } : {}),
+    hasher,
+    policy: passwordPolicy,
+    clock,
+  });
   const signIn = createSignInService({
     store: createKnexSignInStore(options.db, {
       cache: { subscribe: (namespace, listener) => options.invalidator.subscribe(namespace, listener), clock },

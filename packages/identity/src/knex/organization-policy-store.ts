@@ -1,3 +1,4 @@
+import type { AuditTrail } from '@idt/core';
 import { knexUnitOfWork } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import { ADMIN_ROLES } from '../authorization/roles.js';
@@ -34,9 +35,11 @@ function organizationPolicyWrites(trx: Knex.Transaction): OrganizationPolicyWrit
  * `require_verified_email` columns of `identity_organizations` (migration 0007).
  *
  * @example
- * const store = createKnexOrganizationPolicyStore({ db, outbox: bus, invalidator });
+ * const store = createKnexOrganizationPolicyStore({ db, outbox: bus, invalidator, audit });
  */
-export function createKnexOrganizationPolicyStore(options: KnexAccountsStoreOptions): OrganizationPolicyStore {
+export function createKnexOrganizationPolicyStore(
+  options: KnexAccountsStoreOptions & { readonly audit?: Pick<AuditTrail, 'record'> },
+): OrganizationPolicyStore {
   const { db } = options;
   return {
     ...knexUnitOfWork(options, organizationPolicyWrites),

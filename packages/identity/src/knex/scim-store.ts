@@ -441,6 +441,26 @@ function scimWrites(trx: Knex.Transaction): ScimWrites {
     async customRoleNames(organizationId) {
       return new Set((await trx('identity_roles').where({ organization_id: organizationId }).pluck('name')) as string[]);
     },
+    async insertToken(token) {
+      await trx(TOKENS).insert({
+        id: token.id,
+        organization_id: token.organizationId,
+        name: token.name,
+        prefix: token.prefix,
+        token_hash: token.tokenHash,
+        created_by_user_id: token.createdByUserId,
+        created_at: token.at,
+        last_used_at: null,
+        revoked_at: null,
+      });
+    },
+    async revokeToken(organizationId, tokenId, at) {
+      const live = trx(TOKENS).where({ id: tokenId, organization_id: organizationId }).whereNull('revoked_at');
+      const row: Row | undefined = await live.clone().first('name');
+      if (!row) return undefined;
+      // The read names the token; the conditional update decides who revoked it.
+      return (await live.update({ revoked_at: at })) === 1 ? { name: String(row.name) } : undefined;
+    },
   };
 }
 
@@ -461,26 +481,13 @@ export function createKnexScimStore(options: KnexEffectsOptions): ScimStore {
         .join('identity_organizations as o', 'o.id', 't.organization_id')
         .where({ 't.token_hash': tokenHash, 'o.status': 'active' })
         .whereNull('t.revoked_at')
-        .first('t.id', 't.organization_id', 't.last_used_at');
+        .first('t.id', 't.organization_id', 't.name', 't.last_used_at');
       if (!row) return undefined;
       const lastUsed = toIsoOrNull(row.last_used_at);
       if (lastUsed === null || new Date(now).getTime() - new Date(lastUsed).getTime() >= TOUCH_INTERVAL_MS) {
         await db(TOKENS).where({ id: row.id }).update({ last_used_at: now });
       }
-      return { organizationId: row.organization_id };
-    },
-    async insertToken(token) {
-      await db(TOKENS).insert({
-        id: token.id,
-        organization_id: token.organizationId,
-        name: token.name,
-        prefix: token.prefix,
-        token_hash: token.tokenHash,
-        created_by_user_id: token.createdByUserId,
-        created_at: token.at,
-        last_used_at: null,
-        revoked_at: null,
-      });
+      return { organizationId: row.organization_id, tokenId: String(row.id), name: String(row.name) };
     },
     async listTokens(organizationId) {
       const rows: Row[] = await db(TOKENS)
@@ -506,14 +513,6 @@ export function createKnexScimStore(options: KnexEffectsOptions): ScimStore {
         .count({ n: '*' })
         .first()) as Row;
       return Number(row?.n ?? 0);
-    },
-    async revokeToken(organizationId, tokenId, at) {
-      return (
-        (await db(TOKENS)
-          .where({ id: tokenId, organization_id: organizationId })
-          .whereNull('revoked_at')
-          .update({ revoked_at: at })) === 1
-      );
     },
     async isPlatformAdministrator(userId, organizationId) {
       const row = await db('identity_memberships as m')

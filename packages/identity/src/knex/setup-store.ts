@@ -1,3 +1,4 @@
+import type { AuditTrail } from '@idt/core';
 import type { Knex } from 'knex';
 import type { FirstAdministrator, SetupStore } from '../setup/store.js';
 
@@ -17,15 +18,21 @@ async function hasAdministrator(db: Knex | Knex.Transaction): Promise<boolean> {
   return row !== undefined;
 }
 
+/** Options of {@link createKnexSetupStore}. */
+export interface KnexSetupStoreOptions {
+  /** Records the bootstrap's audit entries in its transaction (`ctx.audit`); without it nothing is recorded. */
+  readonly audit?: Pick<AuditTrail, 'record'>;
+}
+
 /**
  * The knex implementation of {@link SetupStore}. The bootstrap updates the
  * singleton `identity_setup_lock` row first, which serializes concurrent
  * bootstraps on Postgres (row lock) and SQLite (write lock).
  */
-export function createKnexSetupStore(db: Knex): SetupStore {
+export function createKnexSetupStore(db: Knex, options: KnexSetupStoreOptions = {}): SetupStore {
   return {
     hasAdministrator: () => hasAdministrator(db),
-    createFirstAdministrator: (admin: FirstAdministrator) =>
+    createFirstAdministrator: (admin: FirstAdministrator, audit = []) =>
       db.transaction(async (trx) => {
         await trx('identity_setup_lock').where({ id: 1 }).update({ locked_at: admin.createdAt });
         if (await hasAdministrator(trx)) return 'already-complete' as const;
@@ -61,6 +68,7 @@ export function createKnexSetupStore(db: Knex): SetupStore {
           updated_at: admin.createdAt,
         });
         await trx('identity_membership_roles').insert({ membership_id: admin.membershipId, role: 'owner' });
+        if (audit.length > 0) await options.audit?.record(audit, trx);
         return 'created' as const;
       }),
   };

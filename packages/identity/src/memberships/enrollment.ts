@@ -1,13 +1,15 @@
-import { isUniqueViolation } from '@idt/core';
+import { type AuditEntry, isUniqueViolation } from '@idt/core';
 import type { Eviction } from '../access/cache-namespaces.js';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import type { MembershipStatus } from '../access/store.js';
 import type { OrganizationRecord } from '../accounts/records.js';
 import type { ChangeEvent, EnrollmentDecision, EnrollmentRequest, MembershipsStore } from './store.js';
 
-/** A new membership that enrollment decided on, with the events that record it. */
+/** A new membership that enrollment decided on, with the events and audit entries that record it. */
 export interface PublishedEnrollment extends EnrollmentDecision {
   readonly events: readonly ChangeEvent[];
+  /** Recorded in the transaction of the insert (`identity.member.joined`), only when the membership is inserted. */
+  readonly audit?: readonly AuditEntry[];
 }
 
 /** What a change of a user's membership in an organization evicts: the cached membership. */
@@ -18,7 +20,8 @@ export function membershipEviction(userId: string, organizationId: string): Evic
 /**
  * Enrolls a non-member in one transaction: under the organization's lock,
  * inserts what `decide` returns (nothing for `undefined`), publishes its
- * events and evicts the cached membership. A member keeps their state.
+ * events, records its audit entries and evicts the cached membership. A
+ * member keeps their state.
  *
  * @returns the membership state, or `undefined` when the user is not a member.
  * @throws ProblemError `Identity.OrganizationNotFound` when the organization does not exist.
@@ -33,6 +36,7 @@ export async function enrollMember(
       const { status, inserted } = await tx.enroll(request, decide);
       if (inserted) {
         await tx.publish(inserted.events);
+        await tx.audit?.(inserted.audit ?? []);
         await tx.evict([membershipEviction(request.userId, request.organizationId)]);
       }
       return status;

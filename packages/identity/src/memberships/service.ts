@@ -1,4 +1,4 @@
-import { type Clock, newId, type Page, PageQuery, systemClock, toPage } from '@idt/core';
+import { type AuditMetadata, type Clock, newId, type Page, PageQuery, systemClock, toPage } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import type { MembershipStatus } from '../access/store.js';
@@ -16,13 +16,24 @@ import {
 } from '../accounts/events.js';
 import { type MemberRecord, MembershipStatusSchema, type OrganizationRecord } from '../accounts/records.js';
 import { assertMayAssignRoles, MEMBER_ROLE, OWNER_ROLE, RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
+import {
+  OrganizationAuditActions,
+  type OrganizationAuditContext,
+  organizationAuditEntry,
+} from '../audit/organization-actions.js';
 import type { OrganizationsStore } from '../organizations/store.js';
 import type { UsersStore } from '../users/store.js';
 import { enrollMember, membershipEviction, type PublishedEnrollment } from './enrollment.js';
 import type { ChangeEvent, MembershipChange, MembershipSnapshot, MembershipsStore } from './store.js';
 
-/** What policy decided to do with a membership, with the events that record it. */
-type PublishedChange = MembershipChange & { readonly events: readonly ChangeEvent[] };
+/**
+ * What policy decided to do with a membership, with the events that record
+ * it and the audit action (none when nothing changed).
+ */
+type PublishedChange = MembershipChange & {
+  readonly events: readonly ChangeEvent[];
+  readonly audit?: { readonly action: string; readonly metadata?: AuditMetadata };
+};
 
 /** Query of `GET /v1/identity/organizations/{orgId}/members`: paging and an optional `status` filter. */
 export const MemberListQuery = PageQuery.extend({ status: MembershipStatusSchema.optional() });
@@ -57,17 +68,38 @@ export interface MembershipsService {
    *   `Auth.Forbidden`, `Identity.RoleExceedsPermissions` (403), `Identity.MemberNotFound` (404);
    *   a validation problem keyed `roles[i]` for an unknown role.
    */
-  setRoles(actor: AccountsActor, organizationId: string, userId: string, input: SetMemberRolesInput): Promise<MemberRecord>;
+  setRoles(
+    actor: AccountsActor,
+    organizationId: string,
+    userId: string,
+    input: SetMemberRolesInput,
+    context?: OrganizationAuditContext,
+  ): Promise<MemberRecord>;
   /** Removes a membership in any state (same rules as {@link MembershipsService.setRoles}). */
-  remove(actor: AccountsActor, organizationId: string, userId: string): Promise<void>;
+  remove(actor: AccountsActor, organizationId: string, userId: string, context?: OrganizationAuditContext): Promise<void>;
   /** `active` → `suspended` (same rules as {@link MembershipsService.setRoles}). */
-  suspend(actor: AccountsActor, organizationId: string, userId: string): Promise<MemberRecord>;
+  suspend(
+    actor: AccountsActor,
+    organizationId: string,
+    userId: string,
+    context?: OrganizationAuditContext,
+  ): Promise<MemberRecord>;
   /** `suspended` → `active`. */
-  reinstate(actor: AccountsActor, organizationId: string, userId: string): Promise<MemberRecord>;
+  reinstate(
+    actor: AccountsActor,
+    organizationId: string,
+    userId: string,
+    context?: OrganizationAuditContext,
+  ): Promise<MemberRecord>;
   /** `pending` → `active` with the `user` role. */
-  approve(actor: AccountsActor, organizationId: string, userId: string): Promise<MemberRecord>;
+  approve(
+    actor: AccountsActor,
+    organizationId: string,
+    userId: string,
+    context?: OrganizationAuditContext,
+  ): Promise<MemberRecord>;
   /** `pending` → `denied`. */
-  deny(actor: AccountsActor, organizationId: string, userId: string): Promise<MemberRecord>;
+  deny(actor: AccountsActor, organizationId: string, userId: string, context?: OrganizationAuditContext): Promise<MemberRecord>;
   /**
    * Applies the organization's enrollment policy to a user signing in to it
    * (called at authorize time). A member keeps their state; a non-member of an
@@ -108,8 +140,16 @@ function transitionError(member: MemberRecord, action: string): ProblemError {
   return new ProblemError('Identity.InvalidMembershipTransition', `A ${member.status} membership cannot be ${action}.`);
 }
 
-/** What enrollment does for a non-member, by the organization's policy. */
-function decideEnrollment(organization: OrganizationRecord, userId: string, at: string): PublishedEnrollment | undefined {
+/**
+ * What enrollment does for a non-member, by the organization's policy;
+ * `email` names the user in the audit record of an active enrollment.
+ */
+function decideEnrollment(
+  organization: OrganizationRecord,
+  userId: string,
+  at: string,
+  email: string | null = null,
+): PublishedEnrollment | undefined {
   if (organization.status !== 'active') return undefined;
   const organizationId = organization.id;
   switch (organization.enrollmentPolicy) {
@@ -118,6 +158,17 @@ function decideEnrollment(organization: OrganizationRecord, userId: string, at: 
         status: 'active',
         roles: [MEMBER_ROLE],
         events: [pendingEvent(MemberJoinedEvent, { organizationId, userId, via: 'enrollment' })],
+        audit: [
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.memberJoined.action,
+              organizationId,
+              target: { type: 'user', id: userId, display: email },
+              metadata: { via: 'enrollment', roles: [MEMBER_ROLE] },
+            },
+            { actor: { type: 'user', id: userId, display: email } },
+          ),
+        ],
       };
     case 'approval_required':
       return {
@@ -144,13 +195,14 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
 
   /**
    * Runs a membership change under the organization's lock, with the rules
-   * every change shares, and publishes its events and evicts the cached
-   * membership in the same transaction.
+   * every change shares, and publishes its events, evicts the cached
+   * membership and records its audit action in the same transaction.
    */
   async function change(
     actor: AccountsActor,
     organizationId: string,
     userId: string,
+    context: OrganizationAuditContext | undefined,
     plan: (member: MemberRecord, snapshot: MembershipSnapshot) => PublishedChange,
   ): Promise<MemberRecord | undefined> {
     authorizeInOrganization(actor, organizationId, 'OrganizationsManageMembers');
@@ -161,12 +213,20 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
       at: clock.now().toISOString(),
     };
     return memberships.transaction(async (tx) => {
+      let before: MemberRecord | undefined;
       const { decision, member } = await tx.change(request, (snapshot) => {
         if (!snapshot.member) throw new ProblemError('Identity.MemberNotFound');
+        before = snapshot.member;
         return plan(snapshot.member, snapshot);
       });
       await tx.publish(decision.events);
       await tx.evict([membershipEviction(request.userId, request.organizationId)]);
+      if (decision.audit && before) {
+        const target = { type: 'user', id: before.userId, display: before.email };
+        await tx.audit?.([
+          organizationAuditEntry({ ...decision.audit, organizationId: request.organizationId, target }, context, actor),
+        ]);
+      }
       return member;
     });
   }
@@ -189,10 +249,10 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
       return toPage(await memberships.list(organizationId.toLowerCase(), request), request);
     },
 
-    async setRoles(actor, organizationId, userId, input) {
+    async setRoles(actor, organizationId, userId, input, context) {
       const { roles: requested } = SetMemberRolesInput.parse(input);
       return changed(
-        change(actor, organizationId, userId, (member, snapshot) => {
+        change(actor, organizationId, userId, context, (member, snapshot) => {
           if (member.status !== 'active' && member.status !== 'suspended') throw transitionError(member, 'given roles');
           const roles = resolveRoleNames(requested, snapshot.customRoles);
           const added = roles.filter((role) => !member.roles.includes(role));
@@ -200,31 +260,44 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
           assertMayAssignRoles(actor, snapshot.actorRoles, [...added, ...removed], snapshot.customRoles);
           assertKeepsAnOwner(snapshot, member, roles.includes(OWNER_ROLE));
           const payload = { organizationId: snapshot.organization.id, userId: member.userId, changedByUserId: actor.userId };
+          const unchanged = added.length + removed.length === 0;
           return {
             kind: 'update',
             status: member.status,
             roles,
-            events:
-              added.length + removed.length === 0
-                ? []
-                : [pendingEvent(MembershipRolesChangedEvent, { ...payload, roles: roles.join(' ') })],
+            events: unchanged ? [] : [pendingEvent(MembershipRolesChangedEvent, { ...payload, roles: roles.join(' ') })],
+            ...(unchanged
+              ? {}
+              : {
+                  audit: {
+                    action: OrganizationAuditActions.memberRolesChanged.action,
+                    metadata: { roles: [...roles], previousRoles: [...member.roles], added, removed },
+                  },
+                }),
           };
         }),
       );
     },
 
-    async remove(actor, organizationId, userId) {
-      await change(actor, organizationId, userId, (member, snapshot) => {
+    async remove(actor, organizationId, userId, context) {
+      await change(actor, organizationId, userId, context, (member, snapshot) => {
         assertMayManage(actor, member, snapshot);
         assertKeepsAnOwner(snapshot, member, false);
         const payload = { organizationId: snapshot.organization.id, userId: member.userId, changedByUserId: actor.userId };
-        return { kind: 'remove', events: [pendingEvent(MembershipRemovedEvent, payload)] };
+        return {
+          kind: 'remove',
+          events: [pendingEvent(MembershipRemovedEvent, payload)],
+          audit: {
+            action: OrganizationAuditActions.memberRemoved.action,
+            metadata: { status: member.status, roles: [...member.roles] },
+          },
+        };
       });
     },
 
-    suspend: (actor, organizationId, userId) =>
+    suspend: (actor, organizationId, userId, context) =>
       changed(
-        change(actor, organizationId, userId, (member, snapshot) => {
+        change(actor, organizationId, userId, context, (member, snapshot) => {
           if (member.status !== 'active') throw transitionError(member, 'suspended');
           assertMayManage(actor, member, snapshot);
           assertKeepsAnOwner(snapshot, member, false);
@@ -234,13 +307,14 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
             status: 'suspended',
             roles: member.roles,
             events: [pendingEvent(MembershipSuspendedEvent, payload)],
+            audit: { action: OrganizationAuditActions.memberSuspended.action, metadata: { roles: [...member.roles] } },
           };
         }),
       ),
 
-    reinstate: (actor, organizationId, userId) =>
+    reinstate: (actor, organizationId, userId, context) =>
       changed(
-        change(actor, organizationId, userId, (member, snapshot) => {
+        change(actor, organizationId, userId, context, (member, snapshot) => {
           if (member.status !== 'suspended') throw transitionError(member, 'reinstated');
           assertMayManage(actor, member, snapshot);
           const payload = { organizationId: snapshot.organization.id, userId: member.userId, changedByUserId: actor.userId };
@@ -249,13 +323,14 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
             status: 'active',
             roles: member.roles,
             events: [pendingEvent(MembershipReinstatedEvent, payload)],
+            audit: { action: OrganizationAuditActions.memberReinstated.action, metadata: { roles: [...member.roles] } },
           };
         }),
       ),
 
-    approve: (actor, organizationId, userId) =>
+    approve: (actor, organizationId, userId, context) =>
       changed(
-        change(actor, organizationId, userId, (member, snapshot) => {
+        change(actor, organizationId, userId, context, (member, snapshot) => {
           if (member.status !== 'pending') throw transitionError(member, 'approved');
           const payload = { organizationId: snapshot.organization.id, userId: member.userId, decidedByUserId: actor.userId };
           return {
@@ -264,13 +339,14 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
             roles: [MEMBER_ROLE],
             decided: true,
             events: [pendingEvent(MembershipApprovedEvent, payload)],
+            audit: { action: OrganizationAuditActions.memberApproved.action, metadata: { roles: [MEMBER_ROLE] } },
           };
         }),
       ),
 
-    deny: (actor, organizationId, userId) =>
+    deny: (actor, organizationId, userId, context) =>
       changed(
-        change(actor, organizationId, userId, (member, snapshot) => {
+        change(actor, organizationId, userId, context, (member, snapshot) => {
           if (member.status !== 'pending') throw transitionError(member, 'denied');
           const payload = { organizationId: snapshot.organization.id, userId: member.userId, decidedByUserId: actor.userId };
           return {
@@ -279,6 +355,7 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
             roles: [],
             decided: true,
             events: [pendingEvent(MembershipDeniedEvent, payload)],
+            audit: { action: OrganizationAuditActions.memberDenied.action },
           };
         }),
       ),
@@ -293,11 +370,12 @@ export function createMembershipsService(options: MembershipsServiceOptions): Me
       const at = clock.now().toISOString();
       // Most sign-ins to invitation-only organizations end here, without a write lock.
       if (!decideEnrollment(found, user, at)) return 'not_a_member';
-      if (!(await users.find(user))) throw new ProblemError('Identity.UserNotFound');
+      const account = await users.find(user);
+      if (!account) throw new ProblemError('Identity.UserNotFound');
       const status = await enrollMember(
         memberships,
         { organizationId: organization, userId: user, membershipId: newId(), at },
-        (current) => decideEnrollment(current, user, at),
+        (current) => decideEnrollment(current, user, at, account.email),
       );
       return status ?? 'not_a_member';
     },

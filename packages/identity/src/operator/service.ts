@@ -5,6 +5,7 @@ import type { MembershipStatus } from '../access/store.js';
 import { MemberJoinedEvent, MembershipRequestedEvent, pendingEvent } from '../accounts/events.js';
 import type { OrganizationRecord, UserRecord } from '../accounts/records.js';
 import { RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
+import { OrganizationAuditActions, organizationAuditEntry } from '../audit/organization-actions.js';
 import { enrollMember } from '../memberships/enrollment.js';
 import type { MembershipsStore } from '../memberships/store.js';
 import type { RolesStore } from '../roles/store.js';
@@ -47,7 +48,8 @@ export interface OperatorService {
   /**
    * Gives a user a membership with roles (built-in or the organization's
    * custom ones), active or pending, publishing `MemberJoinedEvent` (via
-   * `operator`) or `MembershipRequestedEvent`. Idempotent: an existing
+   * `operator`, recorded as `identity.member.joined` with the `operator`
+   * actor) or `MembershipRequestedEvent`. Idempotent: an existing
    * membership is left unchanged.
    *
    * @throws ProblemError `Identity.OrganizationNotFound` / `Identity.UserNotFound` (404);
@@ -86,7 +88,8 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
       const parsed = AddMemberInput.parse(input);
       const organizationId = parsed.organizationId.toLowerCase();
       const userId = parsed.userId.toLowerCase();
-      if (!(await users.find(userId))) throw new ProblemError('Identity.UserNotFound');
+      const user = await users.find(userId);
+      if (!user) throw new ProblemError('Identity.UserNotFound');
       const customRoles = new Map((await roles.list(organizationId)).map((role) => [role.name, role.permissions]));
       const roleNames = resolveRoleNames(parsed.roles, customRoles);
       const at = clock.now().toISOString();
@@ -98,6 +101,17 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
               status: 'active',
               roles: roleNames,
               events: [pendingEvent(MemberJoinedEvent, { organizationId, userId, via: 'operator' })],
+              audit: [
+                organizationAuditEntry(
+                  {
+                    action: OrganizationAuditActions.memberJoined.action,
+                    organizationId,
+                    target: { type: 'user', id: userId, display: user.email },
+                    metadata: { via: 'operator', roles: roleNames },
+                  },
+                  { actor: { type: 'operator', id: null, display: null } },
+                ),
+              ],
             }
           : {
               status: 'pending',

@@ -3,6 +3,7 @@ import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import { CacheNamespaces, type CacheSubscriber, EVERY_KEY } from '../access/cache-namespaces.js';
 import { type AccountsActor, requirePermissions, requireUserId } from '../accounts/actor.js';
+import { AccountAuditActions, type AccountAuditContext, auditActorFor, auditRequestFacts } from '../audit/account-actions.js';
 import { OrganizationSecurityPolicyChangedEvent } from './events.js';
 import type { OrganizationPolicyStore, OrganizationSecurityPolicy } from './store.js';
 
@@ -69,16 +70,19 @@ export interface OrganizationSecurityPolicyService {
    */
   read(actor: AccountsActor, organizationId: string): Promise<OrganizationSecurityPolicyRecord>;
   /**
-   * Changes the policy (same callers as {@link read}) and publishes
-   * `OrganizationSecurityPolicyChangedEvent`, in one transaction; the caches
-   * of every instance drop the old policy once it commits.
+   * Changes the policy (same callers as {@link read}), publishes
+   * `OrganizationSecurityPolicyChangedEvent` and records
+   * `identity.securityPolicy.changed` on the organization's trail, in one
+   * transaction; the caches of every instance drop the old policy once it commits.
    *
+   * @param context the audit actor (`auditActorOf(principal)`) and request facts; by default the acting user.
    * @throws ProblemError as {@link read}; a zod error for a bad body.
    */
   update(
     actor: AccountsActor,
     organizationId: string,
     input: UpdateOrganizationSecurityPolicyInput,
+    context?: AccountAuditContext,
   ): Promise<OrganizationSecurityPolicyRecord>;
 }
 
@@ -153,7 +157,7 @@ export function createOrganizationSecurityPolicyService(
       if (!policy) throw new ProblemError('Identity.OrganizationNotFound');
       return { organizationId: id, ...policy };
     },
-    async update(actor, organizationId, input) {
+    async update(actor, organizationId, input, context = {}) {
       const id = organizationId.toLowerCase();
       await authorize(actor, id);
       const patch = UpdateOrganizationSecurityPolicyInput.parse(input);
@@ -166,6 +170,16 @@ export function createOrganizationSecurityPolicyService(
           {
             event: OrganizationSecurityPolicyChangedEvent,
             payload: { organizationId: id, ...policy, changedByUserId: requireUserId(actor), changedAt: at },
+          },
+        ]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.securityPolicyChanged.action,
+            organizationId: id,
+            actor: auditActorFor(context, requireUserId(actor)),
+            target: { type: 'organization', id, display: null },
+            ...auditRequestFacts(context),
+            metadata: { set: { ...patch }, policy: { ...policy } },
           },
         ]);
         return policy;

@@ -5,6 +5,11 @@ import { CacheNamespaces, EVERY_KEY } from '../access/cache-namespaces.js';
 import { type AccountsActor, authorizeInOrganization, requireUserId } from '../accounts/actor.js';
 import { OrganizationCreatedEvent } from '../accounts/events.js';
 import { EnrollmentPolicySchema, type OrganizationRecord, type UserOrganization } from '../accounts/records.js';
+import {
+  OrganizationAuditActions,
+  type OrganizationAuditContext,
+  organizationAuditEntry,
+} from '../audit/organization-actions.js';
 import { OrganizationNameSchema } from '../schemas.js';
 import { slugify } from '../slug.js';
 import type { NewOrganization, OrganizationsStore } from './store.js';
@@ -41,7 +46,7 @@ export interface OrganizationsService {
    *
    * @throws ProblemError `Auth.Forbidden` for a service account; a zod error for bad input.
    */
-  create(actor: AccountsActor, input: CreateOrganizationInput): Promise<OrganizationRecord>;
+  create(actor: AccountsActor, input: CreateOrganizationInput, context?: OrganizationAuditContext): Promise<OrganizationRecord>;
   /**
    * The caller's organization (`OrganizationsRead`).
    *
@@ -53,7 +58,12 @@ export interface OrganizationsService {
    *
    * @throws ProblemError `Identity.OrganizationNotFound` (404) for any other organization.
    */
-  update(actor: AccountsActor, organizationId: string, input: UpdateOrganizationInput): Promise<OrganizationRecord>;
+  update(
+    actor: AccountsActor,
+    organizationId: string,
+    input: UpdateOrganizationInput,
+    context?: OrganizationAuditContext,
+  ): Promise<OrganizationRecord>;
   /** Every organization the caller has a membership in, whatever its state. */
   listMine(actor: AccountsActor): Promise<UserOrganization[]>;
 }
@@ -82,11 +92,16 @@ export function createOrganizationsService(options: OrganizationsServiceOptions)
   }
 
   /**
-   * Inserts the organization with its owner and publishes
-   * `OrganizationCreatedEvent`, in one transaction; a slug taken
+   * Inserts the organization with its owner, publishes
+   * `OrganizationCreatedEvent` and records `identity.organization.created`
+   * (on the new organization's trail), in one transaction; a slug taken
    * concurrently (unique violation) runs the transaction again with the next free slug.
    */
-  async function insert(organization: NewOrganization): Promise<OrganizationRecord> {
+  async function insert(
+    organization: NewOrganization,
+    actor: AccountsActor,
+    context: OrganizationAuditContext | undefined,
+  ): Promise<OrganizationRecord> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await organizations.transaction(async (tx) => {
@@ -102,6 +117,18 @@ export function createOrganizationsService(options: OrganizationsServiceOptions)
               },
             },
           ]);
+          await tx.audit?.([
+            organizationAuditEntry(
+              {
+                action: OrganizationAuditActions.organizationCreated.action,
+                organizationId: created.id,
+                target: { type: 'organization', id: created.id, display: created.name },
+                metadata: { slug: created.slug, enrollmentPolicy: created.enrollmentPolicy },
+              },
+              context,
+              actor,
+            ),
+          ]);
           return created;
         });
       } catch (error) {
@@ -112,19 +139,23 @@ export function createOrganizationsService(options: OrganizationsServiceOptions)
   }
 
   return {
-    async create(actor, input) {
+    async create(actor, input, context) {
       const userId = requireUserId(actor);
       const parsed = CreateOrganizationInput.parse(input);
       const slug = slugify(parsed.name).slice(0, SLUG_BASE_LENGTH).replace(/-+$/, '') || 'organization';
-      return insert({
-        id: newId(),
-        name: parsed.name,
-        slug,
-        enrollmentPolicy: parsed.enrollmentPolicy ?? 'invitation_only',
-        ownerUserId: userId,
-        membershipId: newId(),
-        createdAt: clock.now().toISOString(),
-      });
+      return insert(
+        {
+          id: newId(),
+          name: parsed.name,
+          slug,
+          enrollmentPolicy: parsed.enrollmentPolicy ?? 'invitation_only',
+          ownerUserId: userId,
+          membershipId: newId(),
+          createdAt: clock.now().toISOString(),
+        },
+        actor,
+        context,
+      );
     },
 
     async get(actor, organizationId) {
@@ -132,16 +163,36 @@ export function createOrganizationsService(options: OrganizationsServiceOptions)
       return found(organizationId.toLowerCase());
     },
 
-    async update(actor, organizationId, input) {
+    async update(actor, organizationId, input, context) {
       authorizeInOrganization(actor, organizationId, 'OrganizationsUpdate');
       const patch = UpdateOrganizationInput.parse(input);
       const id = organizationId.toLowerCase();
       if (patch.name !== undefined || patch.enrollmentPolicy !== undefined) {
         const at = clock.now().toISOString();
+        // The values before, for the audit record (an update is rare; this read is not on a hot path).
+        const before = await organizations.find(id);
         const updated = await organizations.transaction(async (tx) => {
-          if (!(await tx.update(id, patch, at))) return false;
+          if (!before || !(await tx.update(id, patch, at))) return false;
           // Cached memberships carry the organization's name.
           await tx.evict([{ namespace: CacheNamespaces.memberships, key: EVERY_KEY }]);
+          await tx.audit?.([
+            organizationAuditEntry(
+              {
+                action: OrganizationAuditActions.organizationUpdated.action,
+                organizationId: id,
+                target: { type: 'organization', id, display: patch.name ?? before.name },
+                metadata: {
+                  changed: Object.keys(patch),
+                  ...(patch.name !== undefined ? { name: patch.name, previousName: before.name } : {}),
+                  ...(patch.enrollmentPolicy !== undefined
+                    ? { enrollmentPolicy: patch.enrollmentPolicy, previousEnrollmentPolicy: before.enrollmentPolicy }
+                    : {}),
+                },
+              },
+              context,
+              actor,
+            ),
+          ]);
           return true;
         });
         if (!updated) throw new ProblemError('Identity.OrganizationNotFound');

@@ -8,6 +8,7 @@ import type {
   RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { z } from 'zod';
+import { AccountAuditActions, type AccountAuditContext, auditActorFor, auditRequestFacts } from '../audit/account-actions.js';
 import { SecondFactorCodes } from '../factors/problems.js';
 import { UserPasskeyAddedEvent, UserPasskeyRemovedEvent } from './events.js';
 import { PasskeyCodes } from './problems.js';
@@ -149,12 +150,13 @@ export interface PasskeyService {
   /**
    * Verifies the browser's registration response against the session's
    * challenge (used up whatever the outcome) and stores the passkey;
-   * publishes `UserPasskeyAddedEvent`.
+   * publishes `UserPasskeyAddedEvent` and records `identity.passkey.added`.
    *
+   * @param context who asked and from where, for the audit record (the user by default).
    * @throws ProblemError `Passkey.ChallengeExpired`, `Passkey.Rejected`, `Validation.Failed` (400),
    *   `Passkey.AlreadyRegistered` (409), `Passkey.LimitReached` (422).
    */
-  register(userId: string, sessionId: string, input: RegisterPasskeyInput): Promise<PasskeyRecord>;
+  register(userId: string, sessionId: string, input: RegisterPasskeyInput, context?: AccountAuditContext): Promise<PasskeyRecord>;
   /**
    * Options for `navigator.credentials.get()`: without `userId` a
    * discoverable sign-in (no `allowCredentials`; any user's passkey), with
@@ -175,18 +177,24 @@ export interface PasskeyService {
   list(userId: string): Promise<PasskeyRecord[]>;
   /** How many passkeys the user has. */
   count(userId: string): Promise<number>;
-  /** @throws ProblemError `Passkey.NotFound` (404), `Validation.Failed` (400). */
-  rename(userId: string, passkeyId: string, input: RenamePasskeyInput): Promise<PasskeyRecord>;
   /**
-   * Removes one of the user's passkeys; publishes `UserPasskeyRemovedEvent`.
+   * Renames one of the user's passkeys and records `identity.passkey.renamed`.
+   *
+   * @throws ProblemError `Passkey.NotFound` (404), `Validation.Failed` (400).
+   */
+  rename(userId: string, passkeyId: string, input: RenamePasskeyInput, context?: AccountAuditContext): Promise<PasskeyRecord>;
+  /**
+   * Removes one of the user's passkeys; publishes `UserPasskeyRemovedEvent`
+   * and records `identity.passkey.removed`.
    *
    * @throws ProblemError `Passkey.NotFound` (404), `Identity.SecondFactorRequired` (422) for the
    *   last second factor of a user whose organization requires MFA.
    */
-  remove(userId: string, passkeyId: string): Promise<void>;
+  remove(userId: string, passkeyId: string, context?: AccountAuditContext): Promise<void>;
   /**
    * Removes every passkey of the user (an administrator's reset of their
-   * second factors); publishes `UserPasskeyRemovedEvent` for each.
+   * second factors); publishes `UserPasskeyRemovedEvent` for each. Records
+   * nothing: the reset's own record (`identity.secondFactors.reset`) names them.
    *
    * @returns how many were removed.
    */
@@ -322,9 +330,9 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
       });
     },
 
-    async register(userId, sessionId, input) {
+    async register(userId, sessionId, input, context = {}) {
       const parsed = RegisterPasskeyInput.parse(input);
-      await activeUser(userId);
+      const user = await activeUser(userId);
       const matches = await takeChallenge({ session: sessionId }, 'registration', userId);
       let verified: Awaited<ReturnType<typeof import('@simplewebauthn/server').verifyRegistrationResponse>>;
       try {
@@ -364,6 +372,16 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
           {
             event: UserPasskeyAddedEvent,
             payload: { userId, passkeyId: passkey.id, name: passkey.name, deviceType: passkey.deviceType, addedAt: now },
+          },
+        ]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.passkeyAdded.action,
+            organizationId: null,
+            actor: auditActorFor(context, userId, user.email),
+            target: { type: 'passkey', id: passkey.id, display: passkey.name },
+            ...auditRequestFacts(context),
+            metadata: { userId, deviceType: passkey.deviceType, backedUp: passkey.backedUp, aaguid: passkey.aaguid },
           },
         ]);
       });
@@ -442,23 +460,40 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
 
     count: (userId) => store.count(userId),
 
-    async rename(userId, passkeyId, input) {
+    async rename(userId, passkeyId, input, context = {}) {
       const { name } = RenamePasskeyInput.parse(input);
       if (!isUuid(passkeyId)) throw new ProblemError('Passkey.NotFound');
-      const renamed = await store.transaction((tx) => tx.rename(userId, passkeyId.toLowerCase(), name));
-      const found = renamed ? (await store.list(userId)).find((passkey) => passkey.id === passkeyId.toLowerCase()) : undefined;
+      const id = passkeyId.toLowerCase();
+      const before = (await store.list(userId)).find((passkey) => passkey.id === id);
+      if (!before) throw new ProblemError('Passkey.NotFound');
+      const renamed = await store.transaction(async (tx) => {
+        if (!(await tx.rename(userId, id, name))) return false;
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.passkeyRenamed.action,
+            organizationId: null,
+            actor: auditActorFor(context, userId),
+            target: { type: 'passkey', id, display: name },
+            ...auditRequestFacts(context),
+            metadata: { userId, from: before.name, to: name },
+          },
+        ]);
+        return true;
+      });
+      const found = renamed ? (await store.list(userId)).find((passkey) => passkey.id === id) : undefined;
       if (!found) throw new ProblemError('Passkey.NotFound');
       return recordOf(found);
     },
 
-    async remove(userId, passkeyId) {
+    async remove(userId, passkeyId, context = {}) {
       if (!isUuid(passkeyId)) throw new ProblemError('Passkey.NotFound');
       const id = passkeyId.toLowerCase();
       const policy = options.secondFactors;
       const [requiresMfa, hasTotp] = policy
         ? await Promise.all([policy.requiresMfa(userId), policy.hasTotp(userId)])
         : [false, false];
-      if (!(await store.list(userId)).some((passkey) => passkey.id === id)) throw new ProblemError('Passkey.NotFound');
+      const existing = (await store.list(userId)).find((passkey) => passkey.id === id);
+      if (!existing) throw new ProblemError('Passkey.NotFound');
       const now = clock.now().toISOString();
       await store.transaction(async (tx) => {
         await tx.lockActiveUser(userId);
@@ -466,6 +501,16 @@ export function createPasskeyService(options: PasskeyServiceOptions): PasskeySer
         if (requiresMfa && !hasTotp && (await tx.count(userId)) <= 1) throw new ProblemError('Identity.SecondFactorRequired');
         if (!(await tx.remove(userId, id))) throw new ProblemError('Passkey.NotFound');
         await tx.publish([{ event: UserPasskeyRemovedEvent, payload: { userId, passkeyId: id, removedAt: now } }]);
+        await tx.audit?.([
+          {
+            action: AccountAuditActions.passkeyRemoved.action,
+            organizationId: null,
+            actor: auditActorFor(context, userId),
+            target: { type: 'passkey', id, display: existing.name },
+            ...auditRequestFacts(context),
+            metadata: { userId },
+          },
+        ]);
       });
       logger.info('passkey removed', { userId, passkeyId: id });
     },

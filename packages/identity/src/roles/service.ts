@@ -5,6 +5,11 @@ import { CacheNamespaces, EVERY_KEY, type Eviction } from '../access/cache-names
 import { type AccountsActor, tenantOf } from '../accounts/actor.js';
 import type { RoleRecord } from '../accounts/records.js';
 import { RoleNameSchema } from '../accounts/role-policy.js';
+import {
+  OrganizationAuditActions,
+  type OrganizationAuditContext,
+  organizationAuditEntry,
+} from '../audit/organization-actions.js';
 import { PERMISSIONS } from '../authorization/permissions.js';
 import { BUILT_IN_ROLE_PERMISSIONS, BUILT_IN_ROLES, type BuiltInRole, isBuiltInRole } from '../authorization/roles.js';
 import type { CustomRole, RolesStore } from './store.js';
@@ -64,20 +69,20 @@ export interface RolesService {
    * @throws ProblemError `Identity.RoleNameReserved` / `Identity.RoleNameTaken` (409),
    *   `Identity.RoleExceedsPermissions` (403).
    */
-  create(actor: AccountsActor, input: CreateRoleInput): Promise<RoleRecord>;
+  create(actor: AccountsActor, input: CreateRoleInput, context?: OrganizationAuditContext): Promise<RoleRecord>;
   /**
    * Changes a custom role (`RolesUpdate`); a rename carries over to the members
    * holding it. The caller must hold the role's old and new permissions.
    *
    * @throws ProblemError as {@link RolesService.create}; `Identity.RoleNotFound` (404).
    */
-  update(actor: AccountsActor, roleId: string, input: UpdateRoleInput): Promise<RoleRecord>;
+  update(actor: AccountsActor, roleId: string, input: UpdateRoleInput, context?: OrganizationAuditContext): Promise<RoleRecord>;
   /**
    * Deletes a custom role (`RolesDelete`); members holding it lose it.
    *
    * @throws ProblemError `Identity.RoleNotFound` (404), `Identity.RoleExceedsPermissions` (403).
    */
-  remove(actor: AccountsActor, roleId: string): Promise<void>;
+  remove(actor: AccountsActor, roleId: string, context?: OrganizationAuditContext): Promise<void>;
 }
 
 /** Dependencies of {@link createRolesService}. */
@@ -143,7 +148,7 @@ export function createRolesService(options: RolesServiceOptions): RolesService {
       return [...builtIn, ...(await roles.list(tenant)).map(present)];
     },
 
-    async create(actor, input) {
+    async create(actor, input, context) {
       const tenant = tenantOf(actor, 'RolesCreate');
       const parsed = CreateRoleInput.parse(input);
       assertNotReserved(parsed.name);
@@ -163,11 +168,23 @@ export function createRolesService(options: RolesServiceOptions): RolesService {
         // Thrown inside: the taken name's unique violation rolls the transaction back.
         if (!(await tx.insert(role))) throw new ProblemError('Identity.RoleNameTaken');
         await tx.evict(EVERY_MEMBERSHIP);
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.roleCreated.action,
+              organizationId: tenant,
+              target: { type: 'role', id: role.id, display: role.name },
+              metadata: { permissions: [...role.permissions] },
+            },
+            context,
+            actor,
+          ),
+        ]);
       });
       return present(role);
     },
 
-    async update(actor, roleId, input) {
+    async update(actor, roleId, input, context) {
       const tenant = tenantOf(actor, 'RolesUpdate');
       const parsed = UpdateRoleInput.parse(input);
       const current = await found(tenant, roleId);
@@ -184,20 +201,59 @@ export function createRolesService(options: RolesServiceOptions): RolesService {
       const updated = await roles.transaction(async (tx) => {
         const role = await tx.update(tenant, current.id, patch, at);
         if (role === 'name-taken') throw new ProblemError('Identity.RoleNameTaken');
-        if (role) await tx.evict(EVERY_MEMBERSHIP);
+        if (role) {
+          await tx.evict(EVERY_MEMBERSHIP);
+          // An empty patch changes nothing: nothing to record.
+          await tx.audit?.(
+            Object.keys(patch).length === 0
+              ? []
+              : [
+                  organizationAuditEntry(
+                    {
+                      action: OrganizationAuditActions.roleUpdated.action,
+                      organizationId: tenant,
+                      target: { type: 'role', id: role.id, display: role.name },
+                      metadata: {
+                        changed: Object.keys(patch),
+                        ...(patch.name !== undefined ? { name: role.name, previousName: current.name } : {}),
+                        ...(patch.permissions
+                          ? { permissions: [...role.permissions], previousPermissions: [...current.permissions] }
+                          : {}),
+                      },
+                    },
+                    context,
+                    actor,
+                  ),
+                ],
+          );
+        }
         return role;
       });
       if (!updated) throw new ProblemError('Identity.RoleNotFound');
       return present(updated);
     },
 
-    async remove(actor, roleId) {
+    async remove(actor, roleId, context) {
       const tenant = tenantOf(actor, 'RolesDelete');
       const current = await found(tenant, roleId);
       assertHeld(actor, current.permissions);
       const removed = await roles.transaction(async (tx) => {
         const role = await tx.remove(tenant, current.id);
-        if (role) await tx.evict(EVERY_MEMBERSHIP);
+        if (role) {
+          await tx.evict(EVERY_MEMBERSHIP);
+          await tx.audit?.([
+            organizationAuditEntry(
+              {
+                action: OrganizationAuditActions.roleDeleted.action,
+                organizationId: tenant,
+                target: { type: 'role', id: role.id, display: role.name },
+                metadata: { permissions: [...role.permissions] },
+              },
+              context,
+              actor,
+            ),
+          ]);
+        }
         return role;
       });
       if (!removed) throw new ProblemError('Identity.RoleNotFound');

@@ -1,6 +1,7 @@
 import { defineRoute, json, noContent, type Route } from '@idt/core';
 import { z } from 'zod';
 import { actorOf } from '../accounts/actor.js';
+import { auditContextOf } from '../audit/organization-actions.js';
 import { idParam, OrganizationParams } from '../http/routes/accounts-common.js';
 import { CreateScimTokenInput, type ScimAdminService, ScimRoleMappingsInput } from './admin-service.js';
 
@@ -43,8 +44,8 @@ export function createScimAdminRoutes(admin: ScimAdminService): Route[] {
         404: notReachable,
         422: { description: 'The organization has 10 live tokens (`Scim.TokenLimitReached`)' },
       },
-      handler: async ({ principal, params, body }) =>
-        json(await admin.createToken(actorOf(principal), params.orgId, body), {
+      handler: async (ctx) =>
+        json(await admin.createToken(actorOf(ctx.principal), ctx.params.orgId, ctx.body, auditContextOf(ctx)), {
           status: 201,
           headers: { 'cache-control': 'no-store' },
         }),
@@ -75,8 +76,8 @@ export function createScimAdminRoutes(admin: ScimAdminService): Route[] {
         403: forbidden,
         404: { description: 'No such organization or live token (`Identity.OrganizationNotFound`, `Scim.TokenNotFound`)' },
       },
-      handler: async ({ principal, params }) => {
-        await admin.revokeToken(actorOf(principal), params.orgId, params.tokenId);
+      handler: async (ctx) => {
+        await admin.revokeToken(actorOf(ctx.principal), ctx.params.orgId, ctx.params.tokenId, auditContextOf(ctx));
         return noContent();
       },
     }),
@@ -107,8 +108,10 @@ export function createScimAdminRoutes(admin: ScimAdminService): Route[] {
         403: forbidden,
         404: notReachable,
       },
-      handler: async ({ principal, params, body }) =>
-        json({ mappings: await admin.setRoleMappings(actorOf(principal), params.orgId, body) }),
+      handler: async (ctx) =>
+        json({
+          mappings: await admin.setRoleMappings(actorOf(ctx.principal), ctx.params.orgId, ctx.body, auditContextOf(ctx)),
+        }),
     }),
   ];
 }

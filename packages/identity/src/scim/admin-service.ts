@@ -3,8 +3,14 @@ import { ProblemError, ValidationProblem } from '@idt/problem';
 import { z } from 'zod';
 import { type AccountsActor, requirePermissions, requireUserId } from '../accounts/actor.js';
 import { OWNER_ROLE, RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
+import {
+  boundedList,
+  OrganizationAuditActions,
+  type OrganizationAuditContext,
+  organizationAuditEntry,
+} from '../audit/organization-actions.js';
 import { reconcileRoles, type ScimEffects } from './roles.js';
-import type { ScimStore, ScimTokenRecord } from './store.js';
+import type { ScimStore, ScimTokenIdentity, ScimTokenRecord } from './store.js';
 
 /** The permission of SCIM administration in the organization itself (owners and admins hold it). */
 export const SCIM_ADMIN_PERMISSION = 'OrganizationsUpdate';
@@ -45,19 +51,34 @@ export interface CreatedScimToken extends ScimTokenRecord {
 
 /** The token API and the group→role mappings of an organization, for its owners and admins and platform administrators. */
 export interface ScimAdminService {
-  createToken(actor: AccountsActor, organizationId: string, input: unknown): Promise<CreatedScimToken>;
+  /** Creates a token, recording `identity.scim.tokenCreated` on the organization's trail. */
+  createToken(
+    actor: AccountsActor,
+    organizationId: string,
+    input: unknown,
+    context?: OrganizationAuditContext,
+  ): Promise<CreatedScimToken>;
   listTokens(actor: AccountsActor, organizationId: string): Promise<ScimTokenRecord[]>;
-  /** @throws ProblemError `Scim.TokenNotFound`. */
-  revokeToken(actor: AccountsActor, organizationId: string, tokenId: string): Promise<void>;
+  /**
+   * Revokes a token, recording `identity.scim.tokenRevoked`.
+   *
+   * @throws ProblemError `Scim.TokenNotFound`.
+   */
+  revokeToken(actor: AccountsActor, organizationId: string, tokenId: string, context?: OrganizationAuditContext): Promise<void>;
   listRoleMappings(actor: AccountsActor, organizationId: string): Promise<Array<{ group: string; roles: string[] }>>;
-  /** Replaces the mappings and recomputes the roles of every member of a group they name (before or after). */
+  /**
+   * Replaces the mappings and recomputes the roles of every member of a group
+   * they name (before or after); records `identity.scim.roleMappingsChanged`
+   * when the mappings changed.
+   */
   setRoleMappings(
     actor: AccountsActor,
     organizationId: string,
     input: unknown,
+    context?: OrganizationAuditContext,
   ): Promise<Array<{ group: string; roles: string[] }>>;
-  /** The organization a SCIM bearer token belongs to, or `undefined`. */
-  resolveToken(token: string): Promise<string | undefined>;
+  /** The organization, id and name of a live SCIM bearer token, or `undefined`. */
+  resolveToken(token: string): Promise<ScimTokenIdentity | undefined>;
 }
 
 /** Dependencies of {@link createScimAdminService}. */
@@ -97,36 +118,65 @@ export function createScimAdminService(options: ScimAdminServiceOptions): ScimAd
   }
 
   return {
-    async createToken(actor, organizationId, input) {
+    async createToken(actor, organizationId, input, context) {
       const id = await authorize(actor, organizationId);
       const { name } = CreateScimTokenInput.parse(input);
       if ((await store.countTokens(id)) >= MAX_SCIM_TOKENS) throw new ProblemError('Scim.TokenLimitReached');
       const token = `${TOKEN_PREFIX}${randomToken(32)}`;
       const record = { id: newId(), name, prefix: token.slice(0, 16), createdAt: clock.now().toISOString(), lastUsedAt: null };
-      await store.insertToken({
-        id: record.id,
-        organizationId: id,
-        name,
-        prefix: record.prefix,
-        tokenHash: sha256Hex(token),
-        createdByUserId: actor.userId,
-        at: record.createdAt,
+      await store.transaction(async (tx) => {
+        await tx.insertToken({
+          id: record.id,
+          organizationId: id,
+          name,
+          prefix: record.prefix,
+          tokenHash: sha256Hex(token),
+          createdByUserId: actor.userId,
+          at: record.createdAt,
+        });
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.scimTokenCreated.action,
+              organizationId: id,
+              target: { type: 'scimToken', id: record.id, display: name },
+            },
+            context,
+            actor,
+          ),
+        ]);
       });
       return { ...record, token };
     },
     async listTokens(actor, organizationId) {
       return store.listTokens(await authorize(actor, organizationId));
     },
-    async revokeToken(actor, organizationId, tokenId) {
+    async revokeToken(actor, organizationId, tokenId, context) {
       const id = await authorize(actor, organizationId);
-      if (!(await store.revokeToken(id, tokenId.toLowerCase(), clock.now().toISOString()))) {
-        throw new ProblemError('Scim.TokenNotFound');
-      }
+      const key = tokenId.toLowerCase();
+      const at = clock.now().toISOString();
+      const revoked = await store.transaction(async (tx) => {
+        const token = await tx.revokeToken(id, key, at);
+        if (!token) return false;
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.scimTokenRevoked.action,
+              organizationId: id,
+              target: { type: 'scimToken', id: key, display: token.name },
+            },
+            context,
+            actor,
+          ),
+        ]);
+        return true;
+      });
+      if (!revoked) throw new ProblemError('Scim.TokenNotFound');
     },
     async listRoleMappings(actor, organizationId) {
       return store.listRoleMappings(await authorize(actor, organizationId));
     },
-    async setRoleMappings(actor, organizationId, input) {
+    async setRoleMappings(actor, organizationId, input, context) {
       const id = await authorize(actor, organizationId);
       const { mappings } = ScimRoleMappingsInput.parse(input);
       const seen = new Set<string>();
@@ -156,12 +206,42 @@ export function createScimAdminService(options: ScimAdminServiceOptions): ScimAd
         await reconcileRoles(tx, id, affected, at, effects, new Set([...previous.values()].flat()));
         await tx.publish(effects.events);
         await tx.evict(effects.evictions);
+        const described = (map: ReadonlyMap<string, readonly string[]>) =>
+          [...map].map(([group, roles]) => `${group}:${[...roles].sort().join(' ')}`).sort();
+        const before = described(previous);
+        const after = described(new Map(resolved.map((mapping) => [mapping.group.toLowerCase(), mapping.roles])));
+        if (before.join('\n') !== after.join('\n')) {
+          await tx.audit?.([
+            organizationAuditEntry(
+              {
+                action: OrganizationAuditActions.scimRoleMappingsChanged.action,
+                organizationId: id,
+                target: { type: 'organization', id, display: null },
+                metadata: {
+                  mappings: boundedList(
+                    resolved.map((mapping) => ({ group: mapping.group, roles: [...mapping.roles] })),
+                    6_000,
+                  ),
+                  mappingCount: resolved.length,
+                  previousMappings: boundedList(
+                    [...previous].map(([group, roles]) => ({ group, roles: [...roles] })),
+                    6_000,
+                  ),
+                  previousMappingCount: previous.size,
+                  membersChanged: effects.events.length,
+                },
+              },
+              context,
+              actor,
+            ),
+          ]);
+        }
       });
       return store.listRoleMappings(id);
     },
     async resolveToken(token) {
       if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
-      return (await store.resolveToken(sha256Hex(token), clock.now().toISOString()))?.organizationId;
+      return store.resolveToken(sha256Hex(token), clock.now().toISOString());
     },
   };
 }

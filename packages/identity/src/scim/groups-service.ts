@@ -1,4 +1,10 @@
 import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
+import {
+  boundedList,
+  OrganizationAuditActions,
+  type OrganizationAuditContext,
+  organizationAuditEntry,
+} from '../audit/organization-actions.js';
 import { ScimError } from './errors.js';
 import type { ScimCondition } from './filter.js';
 import type { ScimGroupInput, ScimGroupRecord } from './groups.js';
@@ -16,10 +22,19 @@ export interface ScimGroupsService {
   /** @throws ScimError 404 for another organization's or no group. */
   get(organizationId: string, groupId: string, withMembers: boolean): Promise<ScimGroupRecord>;
   /** @throws ScimError 409 `uniqueness` for a taken displayName, 400 `invalidValue` for a member who is no User of the organization. */
-  create(organizationId: string, input: ScimGroupInput): Promise<ScimGroupRecord>;
-  /** Replaces name, externalId and members (PUT, or PATCH once applied). */
-  replace(organizationId: string, groupId: string, input: ScimGroupInput): Promise<ScimGroupRecord>;
-  remove(organizationId: string, groupId: string): Promise<void>;
+  create(organizationId: string, input: ScimGroupInput, context?: OrganizationAuditContext): Promise<ScimGroupRecord>;
+  /**
+   * Replaces name, externalId and members (PUT, or PATCH once applied).
+   * Records `identity.scim.groupUpdated` when the name or externalId changed
+   * and `identity.scim.groupMembersChanged` when members were added or removed.
+   */
+  replace(
+    organizationId: string,
+    groupId: string,
+    input: ScimGroupInput,
+    context?: OrganizationAuditContext,
+  ): Promise<ScimGroupRecord>;
+  remove(organizationId: string, groupId: string, context?: OrganizationAuditContext): Promise<void>;
 }
 
 /** Dependencies of {@link createScimGroupsService}. */
@@ -29,6 +44,9 @@ export interface ScimGroupsServiceOptions {
 }
 
 const notFound = () => new ScimError(404, 'No such Group in this organization.');
+
+/** The bytes each list of user ids may take in a record's metadata (about 150 ids; the counts are exact). */
+const ID_LIST_BYTES = 6_000;
 
 /**
  * The SCIM Groups service: each write locks the organization, changes the
@@ -77,7 +95,7 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
     list: (organizationId, filter, page, withMembers) => store.listGroups(organizationId, filter, page, withMembers),
     get,
 
-    async create(organizationId, input) {
+    async create(organizationId, input, context) {
       const id = await write(organizationId, async (tx, effects, at) => {
         if (await tx.groupByName(organizationId, input.displayName.toLowerCase())) {
           throw new ScimError(409, 'A Group with this displayName exists already.', 'uniqueness');
@@ -87,13 +105,31 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
         await tx.insertGroup({ id: groupId, organizationId, displayName: input.displayName, externalId: input.externalId, at });
         await tx.setGroupMembers(groupId, input.memberIds, []);
         await reconcileRoles(tx, organizationId, input.memberIds, at, effects);
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.scimGroupCreated.action,
+              organizationId,
+              target: { type: 'scimGroup', id: groupId, display: input.displayName },
+              metadata: {
+                externalId: input.externalId,
+                memberUserIds: boundedList(input.memberIds, ID_LIST_BYTES),
+                memberCount: input.memberIds.length,
+                rolesChangedCount: effects.events.length,
+              },
+            },
+            context,
+          ),
+        ]);
         return groupId;
       });
       return get(organizationId, id, true);
     },
 
-    async replace(organizationId, rawGroupId, input) {
+    async replace(organizationId, rawGroupId, input, context) {
       const groupId = rawGroupId.toLowerCase();
+      // The name and externalId before, for the audit record (PATCH has just read the group too).
+      const previous = await get(organizationId, groupId, false);
       await write(organizationId, async (tx, effects, at) => {
         const group = await tx.groupOf(organizationId, groupId);
         if (!group) throw notFound();
@@ -111,18 +147,75 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
         await tx.updateGroup(groupId, { displayName: input.displayName, externalId: input.externalId, at });
         await tx.setGroupMembers(groupId, added, removed);
         await reconcileRoles(tx, organizationId, renamed ? [...current, ...added] : [...added, ...removed], at, effects);
+        const target = { type: 'scimGroup', id: groupId, display: input.displayName };
+        const changed = [
+          ...(input.displayName !== previous.displayName ? ['displayName'] : []),
+          ...(input.externalId !== previous.externalId ? ['externalId'] : []),
+        ];
+        await tx.audit?.([
+          ...(changed.length > 0
+            ? [
+                organizationAuditEntry(
+                  {
+                    action: OrganizationAuditActions.scimGroupUpdated.action,
+                    organizationId,
+                    target,
+                    metadata: {
+                      changed,
+                      displayName: input.displayName,
+                      previousDisplayName: previous.displayName,
+                      externalId: input.externalId,
+                      rolesChangedCount: renamed ? effects.events.length : 0,
+                    },
+                  },
+                  context,
+                ),
+              ]
+            : []),
+          ...(added.length + removed.length > 0
+            ? [
+                organizationAuditEntry(
+                  {
+                    action: OrganizationAuditActions.scimGroupMembersChanged.action,
+                    organizationId,
+                    target,
+                    metadata: {
+                      addedUserIds: boundedList(added, ID_LIST_BYTES),
+                      addedCount: added.length,
+                      removedUserIds: boundedList(removed, ID_LIST_BYTES),
+                      removedCount: removed.length,
+                      rolesChangedCount: renamed ? 0 : effects.events.length,
+                    },
+                  },
+                  context,
+                ),
+              ]
+            : []),
+        ]);
       });
       return get(organizationId, groupId, true);
     },
 
-    async remove(organizationId, rawGroupId) {
+    async remove(organizationId, rawGroupId, context) {
       const groupId = rawGroupId.toLowerCase();
+      const before = await store.findGroup(organizationId, groupId, false);
       await write(organizationId, async (tx, effects, at) => {
         const group = await tx.groupOf(organizationId, groupId);
         if (!group) throw notFound();
         const members = await tx.groupMemberIds(groupId);
         await tx.deleteGroup(groupId);
         await reconcileRoles(tx, organizationId, members, at, effects);
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.scimGroupDeleted.action,
+              organizationId,
+              target: { type: 'scimGroup', id: groupId, display: before?.displayName ?? group.displayNameKey },
+              metadata: { memberCount: members.length, rolesChangedCount: effects.events.length },
+            },
+            context,
+          ),
+        ]);
       });
     },
   };

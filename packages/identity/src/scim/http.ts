@@ -1,8 +1,10 @@
-import type { HandlerResponse, Route, RouteContext } from '@idt/core';
+import { auditRequestOf, type HandlerResponse, type Route, type RouteContext } from '@idt/core';
 import type { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import type { OrganizationAuditContext } from '../audit/organization-actions.js';
 import { asScimError, SCIM_MEDIA_TYPE, ScimError, scimErrorResponse } from './errors.js';
 import { LIST_RESPONSE_SCHEMA, MAX_BODY_BYTES, MAX_RESULTS } from './schemas.js';
+import type { ScimTokenIdentity } from './store.js';
 
 /** The path of the SCIM service, below the deployment prefix. */
 export const SCIM_BASE_PATH = '/scim/v2';
@@ -16,6 +18,8 @@ export interface ScimRequest {
   readonly base: string;
   /** The parsed JSON body (`undefined` without one). */
   readonly body: unknown;
+  /** Who the writes are recorded as on the audit trail (the `scim` actor: the token's id and name) and the request's facts. */
+  readonly audit: OrganizationAuditContext;
 }
 
 /** A SCIM endpoint: method, path below `/scim/v2`, and a handler. */
@@ -29,18 +33,18 @@ export interface ScimEndpoint {
   readonly handler: (request: ScimRequest) => Promise<HandlerResponse>;
 }
 
-/** The mapping of SCIM bearer tokens to organizations. */
-export type ScimTokenResolver = (token: string) => Promise<string | undefined>;
+/** The mapping of SCIM bearer tokens to their organizations, ids and names. */
+export type ScimTokenResolver = (token: string) => Promise<ScimTokenIdentity | undefined>;
 
 const unauthorized = (detail: string) => new ScimError(401, detail, undefined, { 'www-authenticate': 'Bearer realm="scim"' });
 
-async function organizationOf(ctx: RouteContext, resolve: ScimTokenResolver): Promise<string> {
+async function tokenOf(ctx: RouteContext, resolve: ScimTokenResolver): Promise<ScimTokenIdentity> {
   const header = ctx.headers.get('authorization') ?? '';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match) throw unauthorized('A SCIM bearer token is required (Authorization: Bearer <token>).');
-  const organizationId = await resolve(match[1] as string);
-  if (!organizationId) throw unauthorized('The SCIM token is unknown or revoked.');
-  return organizationId;
+  const token = await resolve(match[1] as string);
+  if (!token) throw unauthorized('The SCIM token is unknown or revoked.');
+  return token;
 }
 
 /** Reads a JSON body of at most 1 MiB, `application/scim+json` or `application/json`. */
@@ -112,9 +116,14 @@ export function scimRoutes(endpoints: readonly ScimEndpoint[], resolve: ScimToke
       renderError: (problem: ProblemError) => scimErrorResponse(asScimError(problem) ?? new ScimError(500, 'Internal error.')),
       handler: async (ctx: RouteContext) => {
         try {
-          const organizationId = endpoint.anonymous ? '' : await organizationOf(ctx, resolve);
+          const token = endpoint.anonymous ? undefined : await tokenOf(ctx, resolve);
           const body = hasBody ? await readBody(ctx) : undefined;
-          return await endpoint.handler({ ctx, organizationId, base: `${ctx.baseUrl}${SCIM_BASE_PATH}`, body });
+          const audit: OrganizationAuditContext = {
+            ...(token ? { actor: { type: 'scim', id: token.tokenId, display: token.name } } : {}),
+            ...auditRequestOf(ctx),
+          };
+          const organizationId = token?.organizationId ?? '';
+          return await endpoint.handler({ ctx, organizationId, base: `${ctx.baseUrl}${SCIM_BASE_PATH}`, body, audit });
         } catch (error) {
           const scim = asScimError(error);
           if (scim) return scimErrorResponse(scim);

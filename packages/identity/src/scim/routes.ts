@@ -108,8 +108,8 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
       path: '/Users',
       operationId: 'scimCreateUser',
       summary: 'Provision a user into the organization',
-      handler: async ({ organizationId, base, body }) => {
-        const created = toScimUser(await users.create(organizationId, parseUserInput(body)), base);
+      handler: async ({ organizationId, base, body, audit }) => {
+        const created = toScimUser(await users.create(organizationId, parseUserInput(body), audit), base);
         return scimJson(created, { status: 201, headers: { location: location(created) } });
       },
     },
@@ -126,20 +126,20 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
       path: '/Users/{id}',
       operationId: 'scimReplaceUser',
       summary: 'Replace a SCIM User',
-      handler: async ({ ctx, organizationId, base, body }) =>
-        scimJson(toScimUser(await users.replace(organizationId, idOf(ctx.params.id, 'User'), parseUserInput(body)), base)),
+      handler: async ({ ctx, organizationId, base, body, audit }) =>
+        scimJson(toScimUser(await users.replace(organizationId, idOf(ctx.params.id, 'User'), parseUserInput(body), audit), base)),
     },
     {
       method: 'PATCH',
       path: '/Users/{id}',
       operationId: 'scimPatchUser',
       summary: 'Change a SCIM User with add, replace and remove operations',
-      handler: async ({ ctx, organizationId, base, body }) => {
+      handler: async ({ ctx, organizationId, base, body, audit }) => {
         const id = idOf(ctx.params.id, 'User');
         const operations = parsePatchOperations(body, isKnownUserAttribute);
         const current = toScimUser(await users.get(organizationId, id), base);
         const input = parseUserInput(applyPatch(current, operations));
-        return scimJson(toScimUser(await users.replace(organizationId, id, input), base));
+        return scimJson(toScimUser(await users.replace(organizationId, id, input, audit), base));
       },
     },
     {
@@ -147,8 +147,8 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
       path: '/Users/{id}',
       operationId: 'scimDeleteUser',
       summary: 'Deprovision a SCIM User: the membership is suspended and their access to the organization ends',
-      handler: async ({ ctx, organizationId }) => {
-        await users.remove(organizationId, idOf(ctx.params.id, 'User'));
+      handler: async ({ ctx, organizationId, audit }) => {
+        await users.remove(organizationId, idOf(ctx.params.id, 'User'), audit);
         return new LightResponse(null, { status: 204 });
       },
     },
@@ -175,8 +175,8 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
       path: '/Groups',
       operationId: 'scimCreateGroup',
       summary: 'Create a SCIM Group',
-      handler: async ({ organizationId, base, body }) => {
-        const created = toScimGroup(await groups.create(organizationId, parseGroupInput(body)), base);
+      handler: async ({ organizationId, base, body, audit }) => {
+        const created = toScimGroup(await groups.create(organizationId, parseGroupInput(body), audit), base);
         return scimJson(created, { status: 201, headers: { location: location(created) } });
       },
     },
@@ -193,20 +193,22 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
       path: '/Groups/{id}',
       operationId: 'scimReplaceGroup',
       summary: 'Replace a SCIM Group',
-      handler: async ({ ctx, organizationId, base, body }) =>
-        scimJson(toScimGroup(await groups.replace(organizationId, idOf(ctx.params.id, 'Group'), parseGroupInput(body)), base)),
+      handler: async ({ ctx, organizationId, base, body, audit }) =>
+        scimJson(
+          toScimGroup(await groups.replace(organizationId, idOf(ctx.params.id, 'Group'), parseGroupInput(body), audit), base),
+        ),
     },
     {
       method: 'PATCH',
       path: '/Groups/{id}',
       operationId: 'scimPatchGroup',
       summary: 'Rename a SCIM Group or add and remove members',
-      handler: async ({ ctx, organizationId, base, body }) => {
+      handler: async ({ ctx, organizationId, base, body, audit }) => {
         const id = idOf(ctx.params.id, 'Group');
         const operations = parsePatchOperations(body, isKnownGroupAttribute);
         const current = toScimGroup(await groups.get(organizationId, id, true), base);
         const input = parseGroupInput(applyPatch(current, operations));
-        return scimJson(toScimGroup(await groups.replace(organizationId, id, input), base));
+        return scimJson(toScimGroup(await groups.replace(organizationId, id, input, audit), base));
       },
     },
     {
@@ -214,8 +216,8 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
       path: '/Groups/{id}',
       operationId: 'scimDeleteGroup',
       summary: 'Delete a SCIM Group; its members lose the roles it granted',
-      handler: async ({ ctx, organizationId }) => {
-        await groups.remove(organizationId, idOf(ctx.params.id, 'Group'));
+      handler: async ({ ctx, organizationId, audit }) => {
+        await groups.remove(organizationId, idOf(ctx.params.id, 'Group'), audit);
         return new LightResponse(null, { status: 204 });
       },
     },

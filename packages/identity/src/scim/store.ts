@@ -13,6 +13,24 @@ export interface ScimTokenRecord {
   readonly lastUsedAt: string | null;
 }
 
+/** The live token a SCIM request authenticated with: its organization, id and name (the request's audit actor). */
+export interface ScimTokenIdentity {
+  readonly organizationId: string;
+  readonly tokenId: string;
+  readonly name: string;
+}
+
+/** A SCIM token to store (its SHA-256 only). */
+export interface NewScimToken {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly name: string;
+  readonly prefix: string;
+  readonly tokenHash: string;
+  readonly createdByUserId: string | null;
+  readonly at: string;
+}
+
 /** A slice of a list: `startIndex` is 1-based. */
 export interface ScimPage {
   readonly startIndex: number;
@@ -120,25 +138,23 @@ export interface ScimWrites {
   ): Promise<void>;
   /** The organization's custom role names. */
   customRoleNames(organizationId: string): Promise<Set<string>>;
+  /** Inserts a token (in the transaction that records its creation). */
+  insertToken(token: NewScimToken): Promise<void>;
+  /**
+   * Revokes a live token of the organization with one conditional update
+   * (exactly one concurrent caller gets it).
+   *
+   * @returns the revoked token's name, or `undefined` when no live token of the organization has the id.
+   */
+  revokeToken(organizationId: string, tokenId: string, at: string): Promise<{ readonly name: string } | undefined>;
 }
 
 /** Persistence of SCIM: the reads of `/scim/v2` and the token API, and {@link ScimWrites} in a transaction. */
 export interface ScimStore extends UnitOfWork<ScimWrites> {
-  /** The organization and id of a live token, by the SHA-256 of its value; touches `last_used_at` at most once a minute. */
-  resolveToken(tokenHash: string, now: string): Promise<{ readonly organizationId: string } | undefined>;
-  insertToken(token: {
-    id: string;
-    organizationId: string;
-    name: string;
-    prefix: string;
-    tokenHash: string;
-    createdByUserId: string | null;
-    at: string;
-  }): Promise<void>;
+  /** The organization, id and name of a live token, by the SHA-256 of its value; touches `last_used_at` at most once a minute. */
+  resolveToken(tokenHash: string, now: string): Promise<ScimTokenIdentity | undefined>;
   listTokens(organizationId: string): Promise<ScimTokenRecord[]>;
   countTokens(organizationId: string): Promise<number>;
-  /** @returns whether a live token of the organization was revoked. */
-  revokeToken(organizationId: string, tokenId: string, at: string): Promise<boolean>;
   /** Whether the user is an active owner or admin of an active platform organization. */
   isPlatformAdministrator(userId: string, organizationId: string): Promise<boolean>;
   organizationExists(organizationId: string): Promise<boolean>;

@@ -1,7 +1,12 @@
-import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
+import { type Clock, canonicalJson, isUniqueViolation, newId, systemClock } from '@idt/core';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { MembershipReinstatedEvent, MembershipSuspendedEvent, pendingEvent } from '../accounts/events.js';
 import { MEMBER_ROLE } from '../accounts/role-policy.js';
+import {
+  OrganizationAuditActions,
+  type OrganizationAuditContext,
+  organizationAuditEntry,
+} from '../audit/organization-actions.js';
 import { membershipEviction } from '../memberships/enrollment.js';
 import { sessionEvictions } from '../sessions/policy.js';
 import { ScimError } from './errors.js';
@@ -9,7 +14,7 @@ import { ScimUserProvisionedEvent } from './events.js';
 import type { ScimCondition } from './filter.js';
 import { reconcileRoles, type ScimEffects } from './roles.js';
 import type { ScimMembership, ScimPage, ScimStore, ScimTransaction } from './store.js';
-import type { ScimUserInput, ScimUserRecord } from './users.js';
+import type { ScimUserAttributes, ScimUserInput, ScimUserRecord } from './users.js';
 
 /** SCIM Users of one organization: members, provisioned and deprovisioned by its directory. */
 export interface ScimUsersService {
@@ -27,11 +32,20 @@ export interface ScimUsersService {
    *
    * @throws ScimError 409 `uniqueness` when the userName, externalId or account is provisioned already.
    */
-  create(organizationId: string, input: ScimUserInput): Promise<ScimUserRecord>;
-  /** Replaces a user's attributes (PUT, or PATCH once applied); `active: false` deprovisions. */
-  replace(organizationId: string, userId: string, input: ScimUserInput): Promise<ScimUserRecord>;
+  create(organizationId: string, input: ScimUserInput, context?: OrganizationAuditContext): Promise<ScimUserRecord>;
+  /**
+   * Replaces a user's attributes (PUT, or PATCH once applied); `active: false`
+   * deprovisions. Records `identity.scim.userDeactivated` when it did, else
+   * `identity.scim.userUpdated` when anything changed.
+   */
+  replace(
+    organizationId: string,
+    userId: string,
+    input: ScimUserInput,
+    context?: OrganizationAuditContext,
+  ): Promise<ScimUserRecord>;
   /** DELETE: suspends the membership and ends the user's access to the organization; the user answers 404 from then on. */
-  remove(organizationId: string, userId: string): Promise<void>;
+  remove(organizationId: string, userId: string, context?: OrganizationAuditContext): Promise<void>;
 }
 
 /** Dependencies of {@link createScimUsersService}. */
@@ -41,6 +55,42 @@ export interface ScimUsersServiceOptions {
 }
 
 const notFound = () => new ScimError(404, 'No such User in this organization.');
+
+/** What {@link ScimUsersService} did to a membership's state, for the audit record. */
+interface ActiveChange {
+  readonly transition: 'deactivated' | 'reactivated' | null;
+  readonly apiKeysRevoked: number;
+  readonly sessionsEnded: number;
+}
+
+const UNCHANGED: ActiveChange = { transition: null, apiKeysRevoked: 0, sessionsEnded: 0 };
+
+/** The attributes of a SCIM User that a replace changes (`active` aside). */
+function changedAttributes(current: ScimUserRecord, input: ScimUserInput): string[] {
+  const changed: string[] = [];
+  if (input.userName !== current.userName) changed.push('userName');
+  if (input.externalId !== current.externalId) changed.push('externalId');
+  if (input.email !== current.email) changed.push('email');
+  if (input.givenName !== current.givenName) changed.push('givenName');
+  if (input.familyName !== current.familyName) changed.push('familyName');
+  if (shownAttributes(input.attributes, input) !== shownAttributes(current.attributes, input)) changed.push('attributes');
+  return changed;
+}
+
+/**
+ * The attributes as a SCIM client sees them (canonical JSON), with the names
+ * derived from `names` where none is stored: a PATCH applied to the rendered
+ * User stores the derived `displayName`, which is no change.
+ */
+function shownAttributes(attributes: ScimUserAttributes, names: { givenName: string; familyName: string }): string {
+  const formatted = attributes.formattedName ?? `${names.givenName} ${names.familyName}`.trim();
+  const shown: Record<string, unknown> = { ...attributes };
+  if (formatted) {
+    shown.formattedName = formatted;
+    shown.displayName = attributes.displayName ?? formatted;
+  }
+  return canonicalJson(shown);
+}
 const taken = (what: string) => new ScimError(409, `A User with this ${what} exists already.`, 'uniqueness');
 
 /**
@@ -94,10 +144,10 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
     active: boolean,
     effects: ScimEffects,
     at: string,
-  ) {
+  ): Promise<ActiveChange> {
     const payload = { organizationId, userId, changedByUserId: null };
     if (active) {
-      if (membership.status === 'active') return;
+      if (membership.status === 'active') return UNCHANGED;
       await tx.updateMembership(membership.id, {
         status: 'active',
         ...(membership.roles.length === 0 ? { roles: [MEMBER_ROLE] } : {}),
@@ -105,9 +155,9 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
       });
       effects.events.push(pendingEvent(MembershipReinstatedEvent, payload));
       effects.evictions.push(membershipEviction(userId, organizationId));
-      return;
+      return { ...UNCHANGED, transition: 'reactivated' };
     }
-    if (membership.status !== 'active') return;
+    if (membership.status !== 'active') return UNCHANGED;
     const lock = await tx.lockOrganization(organizationId);
     if (lock?.activeOwnerIds.includes(userId) && lock.activeOwnerIds.length <= 1) {
       throw new ScimError(
@@ -122,14 +172,17 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
     const keys = await tx.revokeApiKeys(userId, organizationId, at);
     for (const key of keys) effects.evictions.push({ namespace: CacheNamespaces.apiKeys, key });
     const elsewhere = await tx.countOtherMemberships(userId, organizationId);
+    let sessionsEnded = 0;
     if (elsewhere.active === 0) {
       const sessions = await tx.endUserSessionsAndTokens(userId, at);
+      sessionsEnded = sessions.length;
       effects.evictions.push(
         { namespace: CacheNamespaces.users, key: userId },
         { namespace: CacheNamespaces.revocations, key: `user:${userId}` },
         ...sessions.flatMap(sessionEvictions),
       );
     }
+    return { transition: 'deactivated', apiKeysRevoked: keys.length, sessionsEnded };
   }
 
   /** Refuses a userName or externalId that another live SCIM User of the organization has. */
@@ -146,7 +199,7 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
     list: (organizationId, filter, page) => store.listUsers(organizationId, filter, page),
     get,
 
-    async create(organizationId, input) {
+    async create(organizationId, input, context) {
       const userId = await write(organizationId, async (tx, effects, at) => {
         await assertUnique(tx, organizationId, undefined, input);
         const account = await tx.findAccountByEmail(input.email);
@@ -163,6 +216,7 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
           await tx.insertAccount({ id, email: input.email, firstName: input.givenName, lastName: input.familyName, at });
         }
         const membership = await tx.membershipOf(organizationId, id);
+        let change = UNCHANGED;
         if (!membership) {
           await tx.insertMembership({
             id: newId(),
@@ -175,16 +229,35 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
           effects.events.push(pendingEvent(ScimUserProvisionedEvent, { organizationId, userId: id, accountCreated: !account }));
           effects.evictions.push(membershipEviction(id, organizationId));
         } else {
-          await applyActive(tx, organizationId, id, membership, input.active, effects, at);
+          change = await applyActive(tx, organizationId, id, membership, input.active, effects, at);
         }
         await tx.writeLink({ organizationId, userId: id, ...linkValues(input), owned, at });
         await reconcileRoles(tx, organizationId, [id], at, effects);
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.scimUserProvisioned.action,
+              organizationId,
+              target: { type: 'user', id, display: input.userName },
+              metadata: {
+                accountCreated: !account,
+                membershipCreated: !membership,
+                active: input.active,
+                externalId: input.externalId,
+                ...(change.transition === 'deactivated'
+                  ? { revokedApiKeyCount: change.apiKeysRevoked, sessionsEnded: change.sessionsEnded }
+                  : {}),
+              },
+            },
+            context,
+          ),
+        ]);
         return id;
       });
       return get(organizationId, userId);
     },
 
-    async replace(organizationId, rawUserId, input) {
+    async replace(organizationId, rawUserId, input, context) {
       const userId = rawUserId.toLowerCase();
       const current = await get(organizationId, userId);
       await write(organizationId, async (tx, effects, at) => {
@@ -209,20 +282,48 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
           await tx.updateAccount(userId, { email: input.email, firstName: input.givenName, lastName: input.familyName, at });
           effects.evictions.push({ namespace: CacheNamespaces.users, key: userId });
         }
-        await applyActive(tx, organizationId, userId, membership, input.active, effects, at);
+        const change = await applyActive(tx, organizationId, userId, membership, input.active, effects, at);
         await tx.writeLink({ organizationId, userId, ...linkValues(input), owned: link?.owned ?? false, at });
+        const changed = changedAttributes(current, input);
+        const target = { type: 'user', id: userId, display: input.userName };
+        if (change.transition === 'deactivated') {
+          await tx.audit?.([
+            organizationAuditEntry(
+              {
+                action: OrganizationAuditActions.scimUserDeactivated.action,
+                organizationId,
+                target,
+                metadata: { changed, revokedApiKeyCount: change.apiKeysRevoked, sessionsEnded: change.sessionsEnded },
+              },
+              context,
+            ),
+          ]);
+        } else if (change.transition === 'reactivated' || changed.length > 0) {
+          // A PUT that changes nothing (directories resend users) is no change to record.
+          await tx.audit?.([
+            organizationAuditEntry(
+              {
+                action: OrganizationAuditActions.scimUserUpdated.action,
+                organizationId,
+                target,
+                metadata: { changed, reactivated: change.transition === 'reactivated' },
+              },
+              context,
+            ),
+          ]);
+        }
       });
       return get(organizationId, userId);
     },
 
-    async remove(organizationId, rawUserId) {
+    async remove(organizationId, rawUserId, context) {
       const userId = rawUserId.toLowerCase();
       const current = await get(organizationId, userId);
       await write(organizationId, async (tx, effects, at) => {
         const membership = await tx.membershipOf(organizationId, userId);
         const link = await tx.linkOf(organizationId, userId);
         if (!membership || link?.deleted) throw notFound();
-        await applyActive(tx, organizationId, userId, membership, false, effects, at);
+        const change = await applyActive(tx, organizationId, userId, membership, false, effects, at);
         if (!link) {
           await tx.writeLink({
             organizationId,
@@ -238,6 +339,21 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
         }
         await tx.deleteLink(organizationId, userId, at);
         await reconcileRoles(tx, organizationId, [userId], at, effects);
+        await tx.audit?.([
+          organizationAuditEntry(
+            {
+              action: OrganizationAuditActions.scimUserDeleted.action,
+              organizationId,
+              target: { type: 'user', id: userId, display: current.userName },
+              metadata: {
+                wasActive: change.transition === 'deactivated',
+                revokedApiKeyCount: change.apiKeysRevoked,
+                sessionsEnded: change.sessionsEnded,
+              },
+            },
+            context,
+          ),
+        ]);
       });
     },
   };

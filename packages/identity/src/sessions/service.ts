@@ -1,6 +1,7 @@
 import { type Clock, createThrottle, type Logger, newId, randomToken, sha256Hex, silentLogger, systemClock } from '@idt/core';
 import { UnauthorizedError } from '@idt/problem';
 import type { SessionAccess, SessionLookup } from '../access/store.js';
+import { AccountAuditActions, type AccountAuditContext, auditActorFor, auditRequestFacts } from '../audit/account-actions.js';
 import { formatClearedSessionCookie, formatSessionCookie } from './cookie.js';
 import { UserSessionEvictedEvent, UserSessionRevokedEvent } from './events.js';
 import { sessionEvictions, sessionsToEvict } from './policy.js';
@@ -60,7 +61,8 @@ export interface SessionService extends SessionLookup {
   /**
    * Starts a session for an active user. When the user already has
    * `maxActive` active sessions, the oldest are revoked (and a
-   * `UserSessionEvictedEvent` published for each) in the same transaction.
+   * `UserSessionEvictedEvent` published and `identity.session.evicted`
+   * recorded for each) in the same transaction.
    *
    * @throws UnauthorizedError when the user is missing or deactivated.
    */
@@ -71,10 +73,14 @@ export interface SessionService extends SessionLookup {
   list(userId: string): Promise<SessionRecord[]>;
   /**
    * Revokes one of the user's sessions and every token minted under its `sid`.
+   * A revocation by its user (`reason` `revoked`: the account API or the
+   * account page) records `identity.session.revoked` in the same
+   * transaction; a sign-out (`logout`) records nothing.
    *
+   * @param context who asked and from where, for the audit record (the user by default).
    * @returns `false` when the user has no unrevoked session with this id.
    */
-  revoke(userId: string, sessionId: string, reason?: SessionEndReason): Promise<boolean>;
+  revoke(userId: string, sessionId: string, reason?: SessionEndReason, context?: AccountAuditContext): Promise<boolean>;
   /** Revokes every session of a user; returns how many. */
   revokeAllForUser(userId: string): Promise<number>;
   /** Deletes revoked and expired sessions; returns how many. */
@@ -161,6 +167,18 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
             payload: { userId, sessionId, evictedAt: session.createdAt },
           })),
         );
+        // Rare (a sixth live session): no statement at all for the usual sign-in.
+        await tx.audit?.(
+          evicted.map((sessionId) => ({
+            action: AccountAuditActions.sessionEvicted.action,
+            organizationId: null,
+            actor: { type: 'system' as const, id: null, display: null },
+            target: { type: 'session', id: sessionId, display: null },
+            ip: session.ipAddress,
+            userAgent: session.userAgent,
+            metadata: { userId, maxActive },
+          })),
+        );
         await tx.insert(session);
         return { evicted };
       });
@@ -191,12 +209,24 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
     async list(userId) {
       return (await store.listActive(userId, clock.now().toISOString())).map(toRecord);
     },
-    revoke(userId, sessionId, reason = 'revoked') {
+    revoke(userId, sessionId, reason = 'revoked', context = {}) {
       const now = clock.now().toISOString();
       return store.transaction(async (tx) => {
         if (!(await tx.revoke(userId, sessionId, reason, now))) return false;
         await tx.evict(sessionEvictions(sessionId));
         await tx.publish([{ event: UserSessionRevokedEvent, payload: { userId, sessionId, reason, revokedAt: now } }]);
+        if (reason === 'revoked') {
+          await tx.audit?.([
+            {
+              action: AccountAuditActions.sessionRevoked.action,
+              organizationId: null,
+              actor: auditActorFor(context, userId),
+              target: { type: 'session', id: sessionId, display: null },
+              ...auditRequestFacts(context),
+              metadata: { userId },
+            },
+          ]);
+        }
         return true;
       });
     },

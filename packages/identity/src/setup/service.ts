@@ -1,6 +1,7 @@
 import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import { AccountAuditActions, type AccountAuditContext, auditRequestFacts } from '../audit/account-actions.js';
 import type { PasswordPolicy } from '../password-policy/policy.js';
 import type { PasswordHasher } from '../passwords.js';
 import { EmailSchema, OrganizationNameSchema, PasswordSchema, PersonNameSchema } from '../schemas.js';
@@ -31,13 +32,17 @@ export interface SetupService {
   isSetupRequired(): Promise<boolean>;
   /**
    * Creates the first administrator: user, platform organization and owner
-   * membership, in one transaction.
+   * membership, in one transaction, which also records
+   * `identity.setup.completed` on the platform trail.
    *
+   * @param context who set up and from where: the setup route passes
+   *   `via: 'api'` and the request (the actor is then the new administrator);
+   *   without it (`idt setup`, the seed file) the actor is the `operator`.
    * @throws ProblemError `Validation.Failed` for bad input, `Setup.AlreadyCompleted` (409)
    *   when an administrator exists, `Identity.EmailTaken` (409) for a taken address,
    *   `Identity.PasswordRejected` (422) for a password the policy refuses.
    */
-  completeSetup(input: SetupAdminInput): Promise<SetupResult>;
+  completeSetup(input: SetupAdminInput, context?: AccountAuditContext & { readonly via?: 'api' }): Promise<SetupResult>;
 }
 
 /** Dependencies of {@link createSetupService}. */
@@ -70,7 +75,10 @@ export function createSetupService(options: SetupServiceOptions): SetupService {
     return !setUp;
   }
 
-  async function completeSetup(input: SetupAdminInput): Promise<SetupResult> {
+  async function completeSetup(
+    input: SetupAdminInput,
+    context: AccountAuditContext & { readonly via?: 'api' } = {},
+  ): Promise<SetupResult> {
     const parsed = SetupAdminInput.parse(input);
     if (await options.store.hasAdministrator()) {
       throw new ProblemError('Setup.AlreadyCompleted');
@@ -79,20 +87,36 @@ export function createSetupService(options: SetupServiceOptions): SetupService {
     const passwordHash = await options.hasher.hash(password);
     const slug = slugify(parsed.organizationName) || 'organization';
     const result: SetupResult = { userId: newId(), organizationId: newId() };
+    const viaApi = context.via === 'api';
+    const audit = {
+      action: AccountAuditActions.setupCompleted.action,
+      organizationId: null,
+      actor:
+        context.actor ??
+        (viaApi
+          ? { type: 'user' as const, id: result.userId, display: parsed.email }
+          : { type: 'operator' as const, id: null, display: null }),
+      target: { type: 'organization', id: result.organizationId, display: parsed.organizationName },
+      ...auditRequestFacts(context),
+      metadata: { administratorId: result.userId, administratorEmail: parsed.email, by: viaApi ? 'api' : 'operator' },
+    };
     let outcome: 'created' | 'already-complete';
     try {
-      outcome = await options.store.createFirstAdministrator({
-        user: {
-          id: result.userId,
-          email: parsed.email,
-          firstName: parsed.firstName,
-          lastName: parsed.lastName,
-          passwordHash,
+      outcome = await options.store.createFirstAdministrator(
+        {
+          user: {
+            id: result.userId,
+            email: parsed.email,
+            firstName: parsed.firstName,
+            lastName: parsed.lastName,
+            passwordHash,
+          },
+          organization: { id: result.organizationId, name: parsed.organizationName, slug },
+          membershipId: newId(),
+          createdAt: clock.now().toISOString(),
         },
-        organization: { id: result.organizationId, name: parsed.organizationName, slug },
-        membershipId: newId(),
-        createdAt: clock.now().toISOString(),
-      });
+        [audit],
+      );
     } catch (error) {
       if (isUniqueViolation(error)) throw new ProblemError('Identity.EmailTaken');
       throw error;

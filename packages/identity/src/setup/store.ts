@@ -1,3 +1,5 @@
+import type { AuditEntry } from '@idt/core';
+
 /** The records the first-administrator bootstrap writes. */
 export interface FirstAdministrator {
   readonly user: {
@@ -22,10 +24,11 @@ export interface SetupStore {
   /**
    * In one transaction: takes the setup lock, checks that no administrator
    * exists, then writes the user, the platform organization and the owner
-   * membership. Exactly one concurrent caller wins; the others get
-   * `already-complete` and nothing is written.
+   * membership, and records `audit` (the service's entries) in the same
+   * transaction. Exactly one concurrent caller wins; the others get
+   * `already-complete` and nothing is written or recorded.
    *
    * @throws a unique-violation database error when the e-mail address is taken.
    */
-  createFirstAdministrator(admin: FirstAdministrator): Promise<'created' | 'already-complete'>;
+  createFirstAdministrator(admin: FirstAdministrator, audit?: ReadonlyArray<AuditEntry>): Promise<'created' | 'already-complete'>;
 }

@@ -2,6 +2,7 @@ import { defineRoute, json, noContent, type Principal, type Route } from '@idt/c
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
 import { type ApiKeyService, CreateApiKeyInput } from '../../api-keys/service.js';
+import { accountAuditContextOf } from '../../audit/account-actions.js';
 
 const ApiKeyCreated = z.object({
   keyId: z.uuid(),
@@ -52,13 +53,15 @@ export function createApiKeyRoutes(apiKeys: ApiKeyService): Route[] {
         },
         422: { description: 'You already have 10 live keys (`ApiKeys.LimitReached`)' },
       },
-      handler: async ({ principal, body, headers }) => {
+      handler: async (ctx) => {
+        const { principal, body, headers } = ctx;
         if (principal?.kind !== 'user' || !principal.userId || !headers.get('authorization')) {
           throw new ProblemError('Auth.Forbidden', 'Creating an API key needs a user’s bearer access token.');
         }
         const created = await apiKeys.create(
           { userId: principal.userId, organizationId: principal.organizationId, permissions: principal.permissions },
           body,
+          accountAuditContextOf(ctx),
         );
         return json(created, { status: 201, headers: { 'cache-control': 'no-store' } });
       },
@@ -90,7 +93,8 @@ export function createApiKeyRoutes(apiKeys: ApiKeyService): Route[] {
         204: { description: 'The key was deleted' },
         404: { description: 'You have no such key in this organization (`ApiKeys.NotFound`)' },
       },
-      handler: async ({ principal, params }) => {
+      handler: async (ctx) => {
+        const { principal, params } = ctx;
         const { userId, organizationId } = ownerOf(principal);
         if (
           principal?.kind === 'apiKey' &&
@@ -99,7 +103,7 @@ export function createApiKeyRoutes(apiKeys: ApiKeyService): Route[] {
         ) {
           throw new ProblemError('Auth.Forbidden', 'Deleting keys with an API key needs the apikeys.manage scope.');
         }
-        await apiKeys.revoke(userId, organizationId, params.keyId);
+        await apiKeys.revoke(userId, organizationId, params.keyId, accountAuditContextOf(ctx));
         return noContent();
       },
     }),

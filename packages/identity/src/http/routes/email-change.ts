@@ -1,6 +1,7 @@
-import { defineRoute, json, type LightResponse, type Route } from '@idt/core';
+import { auditRequestOf, defineRoute, json, type LightResponse, type Route } from '@idt/core';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
+import { accountAuditContextOf } from '../../audit/account-actions.js';
 import { ChangeEmailInput, ConfirmEmailChangeInput, type EmailChangeService } from '../../email-change/service.js';
 import { prefersHtml, resultPage } from '../pages.js';
 
@@ -69,11 +70,12 @@ export function createEmailChangeRoutes(emailChange: EmailChangeService): Route[
         if (problem.code === 'EmailChange.SameEmail') return shortBody(400, 'same_email');
         return undefined;
       },
-      handler: async ({ principal, body }) => {
+      handler: async (ctx) => {
+        const { principal, body } = ctx;
         if (principal?.kind !== 'user' || !principal.userId) {
           throw new UnauthorizedError('Changing the e-mail address needs a signed-in user.');
         }
-        await emailChange.request(principal.userId, body);
+        await emailChange.request(principal.userId, body, accountAuditContextOf(ctx));
         return shortBody(200);
       },
     }),
@@ -97,10 +99,11 @@ export function createEmailChangeRoutes(emailChange: EmailChangeService): Route[
       },
       renderError: (problem: ProblemError) =>
         problem.code === 'Validation.Failed' ? shortBody(400, 'invalid_token') : undefined,
-      handler: async ({ query, headers }) => {
+      handler: async (ctx) => {
+        const { query, headers } = ctx;
         const asPage = prefersHtml({ headers });
         try {
-          await emailChange.confirm(query);
+          await emailChange.confirm(query, auditRequestOf(ctx));
         } catch (error) {
           const known = error instanceof ProblemError ? CONFIRM_ERRORS[error.code] : undefined;
           if (!known) throw error;

@@ -2,6 +2,7 @@ import { defineRoute, json, type Principal, type Route } from '@idt/core';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
 import { actorOf } from '../../accounts/actor.js';
+import { accountAuditContextOf } from '../../audit/account-actions.js';
 import { ReauthenticationInput, type RecentAuthentication } from '../../factors/recent-authentication.js';
 import type { SecondFactorService } from '../../factors/service.js';
 import { MemberParams } from './accounts-common.js';
@@ -124,9 +125,12 @@ export function createSecondFactorRoutes(factors: SecondFactorService, recent: R
           headers: { 'Retry-After': 'Seconds until the lock ends' },
         },
       },
-      handler: async ({ principal, body }) => {
+      handler: async (ctx) => {
+        const { principal, body } = ctx;
         const userId = await recent.require(principal, body.reauthentication);
-        return json(await factors.confirmTotp(userId, body.enrolmentId, body.code), { headers: noStore });
+        return json(await factors.confirmTotp(userId, body.enrolmentId, body.code, accountAuditContextOf(ctx)), {
+          headers: noStore,
+        });
       },
     }),
     defineRoute({
@@ -145,9 +149,10 @@ export function createSecondFactorRoutes(factors: SecondFactorService, recent: R
         404: { description: 'No authenticator app is set up (`SecondFactor.NotEnrolled`)' },
         422: { description: 'Your last second factor while an organization requires MFA (`Identity.SecondFactorRequired`)' },
       },
-      handler: async ({ principal, body }) => {
+      handler: async (ctx) => {
+        const { principal, body } = ctx;
         const userId = await recent.require(principal, body?.reauthentication);
-        await factors.removeTotp(userId);
+        await factors.removeTotp(userId, accountAuditContextOf(ctx));
         return new Response(null, { status: 204, headers: noStore });
       },
     }),
@@ -166,9 +171,11 @@ export function createSecondFactorRoutes(factors: SecondFactorService, recent: R
         403: { description: 'No recent authentication (`Identity.ReauthenticationRequired`)' },
         404: { description: 'No second factor to recover (`SecondFactor.NotEnrolled`)' },
       },
-      handler: async ({ principal, body }) => {
+      handler: async (ctx) => {
+        const { principal, body } = ctx;
         const userId = await recent.require(principal, body?.reauthentication);
-        return json({ recoveryCodes: await factors.regenerateRecoveryCodes(userId) }, { status: 201, headers: noStore });
+        const recoveryCodes = await factors.regenerateRecoveryCodes(userId, accountAuditContextOf(ctx));
+        return json({ recoveryCodes }, { status: 201, headers: noStore });
       },
     }),
     defineRoute({
@@ -189,8 +196,9 @@ export function createSecondFactorRoutes(factors: SecondFactorService, recent: R
             'Not the organization of your token, unless you are a platform administrator (`Identity.OrganizationNotFound`), or no such member (`Identity.MemberNotFound`)',
         },
       },
-      handler: async ({ principal, params }) => {
-        await factors.resetAll(params.userId, actorOf(principal), params.orgId);
+      handler: async (ctx) => {
+        const { principal, params } = ctx;
+        await factors.resetAll(params.userId, actorOf(principal), params.orgId, accountAuditContextOf(ctx));
         return new Response(null, { status: 204, headers: noStore });
       },
     }),

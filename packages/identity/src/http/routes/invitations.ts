@@ -2,6 +2,7 @@ import { defineRoute, json, noContent, PageQuery, pageSchema, type Route } from 
 import { z } from 'zod';
 import { actorOf } from '../../accounts/actor.js';
 import { InvitationRecord, UserOrganization } from '../../accounts/records.js';
+import { auditContextOf } from '../../audit/organization-actions.js';
 import { AcceptInvitationInput, CreateInvitationInput, type InvitationsService } from '../../invitations/service.js';
 import { idParam, OrganizationParams, organizationNotFound } from './accounts-common.js';
 
@@ -35,8 +36,10 @@ export function createInvitationRoutes(invitations: InvitationsService): Route[]
             'Already a member (`Identity.AlreadyMember`, `Identity.MembershipSuspended`) or already invited (`Identity.InvitationExists`)',
         },
       },
-      handler: async ({ principal, params, body }) =>
-        json(await invitations.create(actorOf(principal), params.orgId, body), { status: 201 }),
+      handler: async (ctx) =>
+        json(await invitations.create(actorOf(ctx.principal), ctx.params.orgId, ctx.body, auditContextOf(ctx)), {
+          status: 201,
+        }),
     }),
     defineRoute({
       method: 'GET',
@@ -68,8 +71,8 @@ export function createInvitationRoutes(invitations: InvitationsService): Route[]
         404: { description: 'Not your organization or no such invitation (`Identity.InvitationNotFound`)' },
         422: { description: 'The invitation was accepted (`Identity.InvitationNotPending`)' },
       },
-      handler: async ({ principal, params }) => {
-        await invitations.revoke(actorOf(principal), params.orgId, params.invitationId);
+      handler: async (ctx) => {
+        await invitations.revoke(actorOf(ctx.principal), ctx.params.orgId, ctx.params.invitationId, auditContextOf(ctx));
         return noContent();
       },
     }),
@@ -98,7 +101,7 @@ export function createInvitationRoutes(invitations: InvitationsService): Route[]
           description: 'Unknown, revoked or used (`Identity.InvitationInvalid`), or expired (`Identity.InvitationExpired`)',
         },
       },
-      handler: async ({ principal, body }) => json(await invitations.accept(actorOf(principal), body)),
+      handler: async (ctx) => json(await invitations.accept(actorOf(ctx.principal), ctx.body, auditContextOf(ctx))),
     }),
   ];
 }

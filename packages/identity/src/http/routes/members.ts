@@ -1,6 +1,7 @@
 import { defineRoute, json, noContent, pageSchema, type Route } from '@idt/core';
 import { actorOf } from '../../accounts/actor.js';
 import { MemberRecord } from '../../accounts/records.js';
+import { auditContextOf } from '../../audit/organization-actions.js';
 import { MemberListQuery, type MembershipsService, SetMemberRolesInput } from '../../memberships/service.js';
 import { MemberParams, OrganizationParams } from './accounts-common.js';
 
@@ -85,8 +86,10 @@ export function createMemberRoutes(memberships: MembershipsService): Route[] {
         404: notFound,
         422: { description: 'The last active owner (`Identity.LastOwner`) or a pending or denied member' },
       },
-      handler: async ({ principal, params, body }) =>
-        json(await memberships.setRoles(actorOf(principal), params.orgId, params.userId, body)),
+      handler: async (ctx) =>
+        json(
+          await memberships.setRoles(actorOf(ctx.principal), ctx.params.orgId, ctx.params.userId, ctx.body, auditContextOf(ctx)),
+        ),
     }),
     defineRoute({
       method: 'DELETE',
@@ -104,8 +107,8 @@ export function createMemberRoutes(memberships: MembershipsService): Route[] {
         404: notFound,
         422: { description: 'The last active owner (`Identity.LastOwner`)' },
       },
-      handler: async ({ principal, params }) => {
-        await memberships.remove(actorOf(principal), params.orgId, params.userId);
+      handler: async (ctx) => {
+        await memberships.remove(actorOf(ctx.principal), ctx.params.orgId, ctx.params.userId, auditContextOf(ctx));
         return noContent();
       },
     }),
@@ -129,8 +132,8 @@ export function createMemberRoutes(memberships: MembershipsService): Route[] {
               'The membership is not in a state that allows this (`Identity.InvalidMembershipTransition`), or `Identity.LastOwner`',
           },
         },
-        handler: async ({ principal, params }) =>
-          json(await memberships[action](actorOf(principal), params.orgId, params.userId)),
+        handler: async (ctx) =>
+          json(await memberships[action](actorOf(ctx.principal), ctx.params.orgId, ctx.params.userId, auditContextOf(ctx))),
       }),
     ),
   ];

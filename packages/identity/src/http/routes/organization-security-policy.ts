@@ -1,5 +1,6 @@
 import { defineRoute, json, type Route } from '@idt/core';
 import { actorOf } from '../../accounts/actor.js';
+import { accountAuditContextOf } from '../../audit/account-actions.js';
 import {
   OrganizationSecurityPolicyRecord,
   type OrganizationSecurityPolicyService,
@@ -50,7 +51,8 @@ export function createOrganizationSecurityPolicyRoutes(policies: OrganizationSec
         403: forbidden,
         404: notReachable,
       },
-      handler: async ({ principal, params, body }) => json(await policies.update(actorOf(principal), params.orgId, body)),
+      handler: async (ctx) =>
+        json(await policies.update(actorOf(ctx.principal), ctx.params.orgId, ctx.body, accountAuditContextOf(ctx))),
     }),
   ];
 }

@@ -1,6 +1,7 @@
 import { defineRoute, json, type Route } from '@idt/core';
 import { actorOf } from '../../accounts/actor.js';
 import { OrganizationRecord } from '../../accounts/records.js';
+import { auditContextOf } from '../../audit/organization-actions.js';
 import { CreateOrganizationInput, type OrganizationsService, UpdateOrganizationInput } from '../../organizations/service.js';
 import { OrganizationParams, organizationNotFound } from './accounts-common.js';
 
@@ -19,9 +20,9 @@ export function createOrganizationRoutes(organizations: OrganizationsService): R
       ratePolicy: 'registration',
       request: { body: CreateOrganizationInput },
       responses: { 201: { description: 'The organization', schema: OrganizationRecord } },
-      handler: async ({ prefix, principal, body }) => {
-        const created = await organizations.create(actorOf(principal), body);
-        return json(created, { status: 201, headers: { location: `${prefix}/v1/identity/organizations/${created.id}` } });
+      handler: async (ctx) => {
+        const created = await organizations.create(actorOf(ctx.principal), ctx.body, auditContextOf(ctx));
+        return json(created, { status: 201, headers: { location: `${ctx.prefix}/v1/identity/organizations/${created.id}` } });
       },
     }),
     defineRoute({
@@ -47,7 +48,8 @@ export function createOrganizationRoutes(organizations: OrganizationsService): R
       request: { params: OrganizationParams, body: UpdateOrganizationInput },
       problemCodes: ['Identity.OrganizationNotFound'],
       responses: { 200: { description: 'The updated organization', schema: OrganizationRecord }, 404: organizationNotFound },
-      handler: async ({ principal, params, body }) => json(await organizations.update(actorOf(principal), params.orgId, body)),
+      handler: async (ctx) =>
+        json(await organizations.update(actorOf(ctx.principal), ctx.params.orgId, ctx.body, auditContextOf(ctx))),
     }),
   ];
 }

@@ -1,6 +1,7 @@
 import { defineRoute, json, noContent, type Principal, type Route } from '@idt/core';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import { z } from 'zod';
+import { accountAuditContextOf } from '../../audit/account-actions.js';
 import { ReauthenticationInput, type RecentAuthentication } from '../../factors/recent-authentication.js';
 import { PasskeyRecord, type PasskeyService, RegisterPasskeyInput, RenamePasskeyInput } from '../../passkeys/service.js';
 
@@ -96,10 +97,10 @@ export function createPasskeyRoutes(passkeys: PasskeyService, recent?: RecentAut
         403: { description: 'A recent authentication is needed (`Identity.ReauthenticationRequired`)' },
         409: { description: 'The passkey is registered already (`Passkey.AlreadyRegistered`)' },
       },
-      handler: async ({ principal, body }) => {
-        const { reauthentication, ...response } = body;
-        const { userId, sessionId } = await changer(principal, reauthentication);
-        const passkey = await passkeys.register(userId, sessionId, response);
+      handler: async (ctx) => {
+        const { reauthentication, ...response } = ctx.body;
+        const { userId, sessionId } = await changer(ctx.principal, reauthentication);
+        const passkey = await passkeys.register(userId, sessionId, response, accountAuditContextOf(ctx));
         return json(passkey, { status: 201, headers: NO_STORE });
       },
     }),
@@ -118,9 +119,11 @@ export function createPasskeyRoutes(passkeys: PasskeyService, recent?: RecentAut
         403: { description: 'A recent authentication is needed (`Identity.ReauthenticationRequired`)' },
         404: { description: 'You have no such passkey (`Passkey.NotFound`)' },
       },
-      handler: async ({ principal, params, body }) => {
+      handler: async (ctx) => {
+        const { principal, params, body } = ctx;
         const { userId } = await changer(principal, body.reauthentication);
-        return json(await passkeys.rename(userId, params.passkeyId, { name: body.name }), { headers: NO_STORE });
+        const renamed = await passkeys.rename(userId, params.passkeyId, { name: body.name }, accountAuditContextOf(ctx));
+        return json(renamed, { headers: NO_STORE });
       },
     }),
     defineRoute({
@@ -144,9 +147,10 @@ export function createPasskeyRoutes(passkeys: PasskeyService, recent?: RecentAut
         404: { description: 'You have no such passkey (`Passkey.NotFound`)' },
         422: { description: 'It is your last second factor and an organization requires MFA (`Identity.SecondFactorRequired`)' },
       },
-      handler: async ({ principal, params, body }) => {
+      handler: async (ctx) => {
+        const { principal, params, body } = ctx;
         const { userId } = await changer(principal, body?.reauthentication);
-        await passkeys.remove(userId, params.passkeyId);
+        await passkeys.remove(userId, params.passkeyId, accountAuditContextOf(ctx));
         return noContent(NO_STORE);
       },
     }),

@@ -2,6 +2,7 @@ import { defineRoute, json, noContent, type Route } from '@idt/core';
 import { z } from 'zod';
 import { actorOf } from '../../accounts/actor.js';
 import { RoleRecord } from '../../accounts/records.js';
+import { auditContextOf } from '../../audit/organization-actions.js';
 import { CreateRoleInput, type RolesService, UpdateRoleInput } from '../../roles/service.js';
 import { idParam } from './accounts-common.js';
 
@@ -38,7 +39,7 @@ export function createRoleRoutes(roles: RolesService): Route[] {
       request: { body: CreateRoleInput },
       problemCodes: ['Identity.RoleExceedsPermissions', 'Identity.RoleNameReserved', 'Identity.RoleNameTaken'],
       responses: { 201: { description: 'The role', schema: RoleRecord }, 403: exceeds, 409: nameConflict },
-      handler: async ({ principal, body }) => json(await roles.create(actorOf(principal), body), { status: 201 }),
+      handler: async (ctx) => json(await roles.create(actorOf(ctx.principal), ctx.body, auditContextOf(ctx)), { status: 201 }),
     }),
     defineRoute({
       method: 'PATCH',
@@ -56,7 +57,7 @@ export function createRoleRoutes(roles: RolesService): Route[] {
         'Identity.RoleNameTaken',
       ],
       responses: { 200: { description: 'The role', schema: RoleRecord }, 403: exceeds, 404: roleNotFound, 409: nameConflict },
-      handler: async ({ principal, params, body }) => json(await roles.update(actorOf(principal), params.roleId, body)),
+      handler: async (ctx) => json(await roles.update(actorOf(ctx.principal), ctx.params.roleId, ctx.body, auditContextOf(ctx))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -69,8 +70,8 @@ export function createRoleRoutes(roles: RolesService): Route[] {
       request: { params: RoleParams },
       problemCodes: ['Identity.RoleNotFound', 'Identity.RoleExceedsPermissions'],
       responses: { 204: { description: 'The role was deleted' }, 403: exceeds, 404: roleNotFound },
-      handler: async ({ principal, params }) => {
-        await roles.remove(actorOf(principal), params.roleId);
+      handler: async (ctx) => {
+        await roles.remove(actorOf(ctx.principal), ctx.params.roleId, auditContextOf(ctx));
         return noContent();
       },
     }),

@@ -1,6 +1,7 @@
 import { defineRoute, json, noContent, type Principal, type Route } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import { accountAuditContextOf } from '../../audit/account-actions.js';
 import type { SessionService } from '../../sessions/service.js';
 
 /** A session as `GET /v1/identity/sessions` lists it. */
@@ -57,8 +58,9 @@ export function createSessionRoutes(sessions: SessionService): Route[] {
         204: { description: 'The session was revoked' },
         404: { description: 'You have no such session (`Sessions.NotFound`)' },
       },
-      handler: async ({ principal, params }) => {
-        if (!(await sessions.revoke(userOf(principal), params.sessionId, 'revoked'))) {
+      handler: async (ctx) => {
+        const { principal, params } = ctx;
+        if (!(await sessions.revoke(userOf(principal), params.sessionId, 'revoked', accountAuditContextOf(ctx)))) {
           throw new ProblemError('Sessions.NotFound');
         }
         return noContent(principal?.sessionId === params.sessionId ? { 'set-cookie': sessions.clearSessionCookieHeader() } : {});

@@ -1,4 +1,4 @@
-import { defineRoute, json, type Route } from '@idt/core';
+import { auditRequestOf, defineRoute, json, type Route } from '@idt/core';
 import { z } from 'zod';
 import { SetupAdminInput, type SetupService } from '../../setup/service.js';
 
@@ -33,7 +33,7 @@ export function createSetupRoutes(setup: SetupService): Route[] {
         201: { description: 'Setup is complete', schema: SetupCreated },
         409: { description: 'Setup was already complete (`Setup.AlreadyCompleted`) or the e-mail is taken' },
       },
-      handler: async ({ body }) => json(await setup.completeSetup(body), { status: 201 }),
+      handler: async (ctx) => json(await setup.completeSetup(ctx.body, { via: 'api', ...auditRequestOf(ctx) }), { status: 201 }),
     }),
   ];
 }

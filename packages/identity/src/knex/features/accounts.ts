@@ -45,8 +45,9 @@ export interface AccountsFeature extends IdentityFeature {
  * const state = await accounts.services.memberships.enroll(userId, organizationId);
  */
 export function createAccountsFeature(ctx: FeatureContext): AccountsFeature {
-  const { db, outbox, invalidator, clock, settings } = ctx;
-  const storeOptions = { db, outbox, invalidator };
+  const { db, outbox, invalidator, clock, settings, audit } = ctx;
+  // Organization changes are recorded on the audit trail in their transactions (actions registered with the passwords').
+  const storeOptions = { db, outbox, invalidator, ...(audit ? { audit } : {}) };
   const usersStore = createKnexUsersStore({
     ...storeOptions,
     cache: { subscribe: (namespace, listener) => invalidator.subscribe(namespace, listener), clock },

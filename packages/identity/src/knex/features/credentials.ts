@@ -41,8 +41,8 @@ const HOUR_MS = 3_600_000;
  * const { session, cookieValue } = await credentials.services.sessions.start(userId, { amr: ['pwd'] });
  */
 export function createCredentialsFeature(ctx: FeatureContext): CredentialsFeature {
-  const { db, outbox, invalidator, clock, logger, settings } = ctx;
-  const storeOptions = { db, outbox, invalidator };
+  const { db, outbox, invalidator, clock, logger, settings, audit } = ctx;
+  const storeOptions = { db, outbox, invalidator, ...(audit ? { audit } : {}) };
   const sessions = createSessionService({
     store: createKnexSessionStore(storeOptions),
     cookieName: settings.sessionCookieName,

@@ -41,10 +41,10 @@ const HOUR_MS = 3_600_000;
  * const { enrolmentId, qrSvg } = await factors.services.beginTotp(userId, '');
  */
 export function createFactorsFeature(ctx: FeatureContext, deps: FactorsFeatureDependencies): FactorsFeature {
-  const { db, outbox, invalidator, clock, logger, settings } = ctx;
+  const { db, outbox, invalidator, clock, logger, settings, audit } = ctx;
   const passkeys = () => deps.passkeys?.();
   const factors = createSecondFactorService({
-    store: createKnexSecondFactorStore({ db, outbox, invalidator }),
+    store: createKnexSecondFactorStore({ db, outbox, invalidator, ...(audit ? { audit } : {}) }),
     box: createSecretBox(deps.secret, TOTP_SECRET_PURPOSE),
     secret: deps.secret,
     issuer: new URL(settings.publicBaseUrl).host,

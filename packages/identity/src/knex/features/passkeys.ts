@@ -30,9 +30,9 @@ const HOUR_MS = 3_600_000;
  * const count = await passkeys.services.count(userId);
  */
 export function createPasskeysFeature(ctx: FeatureContext, deps: PasskeysFeatureDeps = {}): PasskeysFeature {
-  const { db, outbox, invalidator, settings } = ctx;
+  const { db, outbox, invalidator, settings, audit } = ctx;
   const passkeys = createPasskeyService({
-    store: createKnexPasskeyStore({ db, outbox, invalidator }),
+    store: createKnexPasskeyStore({ db, outbox, invalidator, ...(audit ? { audit } : {}) }),
     issuer: settings.publicBaseUrl,
     otherOrigins: [settings.authUrl],
     ...(deps.secondFactors ? { secondFactors: deps.secondFactors } : {}),

@@ -1,3 +1,5 @@
+import { AccountAuditActions } from '../../audit/account-actions.js';
+import { OrganizationAuditActions } from '../../audit/organization-actions.js';
 import { createPasswordRoutes } from '../../http/routes/passwords.js';
 import type { PasswordPolicy } from '../../password-policy/policy.js';
 import { PasswordAuditActions } from '../../password-reset/audit.js';
@@ -39,6 +41,8 @@ const HOUR_MS = 3_600_000;
 export function createPasswordsFeature(ctx: FeatureContext, policy: PasswordPolicy): PasswordsFeature {
   const { db, outbox, invalidator, settings, audit } = ctx;
   audit?.register(Object.values(PasswordAuditActions));
+  audit?.register(Object.values(OrganizationAuditActions)); // organizations, memberships, invitations, roles, SCIM (issue 51)
+  audit?.register(Object.values(AccountAuditActions)); // account security: factors, passkeys, e-mail, sessions, setup, policy, API keys
   const { reset, change } = createPasswordServices({
     store: createKnexPasswordResetStore({ db, outbox, invalidator, ...(audit ? { audit } : {}) }),
     policy,

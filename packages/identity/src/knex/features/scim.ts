@@ -28,7 +28,12 @@ export interface ScimFeature extends IdentityFeature {
  * const { token } = await scim.services.admin.createToken(principal, orgId, { name: 'Okta' });
  */
 export function createScimFeature(ctx: FeatureContext): ScimFeature {
-  const store = createKnexScimStore({ db: ctx.db, outbox: ctx.outbox, invalidator: ctx.invalidator });
+  const store = createKnexScimStore({
+    db: ctx.db,
+    outbox: ctx.outbox,
+    invalidator: ctx.invalidator,
+    ...(ctx.audit ? { audit: ctx.audit } : {}),
+  });
   const admin = createScimAdminService({ store, clock: ctx.clock });
   const users = createScimUsersService({ store, clock: ctx.clock });
   const groups = createScimGroupsService({ store, clock: ctx.clock });

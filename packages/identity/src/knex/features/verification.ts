@@ -37,10 +37,10 @@ const HOUR_MS = 3_600_000;
  * const { requireMfa } = await verification.services.organizationPolicy.get(organizationId);
  */
 export function createVerificationFeature(ctx: FeatureContext): VerificationFeature {
-  const { db, outbox, invalidator, clock, settings } = ctx;
+  const { db, outbox, invalidator, clock, settings, audit } = ctx;
   const storeOptions = { db, outbox, invalidator };
   const organizationPolicy = createOrganizationSecurityPolicyService({
-    store: createKnexOrganizationPolicyStore(storeOptions),
+    store: createKnexOrganizationPolicyStore({ ...storeOptions, ...(audit ? { audit } : {}) }),
     subscribe: (namespace, listener) => invalidator.subscribe(namespace, listener),
     requireVerifiedEmail: settings.requireVerifiedEmail ?? false,
     clock,

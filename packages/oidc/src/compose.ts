@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
+  type AuditTrail,
   type Clock,
   type CredentialResolver,
   createThrottle,
@@ -87,6 +88,12 @@ export interface OidcOptions {
   readonly invalidator: CacheInvalidator;
   readonly counter: WindowCounter;
   readonly outbox: EventOutbox;
+  /**
+   * The audit trail (`ctx.audit`): client changes record in their
+   * transactions, logouts in theirs, sign-ins and refused sign-ins in small
+   * ones of their own. Without it nothing is recorded.
+   */
+  readonly audit?: Pick<AuditTrail, 'record'>;
   readonly verifier: JwtVerifier;
   readonly resolver: CredentialResolver;
   readonly directory: AccountDirectory;
@@ -216,6 +223,7 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
 
   const sessionEnd = createSessionEnd({
     providerState,
+    audited: options.audit !== undefined,
     endIdentitySession: options.endIdentitySession,
     findClient: findStoredClient,
     backchannel,
@@ -311,6 +319,8 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
     refreshTokenLifetime: (client) => refreshTokenLifetime(client),
     signInLockout: createSignInLockout({ counter: options.counter }),
     ...(options.federation ? { federation: options.federation } : {}),
+    // The sign-in path has no transaction to join: each record gets a small one (see `sign-in-audit.ts`).
+    ...(options.audit ? { audit: (entry) => providerState.transaction((tx) => tx.audit?.([entry]) ?? Promise.resolve()) } : {}),
     clock,
     logger,
   });

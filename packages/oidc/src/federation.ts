@@ -73,6 +73,12 @@ export type FederatedOutcome =
       /** The organization whose provider failed (`null` for a platform connection or when unknown). */
       readonly organizationName: string | null;
       readonly connectionName: string | null;
+      /**
+       * The federation module recorded the refusal on the audit trail already
+       * (its callback's, with the connection's organization): the sign-in
+       * pages record nothing more. Otherwise they record `oidc.signIn.failed`.
+       */
+      readonly audited?: boolean;
     };
 
 /** What a started sign-in at another provider asks the browser to do. */
@@ -83,6 +89,8 @@ export type FederationStart =
       readonly reason: FederationFailureReason;
       readonly organizationName: string | null;
       readonly connectionName: string | null;
+      /** Recorded on the audit trail by the federation module already (see {@link FederatedOutcome}). */
+      readonly audited?: boolean;
     };
 
 /** The interaction a federated sign-in belongs to, and where its answer comes back. */

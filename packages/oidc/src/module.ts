@@ -14,6 +14,7 @@ import {
   type IdentityServices,
   SESSION_COOKIE_NAME,
 } from '@idt/identity';
+import { OidcAuditActions } from './audit-actions.js';
 import type { StoredClient } from './clients/store.js';
 import { SIGN_IN_FEDERATION_CAPABILITY, type SignInFederationSlot } from './federation.js';
 import { createLandingRoutes, demoAuthorizationUrl, findDemoClient } from './http/routes/landing.js';
@@ -124,6 +125,7 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
     },
     async setup(ctx) {
       const { createKnexOidc } = await import('./knex/module.js');
+      ctx.audit.register(Object.values(OidcAuditActions));
       // Set once the module exists: the account page's sign-in link reads the clients through it.
       let demoClients: (() => Promise<readonly StoredClient[]>) | undefined;
       const identity = ctx.module<IdentityServices>('identity');
@@ -150,6 +152,7 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
         invalidator: ctx.invalidator,
         counter: ctx.counter,
         outbox: ctx.events,
+        audit: ctx.audit,
         verifier: ctx.verifier,
         resolver: identity.resolver,
         directory: createIdentityDirectory(identity, { clock: ctx.clock }), // D: passkeys (the clock)

@@ -1,9 +1,15 @@
-import type { Principal } from '@idt/core';
+import { type AuditActor, type AuditRequestFacts, auditActorOf, auditRequestOf, type Principal } from '@idt/core';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 import './problems.js';
 
-/** Who calls the management services: the parts of a request's principal they decide on. A `Principal` is one. */
-export type SsoActor = Pick<Principal, 'userId' | 'organizationId' | 'permissions'>;
+/**
+ * Who calls the management services: the parts of a request's principal
+ * they decide on (a `Principal` is one), and, from a route, who it is on the
+ * audit trail and where the request came from.
+ */
+export type SsoActor = Pick<Principal, 'userId' | 'organizationId' | 'permissions'> & {
+  readonly audit?: { readonly actor: AuditActor; readonly request: AuditRequestFacts };
+};
 
 /** The permission owners and admins hold that lets them manage their organization's connections and domains. */
 export const SSO_ORGANIZATION_PERMISSION = 'OrganizationsUpdate';
@@ -20,10 +26,10 @@ export interface SsoDirectory {
   hasCustomRole(organizationId: string, role: string): Promise<boolean>;
 }
 
-/** The caller of a route that requires a credential. */
-export function actorOf(principal: Principal | null): SsoActor {
+/** The caller of a route that requires a credential; with the route's request, its audit facts too. */
+export function actorOf(principal: Principal | null, request?: Parameters<typeof auditRequestOf>[0]): SsoActor {
   if (!principal) throw new UnauthorizedError('A valid credential is required.', { 'www-authenticate': 'Bearer' });
-  return principal;
+  return request ? { ...principal, audit: { actor: auditActorOf(principal), request: auditRequestOf(request) } } : principal;
 }
 
 /** Whether the actor holds `AdminAccess` in the platform organization. */

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { type EnvironmentVariable, envReader, type IdtModule, type OutboundResolver } from '@idt/core';
 import { SIGN_IN_FEDERATION_CAPABILITY, type SignInFederation, type SignInFederationSlot } from '@idt/oidc';
+import { SsoAuditActions } from './audit-actions.js';
 import type { SsoConnectionsService } from './connections/service.js';
 import type { SsoDomainsService } from './domains/service.js';
 import type { TxtResolver } from './domains/txt-resolver.js';
@@ -120,9 +121,11 @@ export function sso(options: SsoOptions = {}): IdtModule<'sso', SsoServices, Sso
     },
     async setup(ctx) {
       const { createKnexSso } = await import('./knex/module.js');
+      ctx.audit.register(Object.values(SsoAuditActions));
       const module = createKnexSso({
         db: ctx.db,
         outbox: ctx.events,
+        audit: ctx.audit,
         invalidator: ctx.invalidator,
         logger: ctx.logger,
         ...(upstream ? { upstream } : {}),

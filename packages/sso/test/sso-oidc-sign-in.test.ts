@@ -167,6 +167,8 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
       reason: 'denied',
       organizationName: world.a.organization.name,
       connectionName: 'Alpha idt',
+      // Recorded on the audit trail by the callback (`sso.signIn.failed`): the sign-in pages record nothing more.
+      audited: true,
     });
 
     await expectErrorPage(await server.fetch('/sso/oidc/callback?state=forged&code=x', { redirect: 'manual' }));

@@ -9,6 +9,7 @@ import {
 } from '@idt/core';
 import { slugify } from '@idt/identity';
 import { ProblemError, ValidationProblem } from '@idt/problem';
+import { type ClientAuditContext, clientAuditEntry, OidcAuditActions } from '../audit-actions.js';
 import {
   type Branding,
   type BrandingInput,
@@ -20,7 +21,7 @@ import {
   ScopeRowInput,
   UpdateClientInput,
 } from './schemas.js';
-import type { ClientStore, OrganizationDirectory, ScopeRow, StoredBranding, StoredClient } from './store.js';
+import type { ClientChanges, ClientStore, OrganizationDirectory, ScopeRow, StoredBranding, StoredClient } from './store.js';
 
 /** Who is acting on the clients surface. */
 export interface ClientActor {
@@ -64,28 +65,45 @@ export interface RegisterOptions {
 
 /** The OAuth clients service (SPEC 2.1, 4.1). */
 export interface ClientService {
-  /** Registers a client for `organizationId` (`null`: a first-party client bound to no organization). */
+  /**
+   * Registers a client for `organizationId` (`null`: a first-party client bound to no organization).
+   * Every change below records its audit action in its transaction: with `audit`, the route's actor and
+   * request; without, the acting user (`actor.userId`), else a `system` actor (seeding).
+   */
   register(
     actor: ClientActor,
     organizationId: string | null,
     input: unknown,
     options?: RegisterOptions,
+    audit?: ClientAuditContext,
   ): Promise<ClientRegistration>;
   list(organizationId?: string | null): Promise<ClientRecord[]>;
   /** @throws ProblemError `Clients.NotFound` when absent or bound to another organization. */
   get(organizationId: string | null | undefined, clientId: string): Promise<ClientRecord>;
-  update(actor: ClientActor, organizationId: string | null | undefined, clientId: string, input: unknown): Promise<ClientRecord>;
-  delete(organizationId: string | null | undefined, clientId: string): Promise<void>;
+  update(
+    actor: ClientActor,
+    organizationId: string | null | undefined,
+    clientId: string,
+    input: unknown,
+    audit?: ClientAuditContext,
+  ): Promise<ClientRecord>;
+  delete(organizationId: string | null | undefined, clientId: string, audit?: ClientAuditContext): Promise<void>;
   rotateSecret(
     actor: ClientActor,
     organizationId: string | null | undefined,
     clientId: string,
     input: unknown,
+    audit?: ClientAuditContext,
   ): Promise<RotatedSecret>;
-  suspend(organizationId: string | null | undefined, clientId: string): Promise<ClientRecord>;
-  reinstate(organizationId: string | null | undefined, clientId: string): Promise<ClientRecord>;
+  suspend(organizationId: string | null | undefined, clientId: string, audit?: ClientAuditContext): Promise<ClientRecord>;
+  reinstate(organizationId: string | null | undefined, clientId: string, audit?: ClientAuditContext): Promise<ClientRecord>;
   getBranding(organizationId: string | null | undefined, clientId: string): Promise<Branding>;
-  putBranding(organizationId: string | null | undefined, clientId: string, input: unknown): Promise<Branding>;
+  putBranding(
+    organizationId: string | null | undefined,
+    clientId: string,
+    input: unknown,
+    audit?: ClientAuditContext,
+  ): Promise<Branding>;
   scopes(): Promise<ScopeRow[]>;
   /**
    * Adds scope rows or updates their description and flags (seeding, by the
@@ -188,6 +206,12 @@ export function createClientService(options: ClientServiceOptions): ClientServic
     }
   }
 
+  /** Who acts when the caller said nothing: the acting user, else idt itself (seeding). */
+  const contextOf = (audit: ClientAuditContext | undefined, actor?: ClientActor): ClientAuditContext =>
+    audit ?? {
+      actor: actor?.userId ? { type: 'user', id: actor.userId, display: null } : { type: 'system', id: null, display: null },
+    };
+
   const response = (client: StoredClient, clientSecret: string) => ({
     client: toRecord(client),
     clientSecret,
@@ -196,7 +220,7 @@ export function createClientService(options: ClientServiceOptions): ClientServic
   });
 
   return {
-    async register(actor, organizationId, rawInput, registerOptions = {}) {
+    async register(actor, organizationId, rawInput, registerOptions = {}, audit) {
       const input = RegisterClientInput.parse(rawInput);
       await checkScopes(actor, input.scopes);
       if (input.kind === 'application') await checkBackchannelUri(input.backchannelLogoutUri);
@@ -237,7 +261,13 @@ export function createClientService(options: ClientServiceOptions): ClientServic
         branding: null,
       };
       try {
-        await store.insert(client);
+        await store.insert(client, [
+          clientAuditEntry(OidcAuditActions.clientRegistered.action, client, contextOf(audit, actor), {
+            kind: client.kind,
+            scopes: client.scopes,
+            firstParty: client.firstParty,
+          }),
+        ]);
       } catch (error) {
         if (isUniqueViolation(error))
           throw new ProblemError('Clients.IdTaken', `The client id "${clientId}" is taken; choose another name.`);
@@ -254,7 +284,7 @@ export function createClientService(options: ClientServiceOptions): ClientServic
       return toRecord(await load(organizationId, clientId));
     },
 
-    async update(actor, organizationId, clientId, rawInput) {
+    async update(actor, organizationId, clientId, rawInput, audit) {
       const input = UpdateClientInput.parse(rawInput);
       const client = await load(organizationId, clientId);
       if (input.scopes) await checkScopes(actor, input.scopes);
@@ -263,57 +293,69 @@ export function createClientService(options: ClientServiceOptions): ClientServic
         throw new ValidationProblem({ redirectUris: ['An application needs at least one redirect URI.'] });
       }
       if (isApplication) await checkBackchannelUri(input.backchannelLogoutUri);
-      const updated = await store.update(
-        clientId,
-        isApplication
-          ? {
-              ...(input.redirectUris !== undefined ? { redirectUris: input.redirectUris } : {}),
-              ...(input.postLogoutRedirectUris !== undefined ? { postLogoutRedirectUris: input.postLogoutRedirectUris } : {}),
-              ...(input.backchannelLogoutUri !== undefined ? { backchannelLogoutUri: input.backchannelLogoutUri } : {}),
-              ...(input.backchannelLogoutSessionRequired !== undefined
-                ? { backchannelLogoutSessionRequired: input.backchannelLogoutSessionRequired }
-                : {}),
-              ...(input.frontchannelLogoutUri !== undefined ? { frontchannelLogoutUri: input.frontchannelLogoutUri } : {}),
-              ...(input.scopes !== undefined ? { scopes: input.scopes } : {}),
-              // `null` or absent keeps the current value (SPEC 2.1).
-              ...(input.refreshTokenLifetime != null ? { refreshTokenLifetime: input.refreshTokenLifetime } : {}),
-            }
-          : { ...(input.scopes !== undefined ? { scopes: input.scopes } : {}) },
-        clock.now(),
-      );
+      const changes: ClientChanges = isApplication
+        ? {
+            ...(input.redirectUris !== undefined ? { redirectUris: input.redirectUris } : {}),
+            ...(input.postLogoutRedirectUris !== undefined ? { postLogoutRedirectUris: input.postLogoutRedirectUris } : {}),
+            ...(input.backchannelLogoutUri !== undefined ? { backchannelLogoutUri: input.backchannelLogoutUri } : {}),
+            ...(input.backchannelLogoutSessionRequired !== undefined
+              ? { backchannelLogoutSessionRequired: input.backchannelLogoutSessionRequired }
+              : {}),
+            ...(input.frontchannelLogoutUri !== undefined ? { frontchannelLogoutUri: input.frontchannelLogoutUri } : {}),
+            ...(input.scopes !== undefined ? { scopes: input.scopes } : {}),
+            // `null` or absent keeps the current value (SPEC 2.1).
+            ...(input.refreshTokenLifetime != null ? { refreshTokenLifetime: input.refreshTokenLifetime } : {}),
+          }
+        : { ...(input.scopes !== undefined ? { scopes: input.scopes } : {}) };
+      const updated = await store.update(clientId, changes, clock.now(), [
+        clientAuditEntry(OidcAuditActions.clientUpdated.action, client, contextOf(audit, actor), {
+          fields: Object.keys(changes).sort(),
+        }),
+      ]);
       if (!updated) throw new ProblemError('Clients.NotFound');
       return toRecord(updated);
     },
 
-    async delete(organizationId, clientId) {
-      await load(organizationId, clientId);
-      if (!(await store.delete(clientId, clock.now()))) throw new ProblemError('Clients.NotFound');
+    async delete(organizationId, clientId, audit) {
+      const client = await load(organizationId, clientId);
+      const entry = clientAuditEntry(OidcAuditActions.clientDeleted.action, client, contextOf(audit));
+      if (!(await store.delete(clientId, clock.now(), [entry]))) throw new ProblemError('Clients.NotFound');
     },
 
-    async rotateSecret(actor, organizationId, clientId, rawInput) {
+    async rotateSecret(actor, organizationId, clientId, rawInput, audit) {
       const input = RotateSecretInput.parse(rawInput);
-      await load(organizationId, clientId);
+      const client = await load(organizationId, clientId);
       const clientSecret = randomToken(32);
-      const updated = await store.rotateSecret(clientId, hashClientSecret(clientSecret), {
-        at: clock.now(),
-        byUserId: actor.userId,
-        revokeActiveTokens: input.revokeActiveTokens,
-      });
+      const updated = await store.rotateSecret(
+        clientId,
+        hashClientSecret(clientSecret),
+        { at: clock.now(), byUserId: actor.userId, revokeActiveTokens: input.revokeActiveTokens },
+        [
+          // `revokeActiveTokens` would read as a secret to the trail's guard: the fact, in other words.
+          clientAuditEntry(OidcAuditActions.clientSecretRotated.action, client, contextOf(audit, actor), {
+            issuedAccessEnded: input.revokeActiveTokens,
+          }),
+        ],
+      );
       if (!updated) throw new ProblemError('Clients.NotFound');
       return response(updated, clientSecret);
     },
 
-    async suspend(organizationId, clientId) {
-      await load(organizationId, clientId);
-      const outcome = await store.setStatus(clientId, 'active', 'suspended', clock.now());
+    async suspend(organizationId, clientId, audit) {
+      const client = await load(organizationId, clientId);
+      const outcome = await store.setStatus(clientId, 'active', 'suspended', clock.now(), [
+        clientAuditEntry(OidcAuditActions.clientSuspended.action, client, contextOf(audit)),
+      ]);
       if (outcome === 'not-found') throw new ProblemError('Clients.NotFound');
       if (outcome === 'unchanged') throw new ProblemError('Identity.ClientAlreadySuspended');
       return toRecord(await load(organizationId, clientId));
     },
 
-    async reinstate(organizationId, clientId) {
-      await load(organizationId, clientId);
-      const outcome = await store.setStatus(clientId, 'suspended', 'active', clock.now());
+    async reinstate(organizationId, clientId, audit) {
+      const client = await load(organizationId, clientId);
+      const outcome = await store.setStatus(clientId, 'suspended', 'active', clock.now(), [
+        clientAuditEntry(OidcAuditActions.clientReinstated.action, client, contextOf(audit)),
+      ]);
       if (outcome === 'not-found') throw new ProblemError('Clients.NotFound');
       if (outcome === 'unchanged') throw new ProblemError('Identity.ClientNotSuspended');
       return toRecord(await load(organizationId, clientId));
@@ -325,7 +367,7 @@ export function createClientService(options: ClientServiceOptions): ClientServic
       return brandingOf(client);
     },
 
-    async putBranding(organizationId, clientId, rawInput) {
+    async putBranding(organizationId, clientId, rawInput, audit) {
       const input: ReturnType<typeof BrandingInputSchema.parse> = BrandingInputSchema.parse(rawInput as BrandingInput);
       const client = await load(organizationId, clientId);
       if (client.kind !== 'application') throw new ProblemError('Clients.NotFound', 'Service accounts have no branding.');
@@ -350,7 +392,11 @@ export function createClientService(options: ClientServiceOptions): ClientServic
         logo,
         logoContentType,
       };
-      if (!(await store.setBranding(clientId, branding, clock.now()))) throw new ProblemError('Clients.NotFound');
+      const entry = clientAuditEntry(OidcAuditActions.clientBrandingChanged.action, client, contextOf(audit), {
+        displayName: branding.displayName,
+        logo: input.logo === undefined ? 'kept' : input.logo === null ? 'removed' : 'replaced',
+      });
+      if (!(await store.setBranding(clientId, branding, clock.now(), [entry]))) throw new ProblemError('Clients.NotFound');
       return brandingOf({ ...client, branding });
     },
 

@@ -1,3 +1,4 @@
+import type { AuditEntry } from '@idt/core';
 import type { ClientKind, ClientRecord, ClientStatus } from './schemas.js';
 
 /** Branding as stored, logo bytes included. */
@@ -38,19 +39,24 @@ export interface ClientChanges {
   readonly refreshTokenLifetime?: number | null;
 }
 
-/** Persistence of OAuth clients and scope rows. Every write invalidates the client caches of all instances. */
+/**
+ * Persistence of OAuth clients and scope rows. Every write invalidates the
+ * client caches of all instances. A write given `audit` entries records them
+ * on the audit trail in its transaction, after the change and only when the
+ * change happened (none for a missing client or a status already moved).
+ */
 export interface ClientStore {
   find(clientId: string): Promise<StoredClient | undefined>;
   /** Clients of one organization (`null`: clients bound to none), or every client when `organizationId` is undefined. */
   list(organizationId?: string | null): Promise<StoredClient[]>;
   /** @throws a unique-violation database error when the client id is taken. */
-  insert(client: StoredClient): Promise<void>;
-  update(clientId: string, changes: ClientChanges, at: Date): Promise<StoredClient | undefined>;
+  insert(client: StoredClient, audit?: readonly AuditEntry[]): Promise<void>;
+  update(clientId: string, changes: ClientChanges, at: Date, audit?: readonly AuditEntry[]): Promise<StoredClient | undefined>;
   /**
    * Deletes the client, its grants, refresh tokens and consents, and refuses
    * every token it holds (revocation watermark), in one transaction.
    */
-  delete(clientId: string, at: Date): Promise<boolean>;
+  delete(clientId: string, at: Date, audit?: readonly AuditEntry[]): Promise<boolean>;
   /**
    * Replaces the secret hash; with `revokeActiveTokens`, also refuses every
    * token issued so far and deletes the client's refresh tokens. One transaction.
@@ -59,6 +65,7 @@ export interface ClientStore {
     clientId: string,
     secretHash: string,
     options: { at: Date; byUserId: string | null; revokeActiveTokens: boolean },
+    audit?: readonly AuditEntry[],
   ): Promise<StoredClient | undefined>;
   /**
    * Moves status `from` → `to` atomically (`UPDATE … WHERE status = from`).
@@ -66,8 +73,14 @@ export interface ClientStore {
    *
    * @returns `updated`, `not-found`, or `unchanged` when the client was not in `from`.
    */
-  setStatus(clientId: string, from: ClientStatus, to: ClientStatus, at: Date): Promise<'updated' | 'not-found' | 'unchanged'>;
-  setBranding(clientId: string, branding: StoredBranding | null, at: Date): Promise<boolean>;
+  setStatus(
+    clientId: string,
+    from: ClientStatus,
+    to: ClientStatus,
+    at: Date,
+    audit?: readonly AuditEntry[],
+  ): Promise<'updated' | 'not-found' | 'unchanged'>;
+  setBranding(clientId: string, branding: StoredBranding | null, at: Date, audit?: readonly AuditEntry[]): Promise<boolean>;
   /** Records use at the token endpoint (throttled by the caller). */
   touch(clientId: string, at: Date): Promise<void>;
   scopes(): Promise<ScopeRow[]>;

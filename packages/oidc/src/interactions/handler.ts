@@ -68,6 +68,7 @@ export function createInteractionHandler(options: InteractionHandlerOptions): Pa
     base,
     assets,
     federation: () => options.federation?.current,
+    ...(options.audit ? { audit: options.audit } : {}),
   };
   const baseSlash = `${base}/`;
   const assetsSlash = `${assets}/`;

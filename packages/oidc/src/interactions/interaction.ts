@@ -11,6 +11,7 @@ import type { AccountDirectory, StartedSession } from './directory.js';
 import type { PageRequest } from './page-request.js';
 import { type PageBranding, type PageOptions, renderPage } from './pages.js';
 import type { InteractionDetails, ProviderExchange } from './provider-exchange.js';
+import type { SignInAuditRecorder } from './sign-in-audit.js';
 import type { ConsentStore, GrantContextStore } from './stores.js';
 
 /** What every step of a sign-in uses: the provider, the directory, the stores and the settings. */
@@ -43,6 +44,8 @@ export interface SignInServices {
   readonly assets: string;
   /** Sign-in at other identity providers, when a federation module fills the slot (`federation.ts`). */
   readonly federation: () => SignInFederation | undefined;
+  /** Records sign-ins and refused sign-ins on the audit trail (`sign-in-audit.ts`); absent without a trail. */
+  readonly audit?: SignInAuditRecorder;
 }
 
 /** A page's options besides its assets path (the interaction knows it). */

@@ -1,3 +1,4 @@
+import type { AuditEntry, AuditTrail } from '@idt/core';
 import { type CacheInvalidator, toIso, toIsoOrNull } from '@idt/core/knex';
 import { CacheNamespaces } from '@idt/identity';
 import { writeRevocation } from '@idt/identity/knex';
@@ -84,9 +85,14 @@ function changeColumns(changes: ClientChanges): Record<string, unknown> {
 
 /**
  * The knex {@link ClientStore}. Every write evicts the client from the
- * caches of all instances (`identity.clients`) when its transaction commits.
+ * caches of all instances (`identity.clients`) when its transaction commits,
+ * and records the audit entries it was given through `audit` (`ctx.audit`)
+ * in that transaction; without a trail it records nothing.
  */
-export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): ClientStore {
+export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator, audit?: Pick<AuditTrail, 'record'>): ClientStore {
+  const record = async (trx: Knex.Transaction, entries: readonly AuditEntry[] | undefined) => {
+    if (audit && entries && entries.length > 0) await audit.record(entries, trx);
+  };
   /**
    * Evicts the client, and its revocation watermark when the write changed
    * it, from every instance's caches at commit: one statement for both.
@@ -141,7 +147,7 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
       else if (organizationId !== undefined) query.where({ organization_id: organizationId });
       return ((await query) as ClientRow[]).map(toClient);
     },
-    async insert(client) {
+    async insert(client, entries) {
       await db.transaction(async (trx) => {
         await trx('oidc_clients').insert({
           client_id: client.clientId,
@@ -163,29 +169,32 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
           updated_at: client.updatedAt,
         });
         await evict(trx, client.clientId, await reopenRevocation(trx, client.clientId));
+        await record(trx, entries);
       });
     },
-    async update(clientId, changes, at) {
+    async update(clientId, changes, at, entries) {
       return db.transaction(async (trx) => {
         const updated = await trx('oidc_clients')
           .where({ client_id: clientId })
           .update({ ...changeColumns(changes), updated_at: at.toISOString() });
         if (updated === 0) return undefined;
         await evict(trx, clientId);
+        await record(trx, entries);
         return find(clientId, trx);
       });
     },
-    async delete(clientId, at) {
+    async delete(clientId, at, entries) {
       return db.transaction(async (trx) => {
         const deleted = await trx('oidc_clients').where({ client_id: clientId }).delete();
         if (deleted === 0) return false;
         await deleteClientGrants(trx, clientId);
         await writeRevocation(trx, 'client', clientId, at, { all: true });
         await evict(trx, clientId, true);
+        await record(trx, entries);
         return true;
       });
     },
-    async rotateSecret(clientId, secretHash, options) {
+    async rotateSecret(clientId, secretHash, options, entries) {
       return db.transaction(async (trx) => {
         const updated = await trx('oidc_clients').where({ client_id: clientId }).update({
           secret_hash: secretHash,
@@ -199,10 +208,11 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
           await writeRevocation(trx, 'client', clientId, options.at);
         }
         await evict(trx, clientId, options.revokeActiveTokens);
+        await record(trx, entries);
         return find(clientId, trx);
       });
     },
-    async setStatus(clientId, from, to, at) {
+    async setStatus(clientId, from, to, at, entries) {
       return db.transaction(async (trx) => {
         const updated = await trx('oidc_clients')
           .where({ client_id: clientId, status: from })
@@ -218,10 +228,11 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
           await writeRevocation(trx, 'client', clientId, at);
         }
         await evict(trx, clientId, to === 'suspended');
+        await record(trx, entries);
         return 'updated';
       });
     },
-    async setBranding(clientId, branding, at) {
+    async setBranding(clientId, branding, at, entries) {
       return db.transaction(async (trx) => {
         const updated = await trx('oidc_clients')
           .where({ client_id: clientId })
@@ -233,8 +244,10 @@ export function createKnexClientStore(db: Knex, invalidator: CacheInvalidator): 
             logo_content_type: branding?.logoContentType ?? null,
             updated_at: at.toISOString(),
           });
-        if (updated > 0) await evict(trx, clientId);
-        return updated > 0;
+        if (updated === 0) return false;
+        await evict(trx, clientId);
+        await record(trx, entries);
+        return true;
       });
     },
     async touch(clientId, at) {

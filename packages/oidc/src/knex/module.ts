@@ -31,13 +31,18 @@ export async function createKnexOidc(options: KnexOidcOptions): Promise<KnexOidc
   const { db, invalidator } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
-  const clients = createKnexClientStore(db, invalidator);
+  const clients = createKnexClientStore(db, invalidator, options.audit);
   return composeOidc(options, {
     clients,
     consents: createKnexConsentStore(db),
     grantContexts: createKnexGrantContextStore(db),
     lockout: createKnexClientLockout({ db, counter: options.counter, invalidator, clock, logger }),
-    providerState: createKnexProviderStateStore({ db, outbox: options.outbox, invalidator }),
+    providerState: createKnexProviderStateStore({
+      db,
+      outbox: options.outbox,
+      invalidator,
+      ...(options.audit ? { audit: options.audit } : {}),
+    }),
     adapter: (currentRequest) =>
       createKnexAdapterClass({
         db,

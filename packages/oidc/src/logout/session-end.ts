@@ -1,4 +1,4 @@
-import { type Clock, defineEventHandler, type Logger, type ModuleInstance, type PendingEvent } from '@idt/core';
+import { type AuditEntry, type Clock, defineEventHandler, type Logger, type ModuleInstance, type PendingEvent } from '@idt/core';
 import {
   CacheNamespaces,
   UserDeactivatedEvent,
@@ -6,6 +6,7 @@ import {
   UserSessionEvictedEvent,
   UserSessionRevokedEvent,
 } from '@idt/identity';
+import { OidcAuditActions, userActor } from '../audit-actions.js';
 import type { StoredClient } from '../clients/store.js';
 import { OidcSessionEndedEvent, sessionEnded } from '../events.js';
 import type { EndedSession } from '../provider/middleware.js';
@@ -21,6 +22,8 @@ export interface SessionEndOptions {
   /** A client's record (cached by the caller). */
   readonly findClient: (clientId: string) => Promise<StoredClient | undefined>;
   readonly backchannel: BackchannelNotifier;
+  /** Whether the provider state's transactions record on an audit trail: logouts are recorded there. */
+  readonly audited?: boolean;
   readonly clock: Clock;
   readonly logger: Logger;
 }
@@ -56,7 +59,13 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
    * of the grants, refuses the grants' access tokens from `at` on (a `grant`
    * watermark each, evicted from every instance's cache), and publishes the events.
    */
-  function end(sessions: readonly ProviderSession[], grants: readonly string[], events: readonly PendingEvent[], at: Date) {
+  function end(
+    sessions: readonly ProviderSession[],
+    grants: readonly string[],
+    events: readonly PendingEvent[],
+    at: Date,
+    audit: readonly AuditEntry[] = [],
+  ) {
     const grantIds = [...new Set(grants)];
     return providerState.transaction(async (tx) => {
       await tx.deleteSessions(sessions.map((session) => session.id));
@@ -64,7 +73,21 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
       await tx.refuseGrants(grantIds, at);
       await tx.evict(grantIds.map((grantId) => ({ namespace: CacheNamespaces.revocations, key: `grant:${grantId}` })));
       await tx.publish(events);
+      await tx.audit?.(audit);
     });
+  }
+
+  /** The audit entry of a logout: on the trail of the client that asked it (the platform's without one). */
+  async function logoutEntry(ended: EndedSession): Promise<AuditEntry> {
+    const client = ended.clientId ? await findClient(ended.clientId) : undefined;
+    return {
+      action: OidcAuditActions.sessionLoggedOut.action,
+      organizationId: client?.organizationId ?? null,
+      actor: userActor(ended.userId),
+      target: { type: 'session', id: ended.sessionId, display: null },
+      ...(ended.request ?? {}),
+      metadata: { clientId: ended.clientId ?? null, clientIds: [...ended.clientIds], grantCount: ended.grantIds.length },
+    };
   }
 
   async function endSessions(filter: { sessionId?: string; userId?: string }, reason: string): Promise<number> {
@@ -93,7 +116,13 @@ export function createSessionEnd(options: SessionEndOptions): SessionEnd {
       .catch((error: unknown) => logger.error('ending the identity session failed', { error, sessionId: ended.sessionId }));
     // oidc-provider keeps offline-access grants on logout; SPEC 3.2 ends every token of the session.
     const endedAt = clock.now();
-    await end([], ended.grantIds, [sessionEnded(ended.userId, ended.sessionId, ended.clientIds, 'logout', endedAt)], endedAt);
+    await end(
+      [],
+      ended.grantIds,
+      [sessionEnded(ended.userId, ended.sessionId, ended.clientIds, 'logout', endedAt)],
+      endedAt,
+      options.audited ? [await logoutEntry(ended)] : [],
+    );
     const targets = [];
     for (const clientId of ended.clientIds) {
       const client = await findClient(clientId);

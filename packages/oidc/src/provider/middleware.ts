@@ -1,5 +1,6 @@
-import type { Logger } from '@idt/core';
+import type { AuditRequestFacts, Logger } from '@idt/core';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, markup } from '@idt/core';
+import { traceIdFromTraceparent } from '@idt/problem';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { LogoutPages } from '../interactions/logout-pages.js';
@@ -21,6 +22,10 @@ export interface EndedSession {
   readonly clientIds: readonly string[];
   /** The grants of the session: ended too, offline access included (SPEC 3.2). */
   readonly grantIds: readonly string[];
+  /** The client whose end-session request it was, when the provider knew it (the audit record's trail). */
+  readonly clientId?: string;
+  /** Where the logout request came from, for the audit record. */
+  readonly request?: AuditRequestFacts;
 }
 
 /** Options of {@link installProviderMiddleware}. */
@@ -242,11 +247,18 @@ export function installProviderMiddleware(provider: Provider, options: ProviderM
       const grantIds = Object.values(authorizations)
         .map((entry) => entry?.grantId)
         .filter((grantId): grantId is string => typeof grantId === 'string');
+      const clientId = (oidc.oidc.client as { clientId?: string } | undefined)?.clientId;
       const targets = await options.onLogout({
         userId: session.accountId,
         sessionId: sid,
         clientIds: Object.keys(authorizations),
         grantIds,
+        ...(clientId ? { clientId } : {}),
+        request: {
+          ip: ctx.ip || null,
+          userAgent: ctx.get('user-agent') || null,
+          traceId: traceIdFromTraceparent(ctx.get('traceparent') || null) ?? null,
+        },
       });
       const location = ctx.response.get('location');
       if (targets.length > 0 && location && ctx.status >= 300 && ctx.status < 400) {

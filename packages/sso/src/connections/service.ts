@@ -1,9 +1,19 @@
 import { X509Certificate } from 'node:crypto';
-import { type Clock, isUuid, newId, type PendingEvent, refuseHost, systemClock } from '@idt/core';
+import {
+  type AuditEntry,
+  type AuditMetadata,
+  type Clock,
+  isUuid,
+  newId,
+  type PendingEvent,
+  refuseHost,
+  systemClock,
+} from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { authorizeOrganization, authorizePlatform, type SsoActor, type SsoDirectory } from '../access.js';
 import { type CONNECTION_CHANGES, SsoConnectionChangedEvent, type SsoConnectionChangedPayload } from '../events.js';
 import '../problems.js';
+import { SsoAuditActions, ssoChangeEntry } from '../audit-actions.js';
 import { assertSamlConnection, type SamlConnection } from '../saml/connection.js';
 import { parseIdpMetadata } from '../saml/idp-metadata.js';
 import { safeRelayState } from '../saml/relay-state.js';
@@ -49,6 +59,36 @@ export interface ConnectionUrls {
   readonly spMetadataUrl: string;
   /** The single OIDC callback of the deployment. */
   readonly oidcRedirectUri: string;
+}
+
+/** The audit entry of a connection change, on its organization's trail (the platform's for a platform connection). */
+function connectionEntry(action: string, actor: SsoActor, connection: ConnectionRecord, metadata?: AuditMetadata): AuditEntry {
+  return ssoChangeEntry(
+    action,
+    actor,
+    connection.organizationId,
+    { type: 'ssoConnection', id: connection.id, display: connection.name },
+    metadata,
+  );
+}
+
+/**
+ * The settings an update named, as dotted paths (`oidc.issuer`); a new OIDC
+ * client secret is named `oidc.clientSecretChanged`, so the trail's guard,
+ * which refuses secret-looking keys and not values, sees a fact, not a secret.
+ */
+function changedFields(input: UpdateConnectionInput): string[] {
+  const fields: string[] = [];
+  for (const [key, value] of Object.entries(input)) {
+    if (value === undefined) continue;
+    if ((key === 'oidc' || key === 'saml') && value && typeof value === 'object') {
+      for (const [inner, innerValue] of Object.entries(value)) {
+        if (innerValue === undefined) continue;
+        fields.push(inner === 'clientSecret' ? `${key}.clientSecretChanged` : `${key}.${inner}`);
+      }
+    } else fields.push(key);
+  }
+  return fields.sort();
 }
 
 /** Options of {@link createSsoConnectionsService}. */
@@ -373,6 +413,12 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
         await tx.insert(record);
         await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(record, 'created', actor)]);
+        await tx.audit?.([
+          connectionEntry(SsoAuditActions.connectionCreated.action, actor, record, {
+            kind: record.kind,
+            enabled: record.enabled,
+          }),
+        ]);
       });
       return toResponse(record);
     },
@@ -426,6 +472,9 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
         if (!(await tx.update(next))) throw notFound();
         await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(next, 'updated', actor)]);
+        await tx.audit?.([
+          connectionEntry(SsoAuditActions.connectionUpdated.action, actor, next, { fields: changedFields(input) }),
+        ]);
         return next;
       });
       return toResponse(updated);
@@ -439,6 +488,7 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
         if (!current || !(await tx.delete(organizationId, connectionId))) throw notFound();
         await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(current, 'deleted', actor)]);
+        await tx.audit?.([connectionEntry(SsoAuditActions.connectionDeleted.action, actor, current)]);
       });
     },
 
@@ -453,6 +503,9 @@ export function createSsoConnectionsService(options: SsoConnectionsServiceOption
         if (!(await tx.update(next))) throw notFound();
         await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([event(next, enabled ? 'enabled' : 'disabled', actor)]);
+        await tx.audit?.([
+          connectionEntry((enabled ? SsoAuditActions.connectionEnabled : SsoAuditActions.connectionDisabled).action, actor, next),
+        ]);
         return next;
       });
       return toResponse(updated);

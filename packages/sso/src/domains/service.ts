@@ -5,6 +5,7 @@ import type { DomainRecord } from '../connections/records.js';
 import type { AddDomainInput, DomainResponse } from '../connections/schemas.js';
 import { DomainVerifiedEvent, type DomainVerifiedPayload } from '../events.js';
 import '../problems.js';
+import { SsoAuditActions, ssoChangeEntry } from '../audit-actions.js';
 import { SIGN_IN_REALM_EVICTIONS } from '../sign-in/realm-cache.js';
 import { normalizeDomain } from './domain-name.js';
 import type { DomainsStore } from './store.js';
@@ -49,6 +50,11 @@ export interface SsoDomainsService {
   remove(actor: SsoActor, organizationId: string, id: string): Promise<void>;
   /** The organization that verified the domain of `domainOrAddress` (an address or a domain name), if any: for home-realm discovery. */
   verifiedOrganizationOf(domainOrAddress: string): Promise<string | undefined>;
+}
+
+/** A domain as an audit target: its id and name (never its verification value). */
+function domainTarget(record: DomainRecord) {
+  return { type: 'ssoDomain', id: record.id, display: record.domain };
 }
 
 /** A domain as the API answers it. */
@@ -121,6 +127,7 @@ export function createSsoDomainsService(options: SsoDomainsServiceOptions): SsoD
         if ((await tx.insert(record)) === 'exists') {
           throw new ProblemError('Sso.DomainExists', `Your organization has already added ${domain}.`);
         }
+        await tx.audit?.([ssoChangeEntry(SsoAuditActions.domainAdded.action, actor, organizationId, domainTarget(record))]);
       });
       return toDomainResponse(record);
     },
@@ -164,6 +171,7 @@ export function createSsoDomainsService(options: SsoDomainsServiceOptions): SsoD
         };
         await tx.evict(SIGN_IN_REALM_EVICTIONS);
         await tx.publish([{ event: DomainVerifiedEvent, payload }]);
+        await tx.audit?.([ssoChangeEntry(SsoAuditActions.domainVerified.action, actor, organizationId, domainTarget(record))]);
         return { ...record, verifiedAt };
       });
       if (verified) return toDomainResponse(verified);
@@ -173,10 +181,17 @@ export function createSsoDomainsService(options: SsoDomainsServiceOptions): SsoD
     async remove(actor, organizationId, id) {
       await authorizeOrganization(directory, actor, organizationId);
       const domainId = key(id);
+      // Read first for the audit record's name (a missing domain is 404 either way).
+      const current = await existing(organizationId, domainId);
       await store.transaction(async (tx) => {
         if (!(await tx.delete(organizationId, domainId))) throw notFound();
         // A verified domain that goes stops routing its addresses.
         await tx.evict(SIGN_IN_REALM_EVICTIONS);
+        await tx.audit?.([
+          ssoChangeEntry(SsoAuditActions.domainDeleted.action, actor, organizationId, domainTarget(current), {
+            wasVerified: current.verifiedAt !== null,
+          }),
+        ]);
       });
     },
 

@@ -60,8 +60,15 @@ function routesOf(connections: SsoConnectionsService, surface: Surface): Route[]
       request: { params: surface.itemParams },
       problemCodes: [...surface.problemCodes, 'Sso.ConnectionNotFound'],
       responses: { 200: { description: 'The connection', schema: ConnectionResponse }, 403: forbidden, 404: notReachable },
-      handler: async ({ principal, params }) =>
-        json(await connections.setEnabled(actorOf(principal), scope(params), params.connectionId, enabled)),
+      handler: async ({ principal, clientIp, headers, traceId, params }) =>
+        json(
+          await connections.setEnabled(
+            actorOf(principal, { clientIp, headers, traceId }),
+            scope(params),
+            params.connectionId,
+            enabled,
+          ),
+        ),
     });
   return [
     defineRoute({
@@ -78,7 +85,8 @@ function routesOf(connections: SsoConnectionsService, surface: Surface): Route[]
         403: forbidden,
         404: notReachable,
       },
-      handler: async ({ principal, params }) => json(await connections.list(actorOf(principal), scope(params))),
+      handler: async ({ principal, clientIp, headers, traceId, params }) =>
+        json(await connections.list(actorOf(principal, { clientIp, headers, traceId }), scope(params))),
     }),
     defineRoute({
       method: 'POST',
@@ -97,8 +105,8 @@ function routesOf(connections: SsoConnectionsService, surface: Surface): Route[]
         404: notReachable,
         422: { description: 'The metadata URL could not be read (`Sso.MetadataUnreachable`)' },
       },
-      handler: async ({ principal, params, body, prefix }) => {
-        const created = await connections.create(actorOf(principal), scope(params), body);
+      handler: async ({ principal, clientIp, headers, traceId, params, body, prefix }) => {
+        const created = await connections.create(actorOf(principal, { clientIp, headers, traceId }), scope(params), body);
         const path = base.replace('{orgId}', String(params.orgId ?? ''));
         return json(created, { status: 201, headers: { location: `${prefix}${path}/${created.id}` } });
       },
@@ -113,8 +121,8 @@ function routesOf(connections: SsoConnectionsService, surface: Surface): Route[]
       request: { params: surface.itemParams },
       problemCodes: [...surface.problemCodes, 'Sso.ConnectionNotFound'],
       responses: { 200: { description: 'The connection', schema: ConnectionResponse }, 403: forbidden, 404: notReachable },
-      handler: async ({ principal, params }) =>
-        json(await connections.get(actorOf(principal), scope(params), params.connectionId)),
+      handler: async ({ principal, clientIp, headers, traceId, params }) =>
+        json(await connections.get(actorOf(principal, { clientIp, headers, traceId }), scope(params), params.connectionId)),
     }),
     defineRoute({
       method: 'PATCH',
@@ -132,8 +140,10 @@ function routesOf(connections: SsoConnectionsService, surface: Surface): Route[]
         403: forbidden,
         404: notReachable,
       },
-      handler: async ({ principal, params, body }) =>
-        json(await connections.update(actorOf(principal), scope(params), params.connectionId, body)),
+      handler: async ({ principal, clientIp, headers, traceId, params, body }) =>
+        json(
+          await connections.update(actorOf(principal, { clientIp, headers, traceId }), scope(params), params.connectionId, body),
+        ),
     }),
     defineRoute({
       method: 'DELETE',
@@ -146,8 +156,8 @@ function routesOf(connections: SsoConnectionsService, surface: Surface): Route[]
       request: { params: surface.itemParams },
       problemCodes: [...surface.problemCodes, 'Sso.ConnectionNotFound'],
       responses: { 204: { description: 'Deleted' }, 403: forbidden, 404: notReachable },
-      handler: async ({ principal, params }) => {
-        await connections.remove(actorOf(principal), scope(params), params.connectionId);
+      handler: async ({ principal, clientIp, headers, traceId, params }) => {
+        await connections.remove(actorOf(principal, { clientIp, headers, traceId }), scope(params), params.connectionId);
         return noContent();
       },
     }),

@@ -36,7 +36,8 @@ export function createSsoDomainRoutes(domains: SsoDomainsService): Route[] {
       request: { params: OrgParams },
       problemCodes: ['Identity.OrganizationNotFound'],
       responses: { 200: { description: 'The domains', schema: z.array(DomainResponse) }, 403: forbidden, 404: notReachable },
-      handler: async ({ principal, params }) => json(await domains.list(actorOf(principal), params.orgId)),
+      handler: async ({ principal, clientIp, headers, traceId, params }) =>
+        json(await domains.list(actorOf(principal, { clientIp, headers, traceId }), params.orgId)),
     }),
     defineRoute({
       method: 'POST',
@@ -54,8 +55,8 @@ export function createSsoDomainRoutes(domains: SsoDomainsService): Route[] {
         404: notReachable,
         409: { description: 'Your organization already added it (`Sso.DomainExists`)' },
       },
-      handler: async ({ principal, params, body, prefix }) => {
-        const added = await domains.add(actorOf(principal), params.orgId, body);
+      handler: async ({ principal, clientIp, headers, traceId, params, body, prefix }) => {
+        const added = await domains.add(actorOf(principal, { clientIp, headers, traceId }), params.orgId, body);
         return json(added, {
           status: 201,
           headers: { location: `${prefix}${base.replace('{orgId}', params.orgId)}/${added.id}` },
@@ -72,7 +73,8 @@ export function createSsoDomainRoutes(domains: SsoDomainsService): Route[] {
       request: { params: DomainParams },
       problemCodes: ['Identity.OrganizationNotFound', 'Sso.DomainNotFound'],
       responses: { 200: { description: 'The domain', schema: DomainResponse }, 403: forbidden, 404: notReachable },
-      handler: async ({ principal, params }) => json(await domains.get(actorOf(principal), params.orgId, params.domainId)),
+      handler: async ({ principal, clientIp, headers, traceId, params }) =>
+        json(await domains.get(actorOf(principal, { clientIp, headers, traceId }), params.orgId, params.domainId)),
     }),
     defineRoute({
       method: 'POST',
@@ -98,7 +100,8 @@ export function createSsoDomainRoutes(domains: SsoDomainsService): Route[] {
         422: { description: 'The TXT record is not there (yet) (`Sso.DomainVerificationFailed`)' },
         503: { description: 'DNS did not answer (`Sso.DnsUnavailable`)' },
       },
-      handler: async ({ principal, params }) => json(await domains.verify(actorOf(principal), params.orgId, params.domainId)),
+      handler: async ({ principal, clientIp, headers, traceId, params }) =>
+        json(await domains.verify(actorOf(principal, { clientIp, headers, traceId }), params.orgId, params.domainId)),
     }),
     defineRoute({
       method: 'DELETE',
@@ -110,8 +113,8 @@ export function createSsoDomainRoutes(domains: SsoDomainsService): Route[] {
       request: { params: DomainParams },
       problemCodes: ['Identity.OrganizationNotFound', 'Sso.DomainNotFound'],
       responses: { 204: { description: 'Removed' }, 403: forbidden, 404: notReachable },
-      handler: async ({ principal, params }) => {
-        await domains.remove(actorOf(principal), params.orgId, params.domainId);
+      handler: async ({ principal, clientIp, headers, traceId, params }) => {
+        await domains.remove(actorOf(principal, { clientIp, headers, traceId }), params.orgId, params.domainId);
         return noContent();
       },
     }),

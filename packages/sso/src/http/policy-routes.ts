@@ -33,7 +33,8 @@ export function createSsoPolicyRoutes(policies: SsoPolicyService): Route[] {
       request: { params: OrgParams },
       problemCodes: ['Identity.OrganizationNotFound'],
       responses: { 200: { description: 'The policy', schema: SsoPolicyResponse }, 403: forbidden, 404: notReachable },
-      handler: async ({ principal, params }) => json(await policies.get(actorOf(principal), params.orgId)),
+      handler: async ({ principal, clientIp, headers, traceId, params }) =>
+        json(await policies.get(actorOf(principal, { clientIp, headers, traceId }), params.orgId)),
     }),
     defineRoute({
       method: 'PUT',
@@ -51,7 +52,8 @@ export function createSsoPolicyRoutes(policies: SsoPolicyService): Route[] {
         403: forbidden,
         404: notReachable,
       },
-      handler: async ({ principal, params, body }) => json(await policies.put(actorOf(principal), params.orgId, body)),
+      handler: async ({ principal, clientIp, headers, traceId, params, body }) =>
+        json(await policies.put(actorOf(principal, { clientIp, headers, traceId }), params.orgId, body)),
     }),
   ];
 }

@@ -1,4 +1,4 @@
-import type { EventOutbox, SecretBox } from '@idt/core';
+import type { AuditTrail, EventOutbox, SecretBox } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { knexUnitOfWork, toIso } from '@idt/core/knex';
 import type { Knex } from 'knex';
@@ -106,6 +106,8 @@ export function createKnexConnectionsStore(options: {
   /** Evicts the sign-in pages' cached realms when a change commits. */
   invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
   box: SecretBox;
+  /** Records the audit entries the service writes in each transaction (`ctx.audit`); none without it. */
+  audit?: Pick<AuditTrail, 'record'>;
 }): ConnectionsStore {
   const { db, box } = options;
   return {

@@ -1,4 +1,4 @@
-import type { EventOutbox } from '@idt/core';
+import type { AuditTrail, EventOutbox } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { isUniqueViolation, knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
@@ -72,6 +72,8 @@ export function createKnexDomainsStore(options: {
   outbox: EventOutbox;
   /** Evicts the sign-in pages' cached realms when a change commits. */
   invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
+  /** Records the audit entries the service writes in each transaction (`ctx.audit`); none without it. */
+  audit?: Pick<AuditTrail, 'record'>;
 }): DomainsStore {
   const { db } = options;
   return {

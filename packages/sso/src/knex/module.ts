@@ -1,4 +1,5 @@
 import {
+  type AuditTrail,
   type Clock,
   createSecretBox,
   type EventDefinition,
@@ -54,6 +55,12 @@ export interface KnexSsoOptions {
   readonly db: Knex;
   /** The event bus's outbox: the module's events are written in the transaction of each change. */
   readonly outbox: EventOutbox;
+  /**
+   * The audit trail (`ctx.audit`): connection, domain and policy changes and
+   * SSO sign-ins record in their transactions; refused callbacks in small
+   * ones of their own. Nothing is recorded without it.
+   */
+  readonly audit?: Pick<AuditTrail, 'record'>;
   /**
    * The cache invalidator (`ctx.invalidator`): changes evict the sign-in
    * realms on every instance, sign-ins evict identity's membership caches.
@@ -112,11 +119,18 @@ export function createKnexSso(options: KnexSsoOptions): KnexSso {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
   const { outbox, invalidator } = options;
+  const audit = options.audit ? { audit: options.audit } : {};
   const directory = createKnexSsoDirectory(db);
   const replayCache = createKnexReplayCache({ db, clock });
   const requestCache = createKnexRequestCache({ db, clock });
   const connections = createSsoConnectionsService({
-    store: createKnexConnectionsStore({ db, outbox, invalidator, box: createSecretBox(options.secret, SSO_SECRET_PURPOSE) }),
+    store: createKnexConnectionsStore({
+      db,
+      outbox,
+      invalidator,
+      box: createSecretBox(options.secret, SSO_SECRET_PURPOSE),
+      ...audit,
+    }),
     directory,
     publicBaseUrl: options.publicBaseUrl,
     fetchMetadata: createMetadataFetcher({
@@ -130,12 +144,16 @@ export function createKnexSso(options: KnexSsoOptions): KnexSso {
     options.txtResolver ??
     createDnsTxtResolver(options.dnsServers && options.dnsServers.length > 0 ? { servers: options.dnsServers } : {});
   const domains = createSsoDomainsService({
-    store: createKnexDomainsStore({ db, outbox, invalidator }),
+    store: createKnexDomainsStore({ db, outbox, invalidator, ...audit }),
     directory,
     verifier: createDomainVerifier({ resolver }),
     clock,
   });
-  const policies = createSsoPolicyService({ store: createKnexSsoPolicyStore({ db, outbox, invalidator }), directory, clock });
+  const policies = createSsoPolicyService({
+    store: createKnexSsoPolicyStore({ db, outbox, invalidator, ...audit }),
+    directory,
+    clock,
+  });
 
   const upstream = createUpstreamOidc({
     ...options.upstream,
@@ -156,7 +174,7 @@ export function createKnexSso(options: KnexSsoOptions): KnexSso {
   const transactions = createKnexSignInTransactionStore({ db, clock });
   const outcomes = createKnexOutcomeStore({ db, clock });
   const provisioner = createProvisioner({
-    store: createKnexProvisioningStore({ db, outbox, invalidator }),
+    store: createKnexProvisioningStore({ db, outbox, invalidator, ...audit }),
     findConnection: (id) => connections.find(id),
     organizationName,
     clock,

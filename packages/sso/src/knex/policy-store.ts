@@ -1,4 +1,4 @@
-import type { EventOutbox } from '@idt/core';
+import type { AuditTrail, EventOutbox } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { knexUnitOfWork, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
@@ -18,6 +18,8 @@ export function createKnexSsoPolicyStore(options: {
   db: Knex;
   outbox: EventOutbox;
   invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
+  /** Records the audit entries the service writes in each transaction (`ctx.audit`); none without it. */
+  audit?: Pick<AuditTrail, 'record'>;
 }): SsoPolicyStore {
   const { db } = options;
   return {

@@ -1,4 +1,4 @@
-import { type EventOutbox, isUniqueViolation } from '@idt/core';
+import { type AuditTrail, type EventOutbox, isUniqueViolation } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { knexUnitOfWork } from '@idt/core/knex';
 import type { Knex } from 'knex';
@@ -147,6 +147,8 @@ export function createKnexProvisioningStore(options: {
   db: Knex;
   outbox: EventOutbox;
   invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
+  /** Records the audit entries the service writes in each transaction (`ctx.audit`); none without it. */
+  audit?: Pick<AuditTrail, 'record'>;
 }): ProvisioningStore {
   return knexUnitOfWork(options, provisioningWrites);
 }

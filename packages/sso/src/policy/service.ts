@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from '@idt/core';
 import { z } from 'zod';
 import { authorizeOrganization, type SsoActor, type SsoDirectory } from '../access.js';
+import { SsoAuditActions, ssoChangeEntry } from '../audit-actions.js';
 import { SsoPolicyChangedEvent, type SsoPolicyChangedPayload } from '../events.js';
 import { SIGN_IN_REALM_EVICTIONS } from '../sign-in/realm-cache.js';
 import type { SsoPolicyStore } from './store.js';
@@ -69,6 +70,15 @@ export function createSsoPolicyService(options: SsoPolicyServiceOptions): SsoPol
         await tx.evict(SIGN_IN_REALM_EVICTIONS);
         const payload: SsoPolicyChangedPayload = { organizationId, ssoRequired, changedBy: actor.userId, changedAt: at };
         await tx.publish([{ event: SsoPolicyChangedEvent, payload }]);
+        await tx.audit?.([
+          ssoChangeEntry(
+            SsoAuditActions.policyChanged.action,
+            actor,
+            organizationId,
+            { type: 'organization', id: organizationId, display: null },
+            { from: !ssoRequired, to: ssoRequired },
+          ),
+        ]);
       });
       return { ...(await store.get(organizationId)) };
     },

@@ -1,6 +1,7 @@
 import { type Clock, newId, type PendingEvent, randomToken, systemClock } from '@idt/core';
 import { CacheNamespaces, MemberJoinedEvent, MembershipRolesChangedEvent, UserRegisteredEvent } from '@idt/identity';
 import type { FederatedOutcome, FederationFailureReason } from '@idt/oidc';
+import { SsoAuditActions } from '../audit-actions.js';
 import type { MappedProfile } from '../connections/claim-mapping.js';
 import { rolesForGroups } from '../connections/claim-mapping.js';
 import type { ConnectionRecord } from '../connections/records.js';
@@ -62,11 +63,16 @@ export interface Provisioner {
    * (suspended, disabled, no e-mail) changes nothing but its own outcome.
    */
   signIn(upstream: UpstreamIdentity, target: OutcomeTarget): Promise<ProvisionedOutcome>;
-  /** Stores a failure behind a new handle. */
+  /**
+   * Stores a failure behind a new handle and records `sso.signIn.failed` in
+   * the same transaction (the connection's organization's trail; the
+   * platform's when the connection is unknown or a platform one): the
+   * outcome says `audited`, so the sign-in pages record nothing more.
+   */
   fail(
     target: OutcomeTarget,
     reason: FederationFailureReason,
-    connection: Pick<ConnectionRecord, 'name' | 'organizationId'> | undefined,
+    connection: Pick<ConnectionRecord, 'id' | 'name' | 'organizationId'> | undefined,
     organizationName: string | null,
   ): Promise<ProvisionedOutcome>;
   /**
@@ -168,10 +174,23 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
   async function fail(
     target: OutcomeTarget,
     reason: FederationFailureReason,
-    connection: Pick<ConnectionRecord, 'name' | 'organizationId'> | undefined,
+    connection: Pick<ConnectionRecord, 'id' | 'name' | 'organizationId'> | undefined,
     organizationName: string | null,
   ): Promise<ProvisionedOutcome> {
-    return store.transaction((tx) => save(tx, target, failure(reason, connection, organizationName)));
+    return store.transaction(async (tx) => {
+      const audited = tx.audit !== undefined;
+      await tx.audit?.([
+        {
+          action: SsoAuditActions.signInFailed.action,
+          organizationId: connection?.organizationId ?? null,
+          actor: { type: 'system', id: null, display: null },
+          target: connection ? { type: 'ssoConnection', id: connection.id, display: connection.name } : null,
+          outcome: 'failure',
+          metadata: { reason, ...(target.interactionUid === null ? { initiatedBy: 'idp' } : {}) },
+        },
+      ]);
+      return save(tx, target, { ...failure(reason, connection, organizationName), ...(audited ? { audited: true } : {}) });
+    });
   }
 
   /**
@@ -284,6 +303,22 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
     };
     events.push({ event: UserSignedInWithSsoEvent, payload });
     await tx.publish(events);
+    await tx.audit?.([
+      {
+        action: SsoAuditActions.signInSucceeded.action,
+        organizationId,
+        actor: { type: 'user', id: user.id, display: user.email },
+        target: { type: 'user', id: user.id, display: user.email },
+        metadata: {
+          provisioning: path,
+          connectionId: connection.id,
+          connectionName: connection.name,
+          protocol: connection.kind,
+          initiatedBy: upstream.initiatedBy,
+          roles,
+        },
+      },
+    ]);
     return { kind: 'signed-in', userId: user.id, amr: [...upstream.amr], organizationId };
   }
 

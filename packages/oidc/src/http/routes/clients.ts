@@ -1,6 +1,7 @@
-import { defineRoute, json, noContent, type Principal, type Route } from '@idt/core';
+import { auditActorOf, auditRequestOf, defineRoute, json, noContent, type Principal, type Route } from '@idt/core';
 import { ProblemError } from '@idt/problem';
 import { z } from 'zod';
+import type { ClientAuditContext } from '../../audit-actions.js';
 import {
   BrandingInput,
   BrandingSchema,
@@ -25,6 +26,12 @@ const PlatformClientParams = z.object({ clientId: z.string().min(1).max(200) });
 
 /** Decides whether a caller is a platform administrator (AdminAccess in the platform organization). */
 export type PlatformCheck = (principal: Principal | null) => Promise<boolean>;
+
+/** The audit actor and request facts of a route's call (a client route always has a principal by then). */
+function auditOf(route: Parameters<typeof auditRequestOf>[0] & { readonly principal: Principal | null }): ClientAuditContext {
+  const actor = route.principal ? auditActorOf(route.principal) : ({ type: 'system', id: null, display: null } as const);
+  return { actor, request: auditRequestOf(route) };
+}
 
 const CLIENT_CODES = ['Clients.NotFound', 'Clients.IdTaken', 'Identity.PlatformOnlyScope', 'Clients.OrganizationInactive'];
 
@@ -76,9 +83,10 @@ export function createOrganizationClientRoutes(clients: ClientService, _isPlatfo
         409: { description: 'A client with this id exists (`Clients.IdTaken`)' },
         422: { description: 'A platform-only scope (`Identity.PlatformOnlyScope`)' },
       },
-      handler: async ({ params, body, principal }) => {
+      handler: async (route) => {
+        const { params, body, principal } = route;
         reachable(params.orgId, principal);
-        const registration = await clients.register(actor(principal), params.orgId, body);
+        const registration = await clients.register(actor(principal), params.orgId, body, {}, auditOf(route));
         return json(registration, {
           status: 201,
           headers: {
@@ -115,9 +123,10 @@ export function createOrganizationClientRoutes(clients: ClientService, _isPlatfo
       request: { params: ClientParams, body: UpdateClientInput },
       problemCodes: CLIENT_CODES,
       responses: { 200: { description: 'The updated client', schema: ClientRecordSchema } },
-      handler: async ({ params, body, principal }) => {
+      handler: async (route) => {
+        const { params, body, principal } = route;
         reachable(params.orgId, principal);
-        return json(await clients.update(actor(principal), params.orgId, params.clientId, body));
+        return json(await clients.update(actor(principal), params.orgId, params.clientId, body, auditOf(route)));
       },
     }),
     defineRoute({
@@ -131,9 +140,10 @@ export function createOrganizationClientRoutes(clients: ClientService, _isPlatfo
       request: { params: ClientParams },
       problemCodes: ['Clients.NotFound'],
       responses: { 204: { description: 'Deleted' } },
-      handler: async ({ params, principal }) => {
+      handler: async (route) => {
+        const { params, principal } = route;
         reachable(params.orgId, principal);
-        await clients.delete(params.orgId, params.clientId);
+        await clients.delete(params.orgId, params.clientId, auditOf(route));
         return noContent();
       },
     }),
@@ -149,9 +159,10 @@ export function createOrganizationClientRoutes(clients: ClientService, _isPlatfo
       request: { params: ClientParams, body: RotateSecretInput },
       problemCodes: ['Clients.NotFound'],
       responses: { 200: { description: 'The new secret, shown once', schema: RegistrationResponse } },
-      handler: async ({ params, body, principal }) => {
+      handler: async (route) => {
+        const { params, body, principal } = route;
         reachable(params.orgId, principal);
-        return json(await clients.rotateSecret(actor(principal), params.orgId, params.clientId, body), {
+        return json(await clients.rotateSecret(actor(principal), params.orgId, params.clientId, body, auditOf(route)), {
           headers: { 'cache-control': 'no-store' },
         });
       },
@@ -167,9 +178,10 @@ export function createOrganizationClientRoutes(clients: ClientService, _isPlatfo
       request: { params: ClientParams },
       problemCodes: ['Clients.NotFound', 'Identity.ClientAlreadySuspended'],
       responses: { 200: { description: 'The suspended client', schema: ClientRecordSchema } },
-      handler: async ({ params, principal }) => {
+      handler: async (route) => {
+        const { params, principal } = route;
         reachable(params.orgId, principal);
-        return json(await clients.suspend(params.orgId, params.clientId));
+        return json(await clients.suspend(params.orgId, params.clientId, auditOf(route)));
       },
     }),
     defineRoute({
@@ -183,9 +195,10 @@ export function createOrganizationClientRoutes(clients: ClientService, _isPlatfo
       request: { params: ClientParams },
       problemCodes: ['Clients.NotFound', 'Identity.ClientNotSuspended'],
       responses: { 200: { description: 'The reinstated client', schema: ClientRecordSchema } },
-      handler: async ({ params, principal }) => {
+      handler: async (route) => {
+        const { params, principal } = route;
         reachable(params.orgId, principal);
-        return json(await clients.reinstate(params.orgId, params.clientId));
+        return json(await clients.reinstate(params.orgId, params.clientId, auditOf(route)));
       },
     }),
     defineRoute({
@@ -215,9 +228,10 @@ export function createOrganizationClientRoutes(clients: ClientService, _isPlatfo
       request: { params: ClientParams, body: BrandingInput, maxBodyBytes: 3_500_000 },
       problemCodes: ['Clients.NotFound'],
       responses: { 200: { description: 'The branding', schema: BrandingSchema } },
-      handler: async ({ params, body, principal }) => {
+      handler: async (route) => {
+        const { params, body, principal } = route;
         reachable(params.orgId, principal);
-        return json(await clients.putBranding(params.orgId, params.clientId, body));
+        return json(await clients.putBranding(params.orgId, params.clientId, body, auditOf(route)));
       },
     }),
   ];
@@ -269,10 +283,10 @@ export function createPlatformClientRoutes(clients: ClientService, isPlatformAdm
       request: { body: PlatformRegisterInput },
       problemCodes: CLIENT_CODES,
       responses: { 201: { description: 'Registered; `clientSecret` is shown only now', schema: RegistrationResponse } },
-      handler: async ({ body, principal }) => {
-        const actor = await admin(principal);
-        const { organizationId, ...input } = body;
-        const registration = await clients.register(actor, organizationId, input);
+      handler: async (route) => {
+        const actor = await admin(route.principal);
+        const { organizationId, ...input } = route.body;
+        const registration = await clients.register(actor, organizationId, input, {}, auditOf(route));
         return json(registration, { status: 201, headers: { 'cache-control': 'no-store' } });
       },
     }),
@@ -302,8 +316,8 @@ export function createPlatformClientRoutes(clients: ClientService, isPlatformAdm
       request: { params: PlatformClientParams, body: UpdateClientInput },
       problemCodes: CLIENT_CODES,
       responses: { 200: { description: 'The updated client', schema: ClientRecordSchema } },
-      handler: async ({ params, body, principal }) =>
-        json(await clients.update(await admin(principal), undefined, params.clientId, body)),
+      handler: async (route) =>
+        json(await clients.update(await admin(route.principal), undefined, route.params.clientId, route.body, auditOf(route))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -316,9 +330,9 @@ export function createPlatformClientRoutes(clients: ClientService, isPlatformAdm
       request: { params: PlatformClientParams },
       problemCodes: ['Clients.NotFound'],
       responses: { 204: { description: 'Deleted' } },
-      handler: async ({ params, principal }) => {
-        await admin(principal);
-        await clients.delete(undefined, params.clientId);
+      handler: async (route) => {
+        await admin(route.principal);
+        await clients.delete(undefined, route.params.clientId, auditOf(route));
         return noContent();
       },
     }),
@@ -333,10 +347,13 @@ export function createPlatformClientRoutes(clients: ClientService, isPlatformAdm
       request: { params: PlatformClientParams, body: RotateSecretInput },
       problemCodes: ['Clients.NotFound'],
       responses: { 200: { description: 'The new secret, shown once', schema: RegistrationResponse } },
-      handler: async ({ params, body, principal }) =>
-        json(await clients.rotateSecret(await admin(principal), undefined, params.clientId, body), {
-          headers: { 'cache-control': 'no-store' },
-        }),
+      handler: async (route) =>
+        json(
+          await clients.rotateSecret(await admin(route.principal), undefined, route.params.clientId, route.body, auditOf(route)),
+          {
+            headers: { 'cache-control': 'no-store' },
+          },
+        ),
     }),
     defineRoute({
       method: 'POST',
@@ -349,9 +366,9 @@ export function createPlatformClientRoutes(clients: ClientService, isPlatformAdm
       request: { params: PlatformClientParams },
       problemCodes: ['Clients.NotFound', 'Identity.ClientAlreadySuspended'],
       responses: { 200: { description: 'The suspended client', schema: ClientRecordSchema } },
-      handler: async ({ params, principal }) => {
-        await admin(principal);
-        return json(await clients.suspend(undefined, params.clientId));
+      handler: async (route) => {
+        await admin(route.principal);
+        return json(await clients.suspend(undefined, route.params.clientId, auditOf(route)));
       },
     }),
     defineRoute({
@@ -365,9 +382,9 @@ export function createPlatformClientRoutes(clients: ClientService, isPlatformAdm
       request: { params: PlatformClientParams },
       problemCodes: ['Clients.NotFound', 'Identity.ClientNotSuspended'],
       responses: { 200: { description: 'The reinstated client', schema: ClientRecordSchema } },
-      handler: async ({ params, principal }) => {
-        await admin(principal);
-        return json(await clients.reinstate(undefined, params.clientId));
+      handler: async (route) => {
+        await admin(route.principal);
+        return json(await clients.reinstate(undefined, route.params.clientId, auditOf(route)));
       },
     }),
   ];

@@ -2,6 +2,7 @@ import { type LightResponse, markup } from '@idt/core';
 import type { FederatedOutcome, FederationFailureReason } from '../../federation.js';
 import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
+import { recordSignInFailed } from '../sign-in-audit.js';
 import { signInPage } from './sign-in-page.js';
 
 /**
@@ -66,6 +67,7 @@ export async function submitLinkIdentity(
   if (password === '') return linkPage(interaction, email, connectionName, handle, ['Enter your password.'], 400);
   const attempt = await signInLockout.attempt(email, () => directory.verifyPassword(email, password));
   if (attempt.outcome === 'locked') {
+    await recordSignInFailed(interaction, { reason: 'locked', detail: 'link' });
     return linkPage(
       interaction,
       email,
@@ -75,8 +77,10 @@ export async function submitLinkIdentity(
       429,
     );
   }
-  if (attempt.outcome === 'wrong')
+  if (attempt.outcome === 'wrong') {
+    await recordSignInFailed(interaction, { reason: 'wrongPassword', detail: 'link' });
     return linkPage(interaction, email, connectionName, handle, ['The password is incorrect.'], 400);
+  }
   const outcome = await federation.link(handle, interaction.details.uid, attempt.account);
   if (outcome.kind !== 'signed-in') return takeOutcome(interaction, outcome, next);
   return next(interaction, { userId: outcome.userId, amr: ['pwd', ...outcome.amr], federated: true });
@@ -121,16 +125,20 @@ const WHAT_TO_TRY: Readonly<Record<FederationFailureReason, string>> = {
 /**
  * The page of a failed upstream sign-in: which organization's provider
  * failed, what happened in plain words and what to try; never the
- * library's message (the module logged the detail).
+ * library's message (the module logged the detail). The failure is recorded
+ * on the audit trail (`oidc.signIn.failed`, reason `federation`) unless the
+ * federation module recorded it already (`audited`).
  */
-export function federationFailedPage(
+export async function federationFailedPage(
   interaction: Interaction,
   failure: {
     readonly reason: FederationFailureReason;
     readonly organizationName: string | null;
     readonly connectionName: string | null;
+    readonly audited?: boolean;
   },
 ): Promise<LightResponse> {
+  if (!failure.audited) await recordSignInFailed(interaction, { reason: 'federation', detail: failure.reason });
   const provider = failure.organizationName
     ? `${failure.organizationName}’s identity provider${failure.connectionName ? ` (${failure.connectionName})` : ''}`
     : failure.connectionName
@@ -138,8 +146,7 @@ export function federationFailedPage(
       : 'your identity provider';
   const status =
     failure.reason === 'unavailable' ? 502 : failure.reason === 'suspended' || failure.reason === 'denied' ? 403 : 400;
-  if (!WHAT_HAPPENED[failure.reason])
-    return Promise.resolve(signInErrorPages.failed(interaction.services.assets, interaction.formTargets));
+  if (!WHAT_HAPPENED[failure.reason]) return signInErrorPages.failed(interaction.services.assets, interaction.formTargets);
   return interaction.brandedPage(
     status,
     { title: 'Sign-in problem' },

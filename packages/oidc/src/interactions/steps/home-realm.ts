@@ -2,6 +2,7 @@ import { LightResponse, markup } from '@idt/core';
 import { EmailSchema } from '@idt/identity';
 import type { FederationStart, HomeRealm } from '../../federation.js';
 import type { Interaction } from '../interaction.js';
+import { recordSignInFailed } from '../sign-in-audit.js';
 import { federationFailedPage } from './federated.js';
 import { signInPage } from './sign-in-page.js';
 
@@ -83,11 +84,19 @@ export async function startFederation(interaction: Interaction): Promise<LightRe
 export async function ssoRequiredRefusal(
   interaction: Interaction,
   email: string | undefined,
+  userId: string | null,
 ): Promise<LightResponse | undefined> {
   const federation = interaction.services.federation();
   if (!federation || !email) return undefined;
   const realm = await federation.homeRealm(email);
   if (!realm?.ssoRequired) return undefined;
+  // On the trail of the organization whose rule refused it (not the client's): its administrators see it.
+  await recordSignInFailed(interaction, {
+    reason: 'ssoRequired',
+    userId,
+    organizationId: realm.organizationId,
+    detail: realm.connectionId,
+  });
   return signInPage(interaction, {
     status: 403,
     email,

@@ -3,6 +3,7 @@ import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
 import { pendingSignIn } from '../pending.js';
 import { afterFirstFactor, completeSecondFactor } from '../pipeline.js';
+import { recordSignInFailed } from '../sign-in-audit.js';
 import { secondFactorPage } from './second-factor.js';
 import { signInPage } from './sign-in-page.js';
 
@@ -69,6 +70,8 @@ export async function submitPasskey(interaction: Interaction, form: URLSearchPar
   const outcome = await interaction.services.directory.verifyPasskey(interaction.uid, credential, null);
   if (outcome === 'expired') return refused('The passkey request expired or was already used. Try again.');
   if (outcome === 'rejected') {
+    // The account is not known: a refused passkey names none.
+    await recordSignInFailed(interaction, { reason: 'passkeyRefused', detail: 'firstFactor' });
     return refused('That passkey could not be used to sign in here. Try again, or sign in with your password.');
   }
   return afterFirstFactor(interaction, { userId: outcome.userId, amr: [...outcome.amr] });
@@ -88,6 +91,9 @@ export async function submitPasskeySecondFactor(interaction: Interaction, form: 
   if (credential === undefined) return refused('Your browser sent no passkey. Try again, or use a code.');
   const outcome = await interaction.services.directory.verifyPasskey(interaction.uid, credential, pending.userId);
   if (outcome === 'expired') return refused('The passkey request expired or was already used. Try again.');
-  if (outcome === 'rejected') return refused('That passkey is not one of yours, or could not be used. Try again, or use a code.');
+  if (outcome === 'rejected') {
+    await recordSignInFailed(interaction, { reason: 'passkeyRefused', userId: pending.userId, detail: 'secondFactor' });
+    return refused('That passkey is not one of yours, or could not be used. Try again, or use a code.');
+  }
   return completeSecondFactor(interaction, withoutMfa(outcome.amr));
 }

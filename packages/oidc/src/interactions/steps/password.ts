@@ -2,6 +2,7 @@ import type { LightResponse } from '@idt/core';
 import { EmailSchema } from '@idt/identity';
 import type { Interaction } from '../interaction.js';
 import { afterFirstFactor } from '../pipeline.js';
+import { recordSignInFailed } from '../sign-in-audit.js';
 import { ssoRequiredRefusal } from './home-realm.js';
 import { signInPage } from './sign-in-page.js';
 
@@ -25,10 +26,11 @@ export async function submitPassword(interaction: Interaction, form: URLSearchPa
     });
   }
   // An address its organization signs in with single sign-on only: refused before its password is tried.
-  const refused = await ssoRequiredRefusal(interaction, email.data);
+  const refused = await ssoRequiredRefusal(interaction, email.data, null);
   if (refused) return refused;
   const attempt = await signInLockout.attempt(email.data, () => directory.verifyPassword(email.data, password));
   if (attempt.outcome === 'locked') {
+    await recordSignInFailed(interaction, { reason: 'locked' });
     return signInPage(interaction, {
       status: 429,
       email: rawEmail,
@@ -36,6 +38,8 @@ export async function submitPassword(interaction: Interaction, form: URLSearchPa
     });
   }
   if (attempt.outcome === 'wrong') {
+    // Unknown address or wrong password: the page does not say which, nor does the trail (no actor, no address).
+    await recordSignInFailed(interaction, { reason: 'wrongPassword' });
     return signInPage(interaction, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
   }
   return afterFirstFactor(interaction, { userId: attempt.account, amr: ['pwd'], email: email.data });

@@ -1,9 +1,11 @@
 import { type LightResponse, markup } from '@idt/core';
+import type { SignInFailureReason } from '../../audit-actions.js';
 import type { SecondFactorStatus } from '../directory.js';
 import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
 import { errorSummary } from '../pages.js';
 import { type PendingSignIn, pendingSignIn } from '../pending.js';
+import { recordSignInFailed } from '../sign-in-audit.js';
 import { passkeySecondFactorSection } from './passkey-forms.js'; // D: passkeys
 
 /** What the second-factor page shows besides its forms. */
@@ -93,17 +95,28 @@ export async function submitSecondFactor(
   const code = (form.get('code') ?? '').replace(/\s+/g, '');
   const again = (status: number, message: string) =>
     secondFactorPage(interaction, pending, { status, method, errors: [message] });
+  // A refused code is recorded (its own small transaction), then the page answers.
+  const refusedCode = async (reason: SignInFailureReason, status: number, message: string) => {
+    await recordSignInFailed(interaction, { reason, userId: pending.userId, detail: method });
+    return again(status, message);
+  };
   if (method === 'recovery') {
     if (!RECOVERY_CODE.test(code)) return again(400, 'Enter one of your recovery codes as it was shown to you.');
     const outcome = await directory.useRecoveryCode(pending.userId, code);
-    if (outcome === 'locked') return again(429, 'Too many wrong codes. Wait 5 minutes, then try again.');
-    if (outcome === 'wrong') return again(400, 'That recovery code is not right, or it was used already.');
+    if (outcome === 'locked')
+      return refusedCode('secondFactorLocked', 429, 'Too many wrong codes. Wait 5 minutes, then try again.');
+    if (outcome === 'wrong') return refusedCode('wrongCode', 400, 'That recovery code is not right, or it was used already.');
     return passed(interaction, ['otp']);
   }
   if (!TOTP_CODE.test(code)) return again(400, 'Enter the 6 digits from your authenticator app.');
   const outcome = await directory.verifyTotp(pending.userId, code);
-  if (outcome === 'locked') return again(429, 'Too many wrong codes. Wait 5 minutes, then try again.');
-  if (outcome === 'replayed') return again(400, 'That code was used already. Wait for the next code in your app.');
-  if (outcome === 'wrong') return again(400, 'That code is not right. Check the code in your authenticator app and try again.');
+  if (outcome === 'locked')
+    return refusedCode('secondFactorLocked', 429, 'Too many wrong codes. Wait 5 minutes, then try again.');
+  if (outcome === 'replayed') {
+    return refusedCode('replayedCode', 400, 'That code was used already. Wait for the next code in your app.');
+  }
+  if (outcome === 'wrong') {
+    return refusedCode('wrongCode', 400, 'That code is not right. Check the code in your authenticator app and try again.');
+  }
   return passed(interaction, ['otp']);
 }

@@ -1,0 +1,94 @@
+import type { AuditEntry, AuditRequestFacts } from '@idt/core';
+import { traceIdFromTraceparent } from '@idt/problem';
+import { OidcAuditActions, type SignInFailureReason, UNKNOWN_SIGN_IN_ACTOR, userActor } from '../audit-actions.js';
+import type { Interaction } from './interaction.js';
+
+/**
+ * Records one audit entry of the sign-in pages. The sign-in path has no
+ * transaction of its own to join (the identity session starts in the
+ * identity module's transaction, the login in oidc-provider's adapter), so
+ * each entry is written in a small transaction of its own: on PostgreSQL a
+ * `BEGIN`, the chain head's `SELECT … FOR UPDATE`, the record, the head, the
+ * outbox row and a `COMMIT`. Absent when no audit trail is composed.
+ */
+export type SignInAuditRecorder = (entry: AuditEntry) => Promise<void>;
+
+/** The request facts of a sign-in page's request: client address, user agent, trace id. */
+export function signInRequestFacts(interaction: Interaction): AuditRequestFacts {
+  const ip = interaction.clientIp();
+  return {
+    ip: ip && ip !== 'unknown' ? ip : null,
+    userAgent: interaction.request.headers.get('user-agent') ?? null,
+    traceId: traceIdFromTraceparent(interaction.request.headers.get('traceparent')) ?? null,
+  };
+}
+
+/**
+ * A sign-in completed: on the trail of the organization it decided, else
+ * of the client's organization, else the platform's. `stepUp`: a step-up in
+ * the consent prompt rather than a login.
+ */
+export async function recordSignInSucceeded(
+  interaction: Interaction,
+  signIn: {
+    readonly userId: string;
+    readonly sessionId: string;
+    readonly amr: readonly string[];
+    readonly organizationId: string | null;
+    readonly kind: 'started' | 'reauthenticated' | 'stepUp';
+  },
+): Promise<void> {
+  const record = interaction.services.audit;
+  if (!record) return;
+  const client = await interaction.client();
+  await record({
+    action: OidcAuditActions.signInSucceeded.action,
+    organizationId: signIn.organizationId ?? client?.organizationId ?? null,
+    actor: userActor(signIn.userId),
+    target: { type: 'user', id: signIn.userId, display: null },
+    ...signInRequestFacts(interaction),
+    metadata: {
+      methods: [...signIn.amr],
+      session: signIn.kind,
+      sessionId: signIn.sessionId,
+      clientId: client?.clientId ?? null,
+    },
+  });
+}
+
+/**
+ * A sign-in was refused, in a transaction of its own (there is no change
+ * to join: the one exception to "record in the change's transaction").
+ * The trail is the client's organization's, else the platform's. The actor
+ * is the user when the step knew them (a second factor, a federated
+ * account); otherwise {@link UNKNOWN_SIGN_IN_ACTOR}, and the address typed is
+ * never recorded, nor a hash of it.
+ */
+export async function recordSignInFailed(
+  interaction: Interaction,
+  failure: {
+    readonly reason: SignInFailureReason;
+    readonly userId?: string | null;
+    /** The trail when not the client's organization's (`ssoRequired`: the organization whose rule refused). */
+    readonly organizationId?: string;
+    readonly detail?: string;
+  },
+): Promise<void> {
+  const record = interaction.services.audit;
+  if (!record) return;
+  const client = await interaction.client();
+  const userId = failure.userId ?? null;
+  await record({
+    action: OidcAuditActions.signInFailed.action,
+    organizationId: failure.organizationId ?? client?.organizationId ?? null,
+    actor: userId ? userActor(userId) : UNKNOWN_SIGN_IN_ACTOR,
+    target: userId ? { type: 'user', id: userId, display: null } : null,
+    outcome: 'failure',
+    ...signInRequestFacts(interaction),
+    metadata: {
+      reason: failure.reason,
+      clientId: client?.clientId ?? null,
+      ...(failure.detail ? { detail: failure.detail } : {}),
+    },
+  });
+}

@@ -1,8 +1,13 @@
 import type { Principal } from '@idt/core';
 import { ProblemError, UnauthorizedError } from '@idt/problem';
 
-/** Who calls a platform service: the parts of a request's principal it decides on. A `Principal` is one. */
-export type PlatformActor = Pick<Principal, 'kind' | 'subject' | 'userId' | 'clientId' | 'organizationId' | 'permissions'>;
+/**
+ * Who calls a platform service: the parts of a request's principal it decides
+ * on, and the name and credential id its audit records carry when given. A
+ * `Principal` is one.
+ */
+export type PlatformActor = Pick<Principal, 'kind' | 'subject' | 'userId' | 'clientId' | 'organizationId' | 'permissions'> &
+  Partial<Pick<Principal, 'name' | 'credentialId'>>;
 
 /**
  * What the platform module asks the identity side: whether an organization is

@@ -35,6 +35,8 @@ export {
   plannedStatus,
 } from './announcements/status.js';
 export type { AnnouncementChange, AnnouncementRecord, AnnouncementsStore, AnnouncementsWrites } from './announcements/store.js';
+export type { PlatformRequestFacts } from './audit.js';
+export { PlatformAuditActions } from './audit.js';
 export type { KeyedCache } from './cache.js';
 export { createKeyedCache } from './cache.js';
 export type { ChangeType } from './changelog/schemas.js';

@@ -1,6 +1,7 @@
 import type { IdtModule, OutboundResolver } from '@idt/core';
 import type { IdentityServices } from '@idt/identity';
 import type { AnnouncementsService } from './announcements/service.js';
+import { PlatformAuditActions } from './audit.js';
 import type { ChangelogService } from './changelog/service.js';
 import type { FlagsService } from './flags/service.js';
 import { platformMigrations } from './knex/migrations.js';
@@ -81,6 +82,7 @@ export function platform(options: PlatformOptions = {}): IdtModule<'platform', P
     },
     async setup(ctx) {
       const { createKnexPlatform } = await import('./knex/module.js');
+      ctx.audit.register(Object.values(PlatformAuditActions));
       const module = createKnexPlatform({
         db: ctx.db,
         outbox: ctx.events,
@@ -93,6 +95,7 @@ export function platform(options: PlatformOptions = {}): IdtModule<'platform', P
         ...(options.announcementJobIntervalMs ? { announcementJobIntervalMs: options.announcementJobIntervalMs } : {}),
         catalog: () => ctx.events.catalog(),
         members: ctx.module<IdentityServices>('identity').members,
+        audit: ctx.audit,
         ...(ctx.has('notifications') ? { notifier: ctx.module<{ service: PlatformNotifier }>('notifications').service } : {}),
         webhooks: {
           allowPrivateHosts: options.webhooks?.allowPrivateHosts ?? ctx.env.IDT_WEBHOOKS_ALLOW_PRIVATE_HOSTS === 'true',

@@ -6,6 +6,7 @@ import { type CommonOptions, commandTarget, type GlobalOptions, OPERATOR, requir
 import { assertEnvFileFree, type EnvFileSource, writeClientEnvFile } from '../env-file.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
+import { OPERATOR_AUDIT } from './operator-audit.js';
 import {
   collect,
   type EnvFileOptions,
@@ -111,15 +112,21 @@ export function registerClientCommands(program: Command, io: CliIo): void {
       const needs = { command: 'register-client', modules: CLIENT_MODULES };
       await withServices(io, out, target, needs, async ({ identity, oidc }) => {
         const organization = await organizationOf(identity, options.org);
-        const registration = await oidc.clients.register(OPERATOR, organization.id, {
-          kind: options.kind,
-          name: options.name,
-          scopes: splitList(options.scope),
-          ...(options.redirectUri ? { redirectUris: options.redirectUri } : {}),
-          ...(options.postLogoutRedirectUri ? { postLogoutRedirectUris: options.postLogoutRedirectUri } : {}),
-          ...(options.backchannelLogoutUri !== undefined ? { backchannelLogoutUri: options.backchannelLogoutUri } : {}),
-          ...(options.refreshTokenLifetime !== undefined ? { refreshTokenLifetime: Number(options.refreshTokenLifetime) } : {}),
-        });
+        const registration = await oidc.clients.register(
+          OPERATOR,
+          organization.id,
+          {
+            kind: options.kind,
+            name: options.name,
+            scopes: splitList(options.scope),
+            ...(options.redirectUri ? { redirectUris: options.redirectUri } : {}),
+            ...(options.postLogoutRedirectUri ? { postLogoutRedirectUris: options.postLogoutRedirectUri } : {}),
+            ...(options.backchannelLogoutUri !== undefined ? { backchannelLogoutUri: options.backchannelLogoutUri } : {}),
+            ...(options.refreshTokenLifetime !== undefined ? { refreshTokenLifetime: Number(options.refreshTokenLifetime) } : {}),
+          },
+          {},
+          OPERATOR_AUDIT,
+        );
         const kind = registration.client.kind === 'service-account' ? 'service account' : 'application';
         out.line(`Registered ${kind} ${registration.client.clientId} for ${organization.name} (${organization.slug}).`);
         await deliverSecret(out, registration, envFile, { command: 'idt register-client', force: options.force === true });
@@ -157,9 +164,13 @@ export function registerClientCommands(program: Command, io: CliIo): void {
       await withServices(io, out, target, needs, async ({ identity, oidc }) => {
         const organization = options.org === undefined ? undefined : await organizationOf(identity, options.org);
         const rotated = await onClient(clientId, organization, () =>
-          oidc.clients.rotateSecret(OPERATOR, organization?.id, clientId, {
-            revokeActiveTokens: options.revokeActiveTokens === true,
-          }),
+          oidc.clients.rotateSecret(
+            OPERATOR,
+            organization?.id,
+            clientId,
+            { revokeActiveTokens: options.revokeActiveTokens === true },
+            OPERATOR_AUDIT,
+          ),
         );
         out.line(
           `Rotated the secret of ${rotated.client.clientId}; the old secret no longer works${

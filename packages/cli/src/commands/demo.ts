@@ -18,6 +18,7 @@ import type { CliIo } from '../io.js';
 import { createOutput } from '../output.js';
 import { applySeed, writeSeedEnvFiles } from '../seed/apply.js';
 import { parseSeed, type SeedFileInput } from '../seed/schema.js';
+import { recordSeedApplied } from './operator-audit.js';
 import { printSeedReport, seedResult } from './seed.js';
 import { examples, withCommonOptions } from './shared.js';
 
@@ -125,15 +126,17 @@ export function registerDemo(program: Command, io: CliIo): void {
       const seed = parseSeed(demoSeed(password), {}, 'The demo seed');
       const dir = resolve(io.cwd, options.dir);
       const needs = { command: 'demo', modules: DEMO_MODULES };
-      const report = await withServicesInTransaction(io, out, target, needs, (services) =>
-        applySeed({ services }, seed, {
+      const report = await withServicesInTransaction(io, out, target, needs, async (services, idt) => {
+        const applied = await applySeed({ services }, seed, {
           baseDir: dir,
           force: options.force === true,
           command: 'idt demo',
           progress: out.progress,
           writeEnvFiles: false,
-        }),
-      );
+        });
+        await recordSeedApplied(idt, applied, { command: 'idt demo', file: 'the demo seed' });
+        return applied;
+      });
       await writeSeedEnvFiles(report, { command: 'idt demo', force: options.force === true });
       printSeedReport(out, report, 'the demo');
       const passwordFile = resolve(dir, DEMO_PASSWORD_FILE);

@@ -8,6 +8,7 @@ import { CliError, usageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
 import { createTerminalPrompter } from '../prompter.js';
+import { OPERATOR_AUDIT } from './operator-audit.js';
 import { examples, onClient, readCommandVariables, withCommonOptions } from './shared.js';
 
 /** A client as the list and show commands print it: no secret, no hash (the record has none). */
@@ -159,7 +160,7 @@ export function registerClientAdmin(program: Command, io: CliIo): void {
             return;
           }
         }
-        await oidc.clients.delete(undefined, client.clientId);
+        await oidc.clients.delete(undefined, client.clientId, OPERATOR_AUDIT);
         out.line(`Deleted ${client.clientId}.`);
         out.result({ deleted: true, clientId: client.clientId });
       });

@@ -13,6 +13,7 @@ import type { CliIo } from '../io.js';
 import { createOutput, type Output } from '../output.js';
 import { applySeed, checkSeedReferences, type SeedReport, seedModules, writeSeedEnvFiles } from '../seed/apply.js';
 import { readSeedFile } from '../seed/schema.js';
+import { recordSeedApplied } from './operator-audit.js';
 import { type EnvFileOptions, envFileOption, examples, withCommonOptions, withEnvFileOptions } from './shared.js';
 
 interface SeedOptions extends CommonOptions, EnvFileOptions {
@@ -111,16 +112,18 @@ export function registerSeed(program: Command, io: CliIo): void {
         throw new ValidationProblem(errors, `The seed file ${basename(file)} is invalid.`);
       }
       const needs = { command: 'seed', modules: seedModules(seed) };
-      const report = await withServicesInTransaction(io, out, target, needs, (services) =>
-        applySeed({ services }, seed, {
+      const report = await withServicesInTransaction(io, out, target, needs, async (services, idt) => {
+        const applied = await applySeed({ services }, seed, {
           baseDir: dirname(file),
           ...(envFile !== undefined ? { envFile } : {}),
           force: options.force === true,
           command: 'idt seed',
           progress: out.progress,
           writeEnvFiles: false,
-        }),
-      );
+        });
+        await recordSeedApplied(idt, applied, { command: 'idt seed', file: basename(file) });
+        return applied;
+      });
       // Committed: only now the env files of the new clients.
       await writeSeedEnvFiles(report, { command: 'idt seed', force: options.force === true });
       printSeedReport(out, report, basename(file));

@@ -9,6 +9,7 @@ import {
   requirePlatformAdministrator,
   tenantOf,
 } from '../access.js';
+import { PlatformAuditActions, type PlatformRequestFacts, platformAuditActor, requestFactsOf } from '../audit.js';
 import { ALL_KEYS, createKeyedCache } from '../cache.js';
 import { FeatureFlagChangedEvent, type FeatureFlagChangedPayload, FLAGS_CACHE } from '../events.js';
 import { evaluateFlag, type FlagOverride, type FlagValue } from './evaluate.js';
@@ -42,17 +43,17 @@ export interface FlagsService {
   /** Every flag (platform administrators). */
   list(actor: PlatformActor): Promise<FlagResponse[]>;
   /** Defines a flag (platform administrators); 409 `FeatureFlags.KeyExists` for a taken key. */
-  create(actor: PlatformActor, input: unknown): Promise<FlagResponse>;
+  create(actor: PlatformActor, input: unknown, request?: PlatformRequestFacts): Promise<FlagResponse>;
   /** Replaces a flag's definition (platform administrators). */
-  update(actor: PlatformActor, key: string, input: unknown): Promise<FlagResponse>;
+  update(actor: PlatformActor, key: string, input: unknown, request?: PlatformRequestFacts): Promise<FlagResponse>;
   /** Deletes a flag and its overrides (platform administrators). */
-  remove(actor: PlatformActor, key: string): Promise<void>;
+  remove(actor: PlatformActor, key: string, request?: PlatformRequestFacts): Promise<void>;
   /** Every flag with the caller organization's overrides (`ConfigurationRead`). */
   listForOrganization(actor: PlatformActor): Promise<OrganizationFlagResponse[]>;
   /** Sets the organization's (or one member's) override (`ConfigurationManage`). */
-  putOverride(actor: PlatformActor, key: string, input: unknown): Promise<FlagOverrideResponse>;
+  putOverride(actor: PlatformActor, key: string, input: unknown, request?: PlatformRequestFacts): Promise<FlagOverrideResponse>;
   /** Removes the organization's (or one member's) override (`ConfigurationManage`). */
-  removeOverride(actor: PlatformActor, key: string, userId: string | null): Promise<void>;
+  removeOverride(actor: PlatformActor, key: string, userId: string | null, request?: PlatformRequestFacts): Promise<void>;
   /** Every flag evaluated for a caller: `{key: boolean | variant}`. */
   evaluate(caller: FlagCaller): Promise<Record<string, FlagValue>>;
 }
@@ -83,6 +84,41 @@ async function changed(tx: TransactionEffects, payload: FeatureFlagChangedPayloa
     { namespace: FLAGS_CACHE, key: payload.organizationId ?? 'definitions' },
     // A deleted flag takes every organization's overrides with it.
     ...(payload.change === 'deleted' ? [{ namespace: FLAGS_CACHE, key: ALL_KEYS }] : []),
+  ]);
+}
+
+/** What a flag's audit record says about its definition. */
+function definitionFacts(flag: FlagRecord) {
+  return {
+    type: flag.type,
+    defaultEnabled: flag.defaultEnabled,
+    rolloutPercentage: flag.rolloutPercentage,
+    variants: flag.variants.map((variant) => variant.name),
+    defaultVariant: flag.defaultVariant,
+  };
+}
+
+/**
+ * Records a flag change in the store's transaction: definitions on the
+ * platform trail, an organization's overrides on its own.
+ */
+async function audited(
+  tx: TransactionEffects,
+  action: string,
+  actor: PlatformActor,
+  request: PlatformRequestFacts | undefined,
+  flag: { key: string; name?: string; organizationId: string | null },
+  metadata: Record<string, string | number | boolean | null | string[]>,
+): Promise<void> {
+  await tx.audit?.([
+    {
+      action,
+      organizationId: flag.organizationId,
+      actor: platformAuditActor(actor),
+      target: { type: 'featureFlag', id: flag.key, display: flag.name ?? flag.key },
+      ...requestFactsOf(request),
+      metadata,
+    },
   ]);
 }
 
@@ -134,7 +170,7 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
       return (await store.list()).map(toFlagResponse);
     },
 
-    async create(actor, input) {
+    async create(actor, input, request) {
       await admin(actor);
       const data = FlagCreateInput.parse(input);
       const now = clock.now().toISOString();
@@ -150,6 +186,14 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
             changedBy: actor.subject,
             changedAt: record.createdAt,
           });
+          await audited(
+            tx,
+            PlatformAuditActions.flagCreated.action,
+            actor,
+            request,
+            { ...record, organizationId: null },
+            definitionFacts(record),
+          );
         }
         return outcome;
       });
@@ -160,7 +204,7 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
       return toFlagResponse(record);
     },
 
-    async update(actor, key, input) {
+    async update(actor, key, input, request) {
       await admin(actor);
       const data = FlagUpdateInput.parse(input);
       const current = await existing(key);
@@ -180,6 +224,14 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
           changedBy: actor.subject,
           changedAt: record.updatedAt,
         });
+        await audited(
+          tx,
+          PlatformAuditActions.flagUpdated.action,
+          actor,
+          request,
+          { ...record, organizationId: null },
+          definitionFacts(record),
+        );
         return true;
       });
       if (!updated) throw notFound(key);
@@ -187,7 +239,7 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
       return toFlagResponse(record);
     },
 
-    async remove(actor, key) {
+    async remove(actor, key, request) {
       await admin(actor);
       const at = clock.now().toISOString();
       const removed = await store.transaction(async (tx) => {
@@ -200,6 +252,7 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
           changedBy: actor.subject,
           changedAt: at,
         });
+        await audited(tx, PlatformAuditActions.flagDeleted.action, actor, request, { key, organizationId: null }, {});
         return true;
       });
       if (!removed) throw notFound(key);
@@ -221,7 +274,7 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
       });
     },
 
-    async putOverride(actor, key, input) {
+    async putOverride(actor, key, input, request) {
       const organizationId = tenantOf(actor);
       requirePermission(actor, PlatformPermissions.configurationManage);
       const data = FlagOverrideInput.parse(input);
@@ -246,6 +299,14 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
           changedBy: actor.subject,
           changedAt: at,
         });
+        await audited(
+          tx,
+          PlatformAuditActions.flagOverrideSet.action,
+          actor,
+          request,
+          { key: flag.key, name: flag.name, organizationId },
+          { userId: override.userId, enabled: override.enabled, variant: override.variant, expiresAt: override.expiresAt },
+        );
         return true;
       });
       if (!put) throw notFound(key);
@@ -253,14 +314,22 @@ export function createFlagsService(options: FlagsServiceOptions): FlagsService {
       return overrideResponse(override);
     },
 
-    async removeOverride(actor, key, userId) {
+    async removeOverride(actor, key, userId, request) {
       const organizationId = tenantOf(actor);
       requirePermission(actor, PlatformPermissions.configurationManage);
-      await existing(key);
+      const flag = await existing(key);
       const at = clock.now().toISOString();
       await store.transaction(async (tx) => {
         if (!(await tx.removeOverride(key, organizationId, userId))) return;
         await changed(tx, { key, organizationId, userId, change: 'override-removed', changedBy: actor.subject, changedAt: at });
+        await audited(
+          tx,
+          PlatformAuditActions.flagOverrideRemoved.action,
+          actor,
+          request,
+          { key: flag.key, name: flag.name, organizationId },
+          { userId },
+        );
       });
       overrides.evict(organizationId);
     },

@@ -1,4 +1,4 @@
-import { defineRoute, json, noContent, type Route } from '@idt/core';
+import { auditRequestOf, defineRoute, json, noContent, type Route } from '@idt/core';
 import { z } from 'zod';
 import { callerOf } from '../access.js';
 import {
@@ -73,7 +73,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: SettingKeyParams, body: SettingValueInput },
       problemCodes: SETTING_CODES,
       responses: { 200: { description: 'The setting as it now resolves for you', schema: ResolvedSettingResponse }, ...keyRules },
-      handler: async ({ principal, params, body }) => json(await settings.setMine(callerOf(principal), params.key, body.value)),
+      handler: async (route) =>
+        json(await settings.setMine(callerOf(route.principal), route.params.key, route.body.value, auditRequestOf(route))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -84,8 +85,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: SettingKeyParams },
       problemCodes: SETTING_CODES,
       responses: { 204: { description: 'The organization’s value applies again' }, ...keyRules },
-      handler: async ({ principal, params }) => {
-        await settings.resetMine(callerOf(principal), params.key);
+      handler: async (route) => {
+        await settings.resetMine(callerOf(route.principal), route.params.key, auditRequestOf(route));
         return noContent();
       },
     }),
@@ -101,8 +102,10 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: SettingKeyParams, body: SettingValueInput },
       problemCodes: SETTING_CODES,
       responses: { 200: { description: 'The setting', schema: ResolvedSettingResponse }, ...keyRules },
-      handler: async ({ principal, params, body }) =>
-        json(await settings.setOrganization(callerOf(principal), params.key, body.value)),
+      handler: async (route) =>
+        json(
+          await settings.setOrganization(callerOf(route.principal), route.params.key, route.body.value, auditRequestOf(route)),
+        ),
     }),
     defineRoute({
       method: 'DELETE',
@@ -115,8 +118,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: SettingKeyParams },
       problemCodes: SETTING_CODES,
       responses: { 204: { description: 'The default applies again' }, ...keyRules },
-      handler: async ({ principal, params }) => {
-        await settings.resetOrganization(callerOf(principal), params.key);
+      handler: async (route) => {
+        await settings.resetOrganization(callerOf(route.principal), route.params.key, auditRequestOf(route));
         return noContent();
       },
     }),
@@ -164,7 +167,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
         200: { description: 'The setting', schema: ResolvedSettingResponse },
         422: { description: 'Not a defined system.* key (`Settings.UnknownKey`)' },
       },
-      handler: async ({ principal, params, body }) => json(await settings.setSystem(callerOf(principal), params.key, body.value)),
+      handler: async (route) =>
+        json(await settings.setSystem(callerOf(route.principal), route.params.key, route.body.value, auditRequestOf(route))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -176,8 +180,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: SettingKeyParams },
       problemCodes: ['Settings.UnknownKey'],
       responses: { 204: { description: 'The default applies again' } },
-      handler: async ({ principal, params }) => {
-        await settings.resetSystem(callerOf(principal), params.key);
+      handler: async (route) => {
+        await settings.resetSystem(callerOf(route.principal), route.params.key, auditRequestOf(route));
         return noContent();
       },
     }),
@@ -206,11 +210,11 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
         201: { description: 'The flag', schema: FlagResponse, headers: { Location: '`/v1/platform/flags/{key}`' } },
         409: { description: 'The key is taken (`FeatureFlags.KeyExists`)' },
       },
-      handler: async ({ prefix, principal, body }) => {
-        const created = await flags.create(callerOf(principal), body);
+      handler: async (route) => {
+        const created = await flags.create(callerOf(route.principal), route.body, auditRequestOf(route));
         return json(created, {
           status: 201,
-          headers: { location: `${prefix}/v1/platform/flags/${encodeURIComponent(created.key)}` },
+          headers: { location: `${route.prefix}/v1/platform/flags/${encodeURIComponent(created.key)}` },
         });
       },
     }),
@@ -225,7 +229,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: FlagKeyParams, body: FlagUpdateInput },
       problemCodes: ['FeatureFlags.NotFound'],
       responses: { 200: { description: 'The flag', schema: FlagResponse }, 404: flagNotFound },
-      handler: async ({ principal, params, body }) => json(await flags.update(callerOf(principal), params.key, body)),
+      handler: async (route) =>
+        json(await flags.update(callerOf(route.principal), route.params.key, route.body, auditRequestOf(route))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -237,8 +242,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: FlagKeyParams },
       problemCodes: ['FeatureFlags.NotFound'],
       responses: { 204: { description: 'Deleted' }, 404: flagNotFound },
-      handler: async ({ principal, params }) => {
-        await flags.remove(callerOf(principal), params.key);
+      handler: async (route) => {
+        await flags.remove(callerOf(route.principal), route.params.key, auditRequestOf(route));
         return noContent();
       },
     }),
@@ -279,7 +284,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: FlagKeyParams, body: FlagOverrideInput },
       problemCodes: ['FeatureFlags.NotFound'],
       responses: { 200: { description: 'The override', schema: FlagOverrideResponse }, 404: flagNotFound },
-      handler: async ({ principal, params, body }) => json(await flags.putOverride(callerOf(principal), params.key, body)),
+      handler: async (route) =>
+        json(await flags.putOverride(callerOf(route.principal), route.params.key, route.body, auditRequestOf(route))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -291,8 +297,8 @@ export function createConfigurationRoutes(settings: SettingsService, flags: Flag
       request: { params: FlagKeyParams, query: FlagOverrideQuery },
       problemCodes: ['FeatureFlags.NotFound'],
       responses: { 204: { description: 'Removed (idempotent)' }, 404: flagNotFound },
-      handler: async ({ principal, params, query }) => {
-        await flags.removeOverride(callerOf(principal), params.key, query.userId);
+      handler: async (route) => {
+        await flags.removeOverride(callerOf(route.principal), route.params.key, route.query.userId, auditRequestOf(route));
         return noContent();
       },
     }),

@@ -1,4 +1,4 @@
-import { defineRoute, json, noContent, type Route } from '@idt/core';
+import { auditRequestOf, defineRoute, json, noContent, type Route } from '@idt/core';
 import { z } from 'zod';
 import { callerOf } from '../access.js';
 import {
@@ -67,9 +67,12 @@ export function createWebhookRoutes(webhooks: WebhooksService): Route[] {
         },
         422: { description: 'A loopback, private or cloud metadata host (`Webhooks.PrivateHostRefused`)' },
       },
-      handler: async ({ prefix, principal, body }) => {
-        const created = await webhooks.create(callerOf(principal), body);
-        return json(created, { status: 201, headers: { location: `${prefix}/v1/webhooks/endpoints/${created.endpoint.id}` } });
+      handler: async (route) => {
+        const created = await webhooks.create(callerOf(route.principal), route.body, auditRequestOf(route));
+        return json(created, {
+          status: 201,
+          headers: { location: `${route.prefix}/v1/webhooks/endpoints/${created.endpoint.id}` },
+        });
       },
     }),
     defineRoute({
@@ -95,7 +98,8 @@ export function createWebhookRoutes(webhooks: WebhooksService): Route[] {
       request: { params: IdParams, body: EndpointPatch },
       problemCodes: ['Webhooks.EndpointNotFound', 'Webhooks.UnknownEventType', 'Webhooks.PrivateHostRefused'],
       responses: { 200: { description: 'The endpoint', schema: EndpointResponse }, 404: notFound },
-      handler: async ({ principal, params, body }) => json(await webhooks.update(callerOf(principal), params.id, body)),
+      handler: async (route) =>
+        json(await webhooks.update(callerOf(route.principal), route.params.id, route.body, auditRequestOf(route))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -107,8 +111,8 @@ export function createWebhookRoutes(webhooks: WebhooksService): Route[] {
       request: { params: IdParams },
       problemCodes: ['Webhooks.EndpointNotFound'],
       responses: { 204: { description: 'Deleted' }, 404: notFound },
-      handler: async ({ principal, params }) => {
-        await webhooks.remove(callerOf(principal), params.id);
+      handler: async (route) => {
+        await webhooks.remove(callerOf(route.principal), route.params.id, auditRequestOf(route));
         return noContent();
       },
     }),
@@ -129,7 +133,8 @@ export function createWebhookRoutes(webhooks: WebhooksService): Route[] {
         },
         404: notFound,
       },
-      handler: async ({ principal, params, body }) => json(await webhooks.rotateSecret(callerOf(principal), params.id, body)),
+      handler: async (route) =>
+        json(await webhooks.rotateSecret(callerOf(route.principal), route.params.id, route.body, auditRequestOf(route))),
     }),
     defineRoute({
       method: 'POST',

@@ -1,4 +1,4 @@
-import type { EventOutbox } from '@idt/core';
+import type { AuditTrail, EventOutbox } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
@@ -13,6 +13,8 @@ export interface KnexFlagsStoreOptions {
   readonly outbox: EventOutbox;
   /** Evicts the flag caches the flags service names, once the store's transaction commits. */
   readonly invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
+  /** Records the audit entries the flags service writes, in the store's transaction (`ctx.audit`); none without it. */
+  readonly audit?: Pick<AuditTrail, 'record'>;
 }
 
 type Row = Record<string, unknown>;

@@ -1,4 +1,5 @@
 import {
+  type AuditTrail,
   type Clock,
   createSecretBox,
   defineEventHandler,
@@ -75,6 +76,11 @@ export interface KnexPlatformOptions {
   readonly notifier?: PlatformNotifier;
   /** Who holds a permission: the identity module's `members` service. */
   readonly members: Pick<MemberDirectory, 'withPermission'>;
+  /**
+   * The audit trail (`ctx.audit`): settings, flag and webhook endpoint changes are recorded through it in their
+   * transactions (register `PlatformAuditActions` on it first). Without it nothing is recorded.
+   */
+  readonly audit?: Pick<AuditTrail, 'record'>;
 }
 
 /** The platform module on knex: its services, routes, events, handlers and jobs. */
@@ -103,11 +109,12 @@ export interface KnexPlatform {
  */
 export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
   const { db, outbox, invalidator } = options;
+  const audit = options.audit ? { audit: options.audit } : {};
   const clock = options.clock ? { clock: options.clock } : {};
   const directory = createKnexPlatformDirectory(db, options.members);
   const registry = createSettingRegistry([...builtInSettings, ...(options.settings ?? [])]);
   const settings = createSettingsService({
-    store: createKnexSettingsStore({ db, outbox, invalidator }),
+    store: createKnexSettingsStore({ db, outbox, invalidator, ...audit }),
     registry,
     directory,
     invalidator,
@@ -115,7 +122,7 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
     ...(options.pathPrefix ? { pathPrefix: options.pathPrefix } : {}),
   });
   const flags = createFlagsService({
-    store: createKnexFlagsStore({ db, outbox, invalidator }),
+    store: createKnexFlagsStore({ db, outbox, invalidator, ...audit }),
     directory,
     invalidator,
     ...clock,
@@ -136,7 +143,13 @@ export function createKnexPlatform(options: KnexPlatformOptions): KnexPlatform {
   const allowPrivateHosts = options.webhooks?.allowPrivateHosts ?? false;
   const resolve = options.webhooks?.resolve ? { resolve: options.webhooks.resolve } : {};
   const webhooks = createWebhooksService({
-    store: createKnexWebhooksStore(db, outbox, createSecretBox(options.secret, WEBHOOK_SECRET_PURPOSE), invalidator),
+    store: createKnexWebhooksStore(
+      db,
+      outbox,
+      createSecretBox(options.secret, WEBHOOK_SECRET_PURPOSE),
+      invalidator,
+      options.audit,
+    ),
     invalidator,
     directory,
     sender: createWebhookSender({ allowPrivateHosts, timeoutMs: WEBHOOK_TIMEOUT_MS, ...resolve }),

@@ -1,4 +1,4 @@
-import type { EventOutbox } from '@idt/core';
+import type { AuditTrail, EventOutbox } from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { knexUnitOfWork, toIso } from '@idt/core/knex';
 import type { Knex } from 'knex';
@@ -13,6 +13,8 @@ export interface KnexSettingsStoreOptions {
   readonly outbox: EventOutbox;
   /** Evicts the setting caches the settings service names, once the store's transaction commits. */
   readonly invalidator: Pick<CacheInvalidator, 'invalidateMany'>;
+  /** Records the audit entries the settings service writes, in the store's transaction (`ctx.audit`); none without it. */
+  readonly audit?: Pick<AuditTrail, 'record'>;
 }
 
 type Row = Record<string, unknown>;

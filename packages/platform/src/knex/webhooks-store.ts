@@ -1,4 +1,4 @@
-import { type EventOutbox, newId, type SecretBox } from '@idt/core';
+import { type AuditTrail, type EventOutbox, newId, type SecretBox } from '@idt/core';
 import { type CacheInvalidator, knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
 import type { Knex } from 'knex';
 import type { DeliveryAttemptResponse } from '../webhooks/schemas.js';
@@ -163,7 +163,9 @@ const noEvictions: Pick<CacheInvalidator, 'invalidateMany'> = { invalidateMany: 
  * and evicts `WEBHOOK_ENDPOINTS_CACHE` on every instance through
  * `invalidator` after every write that can change which endpoints receive
  * an event, in the write's transaction (without an invalidator, nothing
- * caches the routing and the evictions are dropped).
+ * caches the routing and the evictions are dropped). The service's audit
+ * records of endpoint changes are written through `audit`, in the same
+ * transaction (none without it).
  *
  * @example
  * const store = createKnexWebhooksStore(db, bus, createSecretBox(secret, WEBHOOK_SECRET_PURPOSE), invalidator);
@@ -173,10 +175,13 @@ export function createKnexWebhooksStore(
   outbox: EventOutbox,
   box: SecretBox,
   invalidator?: Pick<CacheInvalidator, 'invalidateMany'>,
+  audit?: Pick<AuditTrail, 'record'>,
 ): WebhooksStore {
   const fromRow = (row: Row) => endpointFromRow(row, box);
   return {
-    ...knexUnitOfWork({ db, outbox, invalidator: invalidator ?? noEvictions }, (trx) => webhooksWrites(trx, box)),
+    ...knexUnitOfWork({ db, outbox, invalidator: invalidator ?? noEvictions, ...(audit ? { audit } : {}) }, (trx) =>
+      webhooksWrites(trx, box),
+    ),
 
     async findEndpoint(id) {
       const row = await db(WEBHOOK_ENDPOINTS_TABLE).where({ id }).first();

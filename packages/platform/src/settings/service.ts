@@ -9,6 +9,13 @@ import {
   requirePlatformAdministrator,
   tenantOf,
 } from '../access.js';
+import {
+  PlatformAuditActions,
+  type PlatformRequestFacts,
+  platformAuditActor,
+  requestFactsOf,
+  settingValueFacts,
+} from '../audit.js';
 import { createKeyedCache } from '../cache.js';
 import { SETTINGS_CACHE, SettingChangedEvent, type SettingChangedPayload } from '../events.js';
 import {
@@ -49,26 +56,32 @@ export interface SettingsServiceOptions {
   readonly pathPrefix?: string;
 }
 
-/** Settings: organization values, user overrides, platform-wide `system.*` values, and the merged view. */
+/**
+ * Settings: organization values, user overrides, platform-wide `system.*`
+ * values, and the merged view. Each change records `platform.setting.changed`
+ * or `platform.setting.reset` in its transaction (on the organization's
+ * trail; `system.*` on the platform trail); `request` gives the record the
+ * request's address, user agent and trace id.
+ */
 export interface SettingsService {
   /** The organization's settings, every defined (non-system) key and its custom keys (`ConfigurationRead`). */
   listOrganization(actor: PlatformActor): Promise<ResolvedSetting[]>;
   /** Sets an organization value (`ConfigurationManage`). */
-  setOrganization(actor: PlatformActor, key: string, value: unknown): Promise<ResolvedSetting>;
+  setOrganization(actor: PlatformActor, key: string, value: unknown, request?: PlatformRequestFacts): Promise<ResolvedSetting>;
   /** Reverts an organization value to the default (`ConfigurationManage`). */
-  resetOrganization(actor: PlatformActor, key: string): Promise<void>;
+  resetOrganization(actor: PlatformActor, key: string, request?: PlatformRequestFacts): Promise<void>;
   /** The user-overridable settings as they resolve for the calling user. */
   listMine(actor: PlatformActor): Promise<ResolvedSetting[]>;
   /** Sets the calling user's override of an overridable key. */
-  setMine(actor: PlatformActor, key: string, value: unknown): Promise<ResolvedSetting>;
+  setMine(actor: PlatformActor, key: string, value: unknown, request?: PlatformRequestFacts): Promise<ResolvedSetting>;
   /** Removes the calling user's override. */
-  resetMine(actor: PlatformActor, key: string): Promise<void>;
+  resetMine(actor: PlatformActor, key: string, request?: PlatformRequestFacts): Promise<void>;
   /** Every `system.*` setting (platform administrators). */
   listSystem(actor: PlatformActor): Promise<ResolvedSetting[]>;
   /** Sets a `system.*` value (platform administrators). */
-  setSystem(actor: PlatformActor, key: string, value: unknown): Promise<ResolvedSetting>;
+  setSystem(actor: PlatformActor, key: string, value: unknown, request?: PlatformRequestFacts): Promise<ResolvedSetting>;
   /** Reverts a `system.*` value to its default (platform administrators). */
-  resetSystem(actor: PlatformActor, key: string): Promise<void>;
+  resetSystem(actor: PlatformActor, key: string, request?: PlatformRequestFacts): Promise<void>;
   /** Every setting merged user > organization > default (`system.*`: platform value > default). */
   resolve(organizationId: string | null, userId: string | null): Promise<Record<string, JsonValue>>;
 }
@@ -145,8 +158,11 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
     target: SettingTarget,
     change: SettingChangedPayload['change'],
     at: string,
-    by: string,
+    actor: PlatformActor,
+    request: PlatformRequestFacts | undefined,
+    value?: JsonValue,
   ): Promise<void> {
+    const by = actor.subject;
     const payload: SettingChangedPayload = {
       scope: target.scope,
       organizationId: target.organizationId,
@@ -158,9 +174,30 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
     };
     await tx.publish([{ event: SettingChangedEvent, payload }]);
     await tx.evict([{ namespace: SETTINGS_CACHE, key: cacheKey(target) }]);
+    await tx.audit?.([
+      {
+        action: change === 'set' ? PlatformAuditActions.settingChanged.action : PlatformAuditActions.settingReset.action,
+        // A user's override lives in the organization it applies in: its trail, not the platform's.
+        organizationId: target.organizationId,
+        actor: platformAuditActor(actor),
+        target: { type: 'setting', id: target.key, display: target.key },
+        ...requestFactsOf(request),
+        metadata: {
+          scope: target.scope,
+          ...(target.userId === null ? {} : { userId: target.userId }),
+          ...(value === undefined ? {} : settingValueFacts(target.key, value)),
+        },
+      },
+    ]);
   }
 
-  async function save(target: SettingTarget, value: JsonValue, actor: PlatformActor, customLimit?: number): Promise<void> {
+  async function save(
+    target: SettingTarget,
+    value: JsonValue,
+    actor: PlatformActor,
+    request: PlatformRequestFacts | undefined,
+    customLimit?: number,
+  ): Promise<void> {
     const record: SettingValueRecord = { ...target, value, updatedAt: clock.now().toISOString(), updatedBy: actor.subject };
     const outcome = await store.transaction(async (tx) => {
       // A new custom key counts against the owner's limit; replacing a value does not.
@@ -168,7 +205,7 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
         return 'limit-reached' as const;
       }
       await tx.put(record);
-      await changed(tx, target, 'set', record.updatedAt, record.updatedBy);
+      await changed(tx, target, 'set', record.updatedAt, actor, request, value);
       return 'saved' as const;
     });
     if (outcome === 'limit-reached') {
@@ -180,10 +217,11 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
     cache.evict(cacheKey(target));
   }
 
-  async function reset(target: SettingTarget, actor: PlatformActor): Promise<void> {
+  async function reset(target: SettingTarget, actor: PlatformActor, request: PlatformRequestFacts | undefined): Promise<void> {
     const at = clock.now().toISOString();
     await store.transaction(async (tx) => {
-      if (await tx.remove(target)) await changed(tx, target, 'reset', at, actor.subject);
+      // Nothing stored, nothing changed: no event and no audit record.
+      if (await tx.remove(target)) await changed(tx, target, 'reset', at, actor, request);
     });
     cache.evict(cacheKey(target));
   }
@@ -257,7 +295,7 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
       return [...defined, ...custom];
     },
 
-    async setOrganization(actor, key, value) {
+    async setOrganization(actor, key, value, request) {
       const organizationId = tenantOf(actor);
       requirePermission(actor, PlatformPermissions.configurationManage);
       const definition = organizationKey(key);
@@ -266,16 +304,17 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
         target('organization', organizationId, null, key),
         checked,
         actor,
+        request,
         definition ? undefined : CUSTOM_SETTINGS_LIMIT,
       );
       return resolvedOrganization(organizationId, key);
     },
 
-    async resetOrganization(actor, key) {
+    async resetOrganization(actor, key, request) {
       const organizationId = tenantOf(actor);
       requirePermission(actor, PlatformPermissions.configurationManage);
       organizationKey(key);
-      await reset(target('organization', organizationId, null, key), actor);
+      await reset(target('organization', organizationId, null, key), actor, request);
     },
 
     async listMine(actor) {
@@ -293,20 +332,20 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
         );
     },
 
-    async setMine(actor, key, value) {
+    async setMine(actor, key, value, request) {
       const organizationId = tenantOf(actor);
       const userId = userOf(actor);
       const definition = userKey(key);
       const checked = checkValue(definition.type, value);
-      await save(target('user', organizationId, userId, key), checked, actor);
+      await save(target('user', organizationId, userId, key), checked, actor, request);
       return resolvedMine(organizationId, userId, definition);
     },
 
-    async resetMine(actor, key) {
+    async resetMine(actor, key, request) {
       const organizationId = tenantOf(actor);
       const userId = userOf(actor);
       userKey(key);
-      await reset(target('user', organizationId, userId, key), actor);
+      await reset(target('user', organizationId, userId, key), actor, request);
     },
 
     async listSystem(actor) {
@@ -318,18 +357,18 @@ export function createSettingsService(options: SettingsServiceOptions): Settings
         .map((definition) => fromDefinition(definition, values.get(definition.key), 'platform'));
     },
 
-    async setSystem(actor, key, value) {
+    async setSystem(actor, key, value, request) {
       await platformAdministrator(actor);
       const definition = systemKey(key);
       const checked = checkValue(definition.type, value);
-      await save(target('system', null, null, key), checked, actor);
+      await save(target('system', null, null, key), checked, actor, request);
       return fromDefinition(definition, (await systemValues()).get(key), 'platform');
     },
 
-    async resetSystem(actor, key) {
+    async resetSystem(actor, key, request) {
       await platformAdministrator(actor);
       systemKey(key);
-      await reset(target('system', null, null, key), actor);
+      await reset(target('system', null, null, key), actor, request);
     },
 
     async resolve(organizationId, userId) {

@@ -1,7 +1,24 @@
-import { type Clock, checkOutboundUrl, newId, type OutboundResolver, type Page, systemClock, toPage } from '@idt/core';
+import {
+  type AuditMetadata,
+  type Clock,
+  checkOutboundUrl,
+  newId,
+  type OutboundResolver,
+  type Page,
+  systemClock,
+  type TransactionEffects,
+  toPage,
+} from '@idt/core';
 import type { CacheInvalidator } from '@idt/core/knex';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import { type PlatformActor, type PlatformDirectory, requirePlatformAdministrator } from '../access.js';
+import {
+  endpointDisplay,
+  PlatformAuditActions,
+  type PlatformRequestFacts,
+  platformAuditActor,
+  requestFactsOf,
+} from '../audit.js';
 import { ALL_KEYS, createKeyedCache } from '../cache.js';
 import { WEBHOOK_ENDPOINTS_CACHE, WebhookEndpointDisabledEvent } from '../events.js';
 import { WEBHOOK_AUDIT_TYPE, WEBHOOK_TEST_TYPE, type WebhookEventType } from './catalog.js';
@@ -49,17 +66,33 @@ export interface WebhooksServiceOptions {
 /** What routing an event needs of an endpoint (no secret is kept in the cache). */
 type EndpointRoute = Pick<EndpointRecord, 'id' | 'enabled' | 'eventTypes' | 'organizationId'>;
 
-/** Webhook endpoints and the delivery of messages to them. */
+/**
+ * Webhook endpoints and the delivery of messages to them. Creating, changing,
+ * deleting an endpoint and rotating its secret each record one
+ * `platform.webhookEndpoint.*` action on the platform trail, in the write's
+ * transaction (endpoints are platform administration, and a change may move
+ * an endpoint from one organization to another); `request` gives the record
+ * the request's address, user agent and trace id.
+ */
 export interface WebhooksService {
   eventTypes(actor: PlatformActor): Promise<Array<{ type: string; description: string }>>;
   list(actor: PlatformActor): Promise<EndpointResponse[]>;
   get(actor: PlatformActor, id: string): Promise<EndpointResponse>;
   /** Creates an endpoint; its secret is answered this once. */
-  create(actor: PlatformActor, input: unknown): Promise<{ endpoint: EndpointResponse; secret: string }>;
-  update(actor: PlatformActor, id: string, input: unknown): Promise<EndpointResponse>;
-  remove(actor: PlatformActor, id: string): Promise<void>;
+  create(
+    actor: PlatformActor,
+    input: unknown,
+    request?: PlatformRequestFacts,
+  ): Promise<{ endpoint: EndpointResponse; secret: string }>;
+  update(actor: PlatformActor, id: string, input: unknown, request?: PlatformRequestFacts): Promise<EndpointResponse>;
+  remove(actor: PlatformActor, id: string, request?: PlatformRequestFacts): Promise<void>;
   /** A new secret; the previous one keeps signing for the grace period. */
-  rotateSecret(actor: PlatformActor, id: string, input: unknown): Promise<{ secret: string; previousSecretExpiresAt: string }>;
+  rotateSecret(
+    actor: PlatformActor,
+    id: string,
+    input: unknown,
+    request?: PlatformRequestFacts,
+  ): Promise<{ secret: string; previousSecretExpiresAt: string }>;
   /** Queues a `webhook.test` message for one endpoint. */
   sendTest(actor: PlatformActor, id: string): Promise<{ messageId: string }>;
   deliveries(
@@ -124,12 +157,39 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
     );
 
   /** Runs an endpoint write and evicts the routing caches of every instance when it commits. */
-  const routingWrite = <T>(write: (tx: WebhooksWrites) => Promise<T>): Promise<T> =>
+  const routingWrite = <T>(write: (tx: WebhooksWrites & TransactionEffects) => Promise<T>): Promise<T> =>
     store.transaction(async (tx) => {
       const result = await write(tx);
       await tx.evict([{ namespace: WEBHOOK_ENDPOINTS_CACHE, key: ALL_KEYS }]);
       return result;
     });
+
+  /** Records an endpoint change on the platform trail, in the write's transaction. Never the URL's query or a secret. */
+  const audited = (
+    tx: TransactionEffects,
+    action: string,
+    actor: PlatformActor,
+    request: PlatformRequestFacts | undefined,
+    endpoint: EndpointRecord,
+    metadata: AuditMetadata,
+  ) =>
+    tx.audit?.([
+      {
+        action,
+        organizationId: null,
+        actor: platformAuditActor(actor),
+        target: { type: 'webhookEndpoint', id: endpoint.id, display: endpointDisplay(endpoint.url) },
+        ...requestFactsOf(request),
+        metadata,
+      },
+    ]);
+
+  /** What a record says about an endpoint's routing. */
+  const routingFacts = (endpoint: EndpointRecord): AuditMetadata => ({
+    organizationId: endpoint.organizationId,
+    eventTypes: [...endpoint.eventTypes],
+    enabled: endpoint.enabled,
+  });
 
   async function existing(id: string): Promise<EndpointRecord> {
     const key = id.trim().toLowerCase();
@@ -250,7 +310,7 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
       return toResponse(await existing(id));
     },
 
-    async create(actor, input) {
+    async create(actor, input, request) {
       await admin(actor);
       const data = EndpointInput.parse(input);
       checkEventTypes(data.eventTypes);
@@ -272,11 +332,14 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
         lastSuccessAt: null,
         failureStreakSince: null,
       };
-      await routingWrite((tx) => tx.insertEndpoint(endpoint));
+      await routingWrite(async (tx) => {
+        await tx.insertEndpoint(endpoint);
+        await audited(tx, PlatformAuditActions.webhookEndpointCreated.action, actor, request, endpoint, routingFacts(endpoint));
+      });
       return { endpoint: toResponse(endpoint), secret: endpoint.secret };
     },
 
-    async update(actor, id, input) {
+    async update(actor, id, input, request) {
       await admin(actor);
       const patch = EndpointPatch.parse(input);
       const current = await existing(id);
@@ -293,17 +356,33 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
         ...(enabling ? { disabledReason: null, failureStreakSince: null } : {}),
         updatedAt: clock.now().toISOString(),
       };
-      if (!(await routingWrite((tx) => tx.updateEndpoint(next)))) throw notFound();
+      const changedFields = (['url', 'description', 'eventTypes', 'organizationId', 'enabled'] as const).filter(
+        (field) => patch[field] !== undefined,
+      );
+      const updated = await routingWrite(async (tx) => {
+        if (!(await tx.updateEndpoint(next))) return false;
+        await audited(tx, PlatformAuditActions.webhookEndpointUpdated.action, actor, request, next, {
+          changed: [...changedFields],
+          ...routingFacts(next),
+        });
+        return true;
+      });
+      if (!updated) throw notFound();
       return toResponse(next);
     },
 
-    async remove(actor, id) {
+    async remove(actor, id, request) {
       await admin(actor);
       const current = await existing(id);
-      if (!(await routingWrite((tx) => tx.deleteEndpoint(current.id)))) throw notFound();
+      const deleted = await routingWrite(async (tx) => {
+        if (!(await tx.deleteEndpoint(current.id))) return false;
+        await audited(tx, PlatformAuditActions.webhookEndpointDeleted.action, actor, request, current, routingFacts(current));
+        return true;
+      });
+      if (!deleted) throw notFound();
     },
 
-    async rotateSecret(actor, id, input) {
+    async rotateSecret(actor, id, input, request) {
       await admin(actor);
       const { graceSeconds } = RotateSecretInput.parse(input ?? {});
       const current = await existing(id);
@@ -317,7 +396,15 @@ export function createWebhooksService(options: WebhooksServiceOptions): Webhooks
         previousSecretExpiresAt: graceSeconds > 0 ? previousSecretExpiresAt : null,
         updatedAt: now.toISOString(),
       };
-      if (!(await routingWrite((tx) => tx.updateEndpoint(next)))) throw notFound();
+      const rotated = await routingWrite(async (tx) => {
+        if (!(await tx.updateEndpoint(next))) return false;
+        await audited(tx, PlatformAuditActions.webhookEndpointSecretRotated.action, actor, request, next, {
+          graceSeconds,
+          previousValidUntil: next.previousSecretExpiresAt,
+        });
+        return true;
+      });
+      if (!rotated) throw notFound();
       return { secret, previousSecretExpiresAt };
     },
 

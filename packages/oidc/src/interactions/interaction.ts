@@ -1,4 +1,13 @@
-import { type Clock, clientIpOf, LightResponse, type Logger, markup, readCookie, type SafeHtml } from '@idt/core';
+import {
+  type AuditEntry,
+  type Clock,
+  clientIpOf,
+  LightResponse,
+  type Logger,
+  markup,
+  readCookie,
+  type SafeHtml,
+} from '@idt/core';
 import { formatSessionCookie, type TokenMac } from '@idt/identity';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
@@ -11,8 +20,10 @@ import type { AccountDirectory, StartedSession } from './directory.js';
 import type { PageRequest } from './page-request.js';
 import { type PageBranding, type PageOptions, renderPage } from './pages.js';
 import type { InteractionDetails, ProviderExchange } from './provider-exchange.js';
-import type { SignInAuditRecorder } from './sign-in-audit.js';
 import type { ConsentStore, GrantContextStore } from './stores.js';
+
+/** Writes one sign-in record on the audit trail (in a small transaction of its own: `sign-in-audit.ts`). */
+export type SignInAuditRecorder = (entry: AuditEntry) => Promise<void>;
 
 /** What every step of a sign-in uses: the provider, the directory, the stores and the settings. */
 export interface SignInServices {

@@ -1,17 +1,7 @@
-import type { AuditEntry, AuditRequestFacts } from '@idt/core';
+import type { AuditRequestFacts } from '@idt/core';
 import { traceIdFromTraceparent } from '@idt/problem';
 import { OidcAuditActions, type SignInFailureReason, UNKNOWN_SIGN_IN_ACTOR, userActor } from '../audit-actions.js';
 import type { Interaction } from './interaction.js';
-
-/**
- * Records one audit entry of the sign-in pages. The sign-in path has no
- * transaction of its own to join (the identity session starts in the
- * identity module's transaction, the login in oidc-provider's adapter), so
- * each entry is written in a small transaction of its own: on PostgreSQL a
- * `BEGIN`, the chain head's `SELECT … FOR UPDATE`, the record, the head, the
- * outbox row and a `COMMIT`. Absent when no audit trail is composed.
- */
-export type SignInAuditRecorder = (entry: AuditEntry) => Promise<void>;
 
 /** The request facts of a sign-in page's request: client address, user agent, trace id. */
 export function signInRequestFacts(interaction: Interaction): AuditRequestFacts {

@@ -2,7 +2,7 @@ import { type KnexEffectsOptions, knexUnitOfWork, toIso, toIsoOrNull } from '@id
 import type { Knex } from 'knex';
 import type { ScimCondition } from '../scim/filter.js';
 import type { ScimGroupRecord } from '../scim/groups.js';
-import type { ScimLink, ScimStore, ScimWrites } from '../scim/store.js';
+import type { ScimLink, ScimPage, ScimStore, ScimWrites } from '../scim/store.js';
 import type { ScimUserAttributes, ScimUserRecord } from '../scim/users.js';
 import { writeRevocation } from './access-store.js';
 import { lockOrganization, replaceRoles } from './accounts-shared.js';
@@ -40,6 +40,37 @@ const GROUP_FIELDS: Record<string, string> = {
 
 const LIKE_ESCAPE = '\\';
 const escapeLike = (value: string) => value.replace(/[\\%_]/g, (char) => `${LIKE_ESCAPE}${char}`);
+
+/**
+ * One page of a SCIM list: the filter applied to `query`, the matches
+ * counted, then the page (`startIndex` is 1-based) in a stable `order`; no
+ * rows when the page starts past the end.
+ */
+async function filteredPage(
+  query: () => Knex.QueryBuilder,
+  filter: ScimCondition | undefined,
+  fields: Record<string, string>,
+  page: ScimPage,
+  shape: { readonly order: readonly string[]; readonly columns: readonly string[] },
+): Promise<{ total: number; rows: Row[] }> {
+  const base = () => {
+    const built = query();
+    if (filter) {
+      const { sql, bindings } = toSql(filter, fields);
+      built.whereRaw(sql, bindings as Knex.RawBinding[]);
+    }
+    return built;
+  };
+  const counted = (await base().count({ n: '*' }).first()) as Row;
+  const total = Number(counted?.n ?? 0);
+  if (page.count === 0 || total < page.startIndex) return { total, rows: [] };
+  const rows: Row[] = await base()
+    .orderBy(shape.order.map((column) => ({ column })))
+    .limit(page.count)
+    .offset(page.startIndex - 1)
+    .select([...shape.columns]);
+  return { total, rows };
+}
 
 /**
  * Translates a checked filter to SQL. Only `fields` (fixed column
@@ -528,22 +559,11 @@ export function createKnexScimStore(options: KnexEffectsOptions): ScimStore {
       return (await db('identity_organizations').where({ id: organizationId }).first('id')) !== undefined;
     },
     async listUsers(organizationId, filter, page) {
-      const base = () => {
-        const query = usersQuery(db, organizationId);
-        if (filter) {
-          const { sql, bindings } = toSql(filter, USER_FIELDS);
-          query.whereRaw(sql, bindings as Knex.RawBinding[]);
-        }
-        return query;
-      };
-      const counted = (await base().count({ n: '*' }).first()) as Row;
-      const total = Number(counted?.n ?? 0);
-      if (page.count === 0 || total < page.startIndex) return { total, records: [] };
-      const rows: Row[] = await base()
-        .orderBy([{ column: 'm.created_at' }, { column: 'm.user_id' }])
-        .limit(page.count)
-        .offset(page.startIndex - 1)
-        .select(USER_COLUMNS);
+      const { total, rows } = await filteredPage(() => usersQuery(db, organizationId), filter, USER_FIELDS, page, {
+        order: ['m.created_at', 'm.user_id'],
+        columns: USER_COLUMNS,
+      });
+      if (rows.length === 0) return { total, records: [] };
       const groups = await groupsOfUsers(
         db,
         organizationId,
@@ -558,22 +578,14 @@ export function createKnexScimStore(options: KnexEffectsOptions): ScimStore {
       return userFromRow(row, groups.get(userId) ?? []);
     },
     async listGroups(organizationId, filter, page, withMembers) {
-      const base = () => {
-        const query = db(`${GROUPS} as g`).where('g.organization_id', organizationId);
-        if (filter) {
-          const { sql, bindings } = toSql(filter, GROUP_FIELDS);
-          query.whereRaw(sql, bindings as Knex.RawBinding[]);
-        }
-        return query;
-      };
-      const counted = (await base().count({ n: '*' }).first()) as Row;
-      const total = Number(counted?.n ?? 0);
-      if (page.count === 0 || total < page.startIndex) return { total, records: [] };
-      const rows: Row[] = await base()
-        .orderBy([{ column: 'g.created_at' }, { column: 'g.id' }])
-        .limit(page.count)
-        .offset(page.startIndex - 1)
-        .select('g.id', 'g.display_name', 'g.external_id', 'g.created_at', 'g.updated_at');
+      const { total, rows } = await filteredPage(
+        () => db(`${GROUPS} as g`).where('g.organization_id', organizationId),
+        filter,
+        GROUP_FIELDS,
+        page,
+        { order: ['g.created_at', 'g.id'], columns: ['g.id', 'g.display_name', 'g.external_id', 'g.created_at', 'g.updated_at'] },
+      );
+      if (rows.length === 0) return { total, records: [] };
       const members = withMembers
         ? await membersOfGroups(
             db,

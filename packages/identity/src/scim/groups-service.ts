@@ -1,4 +1,4 @@
-import { type Clock, isUniqueViolation, newId, systemClock } from '@idt/core';
+import { type Clock, newId, systemClock } from '@idt/core';
 import {
   boundedList,
   OrganizationAuditActions,
@@ -8,8 +8,9 @@ import {
 import { ScimError } from './errors.js';
 import type { ScimCondition } from './filter.js';
 import type { ScimGroupInput, ScimGroupRecord } from './groups.js';
-import { reconcileRoles, type ScimEffects } from './roles.js';
+import { reconcileRoles } from './roles.js';
 import type { ScimPage, ScimStore, ScimTransaction } from './store.js';
+import { createScimWrite } from './write.js';
 
 /** SCIM Groups of one organization; their members get the roles mapped to the group's name. */
 export interface ScimGroupsService {
@@ -66,22 +67,12 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
     return record;
   }
 
-  async function write<T>(organizationId: string, work: (tx: ScimTransaction, effects: ScimEffects, at: string) => Promise<T>) {
-    const at = clock.now().toISOString();
-    try {
-      return await store.transaction(async (tx) => {
-        const effects: ScimEffects = { events: [], evictions: [] };
-        if (!(await tx.lockOrganization(organizationId))) throw notFound();
-        const result = await work(tx, effects, at);
-        await tx.publish(effects.events);
-        await tx.evict(effects.evictions);
-        return result;
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new ScimError(409, 'A Group with this displayName exists already.', 'uniqueness');
-      throw error;
-    }
-  }
+  const write = createScimWrite(
+    store,
+    clock,
+    notFound,
+    () => new ScimError(409, 'A Group with this displayName exists already.', 'uniqueness'),
+  );
 
   async function assertMembers(tx: ScimTransaction, organizationId: string, userIds: readonly string[]) {
     const found = new Set(await tx.existingUsers(organizationId, userIds));

@@ -1,4 +1,4 @@
-import { type Clock, canonicalJson, isUniqueViolation, newId, systemClock } from '@idt/core';
+import { type Clock, canonicalJson, newId, systemClock } from '@idt/core';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { MembershipReinstatedEvent, MembershipSuspendedEvent, pendingEvent } from '../accounts/events.js';
 import { MEMBER_ROLE } from '../accounts/role-policy.js';
@@ -15,6 +15,7 @@ import type { ScimCondition } from './filter.js';
 import { reconcileRoles, type ScimEffects } from './roles.js';
 import type { ScimMembership, ScimPage, ScimStore, ScimTransaction } from './store.js';
 import type { ScimUserAttributes, ScimUserInput, ScimUserRecord } from './users.js';
+import { createScimWrite } from './write.js';
 
 /** SCIM Users of one organization: members, provisioned and deprovisioned by its directory. */
 export interface ScimUsersService {
@@ -111,23 +112,7 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
     return record;
   }
 
-  /** Runs a write, then publishes and evicts what it decided; unique violations of a race answer 409. */
-  async function write<T>(organizationId: string, work: (tx: ScimTransaction, effects: ScimEffects, at: string) => Promise<T>) {
-    const at = clock.now().toISOString();
-    try {
-      return await store.transaction(async (tx) => {
-        const effects: ScimEffects = { events: [], evictions: [] };
-        if (!(await tx.lockOrganization(organizationId))) throw notFound();
-        const result = await work(tx, effects, at);
-        await tx.publish(effects.events);
-        await tx.evict(effects.evictions);
-        return result;
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw taken('userName, externalId or e-mail address');
-      throw error;
-    }
-  }
+  const write = createScimWrite(store, clock, notFound, () => taken('userName, externalId or e-mail address'));
 
   /**
    * Moves the membership to the requested state. Deactivation suspends it,

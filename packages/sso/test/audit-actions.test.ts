@@ -1,14 +1,9 @@
 import {
   Browser,
-  bootstrapAdmin,
   caller,
   createTestIdt,
   expectJson,
-  registerClient,
-  registerUser,
-  seedMembership,
   seedWorld,
-  startTestServer,
   type TestClient,
   type TestDialect,
   type TestHost,
@@ -21,9 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DnsResponder, startDnsResponder } from './support/dns-responder.js';
 import { begin, handleOf } from './support/sign-in.js';
 import { servicesOf, ssoModules } from './support/sso-instance.js';
+import { signInAtUpstream, startUpstreamIdt } from './support/upstream-idt.js';
 
 const DOWNSTREAM = 'http://127.0.0.1:9';
-const PASSWORD = 'correct horse battery staple';
 const EMAIL = 'ada@audit.example';
 
 interface Row {
@@ -41,32 +36,10 @@ let upstream: TestServer;
 let client: TestClient;
 
 /** Follows the upstream's sign-in pages to the redirect back to the downstream. */
-async function signInAt(url: string, browser: Browser): Promise<URL> {
-  let response = await browser.navigate(url);
-  for (let step = 0; step < 6; step++) {
-    if (response.status >= 300 && response.status < 400) return new URL(response.url);
-    if (response.body.includes('/login"')) {
-      response = await browser.submit({ form: '/login', fields: { email: EMAIL, password: PASSWORD } });
-    } else if (response.body.includes('/consent"')) {
-      response = await browser.submit({ form: '/consent', fields: { decision: 'approve' } });
-    } else if (response.body.includes('/organization"')) {
-      response = await browser.submit({ form: '/organization' });
-    } else throw new Error(`Unexpected page ${response.status}: ${response.body.slice(0, 500)}`);
-  }
-  throw new Error('The upstream sign-in did not finish');
-}
+const signInAt = (url: string, browser: Browser, email = EMAIL): Promise<URL> => signInAtUpstream(url, browser, email);
 
 beforeAll(async () => {
-  upstream = await startTestServer();
-  const admin = await bootstrapAdmin(upstream);
-  client = await registerClient(upstream, await admin.token(), admin.organizationId, {
-    kind: 'application',
-    name: 'Downstream idt',
-    redirectUris: [`${DOWNSTREAM}/sso/oidc/callback`],
-    scopes: ['openid', 'email', 'profile'],
-  });
-  const userId = await registerUser(upstream, EMAIL, PASSWORD);
-  await seedMembership(upstream.database.db, { userId, organizationId: admin.organizationId });
+  ({ server: upstream, client } = await startUpstreamIdt(`${DOWNSTREAM}/sso/oidc/callback`, [EMAIL]));
 }, 60_000);
 
 afterAll(async () => {

@@ -1,15 +1,10 @@
 import {
   Browser,
-  bootstrapAdmin,
   caller,
   createTestIdt,
   expectJson,
   outboxEvents,
-  registerClient,
-  registerUser,
-  seedMembership,
   seedWorld,
-  startTestServer,
   type TestClient,
   type TestDialect,
   type TestHost,
@@ -22,44 +17,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DnsResponder, startDnsResponder } from './support/dns-responder.js';
 import { begin, expectErrorPage, handleOf, verifyDomain } from './support/sign-in.js';
 import { servicesOf, ssoModules } from './support/sso-instance.js';
+import { signInAtUpstream, startUpstreamIdt } from './support/upstream-idt.js';
 
 // The downstream idt answers in-process under this origin; the upstream's redirect URI names it.
 const DOWNSTREAM = 'http://127.0.0.1:9';
-const PASSWORD = 'correct horse battery staple';
 const EMAIL = 'grace@alpha.example';
 
 let upstream: TestServer;
 let client: TestClient;
 
 /** Follows the upstream's sign-in pages to the redirect back to the downstream. */
-async function signInAt(url: string, browser: Browser, email = EMAIL): Promise<URL> {
-  let response = await browser.navigate(url);
-  for (let step = 0; step < 6; step++) {
-    if (response.status >= 300 && response.status < 400) return new URL(response.url);
-    if (response.body.includes('action="') && response.body.includes('/login"')) {
-      response = await browser.submit({ form: '/login', fields: { email, password: PASSWORD } });
-    } else if (response.body.includes('/consent"')) {
-      response = await browser.submit({ form: '/consent', fields: { decision: 'approve' } });
-    } else if (response.body.includes('/organization"')) {
-      response = await browser.submit({ form: '/organization' });
-    } else {
-      throw new Error(`Unexpected page ${response.status} at ${response.url}:\n${response.body.slice(0, 2000)}`);
-    }
-  }
-  throw new Error('The upstream sign-in did not finish');
-}
+const signInAt = (url: string, browser: Browser, email = EMAIL): Promise<URL> => signInAtUpstream(url, browser, email);
 
 beforeAll(async () => {
-  upstream = await startTestServer();
-  const admin = await bootstrapAdmin(upstream);
-  client = await registerClient(upstream, await admin.token(), admin.organizationId, {
-    kind: 'application',
-    name: 'Downstream idt',
-    redirectUris: [`${DOWNSTREAM}/sso/oidc/callback`],
-    scopes: ['openid', 'email', 'profile'],
-  });
-  const userId = await registerUser(upstream, EMAIL, PASSWORD);
-  await seedMembership(upstream.database.db, { userId, organizationId: admin.organizationId });
+  ({ server: upstream, client } = await startUpstreamIdt(`${DOWNSTREAM}/sso/oidc/callback`, [EMAIL]));
 }, 60_000);
 
 afterAll(async () => {

@@ -85,25 +85,13 @@ describe.each(testDialects())('the audit actions of the OpenID provider on %s', 
 
   const redirectedWithCode = (done: BrowserResponse) => new URL(done.url).searchParams.get('code');
 
-  it('records a sign-in on the client’s organization’s trail, once, with the request’s facts', async () => {
+  it('does not record a successful sign-in yet (its own transaction cost the sign-in 10 to 15 %; it moves into the session’s)', async () => {
     const user = await passwordUser(server, 'audited');
     await seedMembership(server.database.db, { userId: user.id, organizationId: orgA, roles: ['user'] });
     const { browser } = await authorize(orgClient.clientId, orgClient.clientSecret);
     const signedIn = await browser.submit({ form: '/login', fields: { email: user.email, password: user.password } });
-    // A third-party application: the consent page follows the sign-in, which is recorded already.
     expect(signedIn.body).toContain('/consent"');
-
-    const recorded = await rows({ action: 'oidc.signIn.succeeded', actor_id: user.id });
-    expect(recorded).toHaveLength(1);
-    expect(recorded[0]).toMatchObject({ chain: orgA, organization_id: orgA, actor_type: 'user', target_id: user.id });
-    expect(JSON.parse(recorded[0]?.metadata ?? '{}')).toMatchObject({
-      methods: ['pwd'],
-      session: 'started',
-      clientId: orgClient.clientId,
-    });
-    const seen = await events(world.a.tokens.owner, `action=oidc.signIn.succeeded&actorId=${user.id}`);
-    expect(seen).toHaveLength(1);
-    expect(await events(world.b.tokens.owner, `action=oidc.signIn.succeeded&actorId=${user.id}`)).toEqual([]);
+    expect(await rows({ action: 'oidc.signIn.succeeded', actor_id: user.id })).toHaveLength(0);
   });
 
   it('records a wrong password as a failure without actor or address, on the client’s organization’s trail', async () => {
@@ -155,9 +143,6 @@ describe.each(testDialects())('the audit actions of the OpenID provider on %s', 
     expect(failures.every((row) => row.chain === 'platform' && row.actor_type === 'user' && row.target_id === user.id)).toBe(
       true,
     );
-    const succeeded = await rows({ action: 'oidc.signIn.succeeded', actor_id: user.id });
-    expect(succeeded).toHaveLength(1);
-    expect(JSON.parse(succeeded[0]?.metadata ?? '{}').methods).toEqual(['pwd', 'otp', 'mfa']);
   });
 
   it('records each change of a client once, in the client’s organization, with the acting owner', async () => {

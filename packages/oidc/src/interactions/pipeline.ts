@@ -5,7 +5,6 @@ import type { SecondFactorStatus } from './directory.js';
 import { signInErrorPages } from './error-pages.js';
 import type { Interaction } from './interaction.js';
 import { type PendingSignIn, pendingSignIn, savePending } from './pending.js';
-import { recordSignInSucceeded } from './sign-in-audit.js';
 import { completeLogin, reuseOrStartSession } from './steps/complete-login.js';
 import { takeOutcome } from './steps/federated.js';
 import { routeByHint, ssoRequiredRefusal } from './steps/home-realm.js';
@@ -217,14 +216,6 @@ async function finishLogin(interaction: Interaction, state: PendingSignIn): Prom
   const now = services.clock.now();
   const session = await reuseOrStartSession(interaction, state.userId, [...state.amr]);
   if (session.reused) await services.directory.markAuthenticated(session.sessionId, [...state.amr], now);
-  // Its own small transaction: the session started in identity's, which takes no other writes.
-  await recordSignInSucceeded(interaction, {
-    userId: state.userId,
-    sessionId: session.sessionId,
-    amr: state.amr,
-    organizationId: decision?.kind === 'organization' ? decision.organizationId : null,
-    kind: session.reused ? 'reauthenticated' : 'started',
-  });
   interaction.setSessionCookie(session);
   return completeLogin(interaction, session, { amr: [...state.amr], acr: acrOf(state.amr), at: now }, decision);
 }
@@ -245,13 +236,6 @@ async function finishStepUp(interaction: Interaction, state: PendingSignIn): Pro
   const now = services.clock.now();
   const amr = [...state.amr];
   await services.directory.markAuthenticated(current.sessionId, amr, now);
-  await recordSignInSucceeded(interaction, {
-    userId: state.userId,
-    sessionId: current.sessionId,
-    amr,
-    organizationId: state.organizationId,
-    kind: 'stepUp',
-  });
   return interaction.finish(
     {
       login: { accountId: state.userId, amr, acr: acrOf(amr), ts: Math.floor(now.getTime() / 1000), remember: true },

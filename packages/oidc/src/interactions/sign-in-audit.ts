@@ -14,39 +14,6 @@ export function signInRequestFacts(interaction: Interaction): AuditRequestFacts 
 }
 
 /**
- * A sign-in completed: on the trail of the organization it decided, else
- * of the client's organization, else the platform's. `stepUp`: a step-up in
- * the consent prompt rather than a login.
- */
-export async function recordSignInSucceeded(
-  interaction: Interaction,
-  signIn: {
-    readonly userId: string;
-    readonly sessionId: string;
-    readonly amr: readonly string[];
-    readonly organizationId: string | null;
-    readonly kind: 'started' | 'reauthenticated' | 'stepUp';
-  },
-): Promise<void> {
-  const record = interaction.services.audit;
-  if (!record) return;
-  const client = await interaction.client();
-  await record({
-    action: OidcAuditActions.signInSucceeded.action,
-    organizationId: signIn.organizationId ?? client?.organizationId ?? null,
-    actor: userActor(signIn.userId),
-    target: { type: 'user', id: signIn.userId, display: null },
-    ...signInRequestFacts(interaction),
-    metadata: {
-      methods: [...signIn.amr],
-      session: signIn.kind,
-      sessionId: signIn.sessionId,
-      clientId: client?.clientId ?? null,
-    },
-  });
-}
-
-/**
  * A sign-in was refused, in a transaction of its own (there is no change
  * to join: the one exception to "record in the change's transaction").
  * The trail is the client's organization's, else the platform's. The actor

@@ -276,6 +276,50 @@ describe.each(testDialects())('account audit actions on %s', (dialect) => {
     });
   });
 
+  it('records a caller’s entries in the transaction that starts or re-authenticates a session, and none when it is refused', async () => {
+    const user = await person('with-session');
+    const sessions = server.idt.services.identity.credentials.sessions;
+    // An action another module registered (the OpenID provider's sign-in).
+    const entry = (sessionId: string, session: string) => ({
+      action: 'oidc.signIn.succeeded',
+      organizationId: null,
+      actor: { type: 'user' as const, id: user.id, display: null },
+      target: { type: 'user', id: user.id, display: null },
+      metadata: { sessionId, session },
+    });
+    const started = await sessions.start(user.id, { amr: ['pwd'], audit: (sessionId) => [entry(sessionId, 'started')] });
+    const signIns = () =>
+      platformTrail(`action=oidc.signIn.succeeded&actorId=${user.id}&limit=200`).then((items) =>
+        items.map((item) => item.metadata),
+      );
+    expect(await signIns()).toEqual([{ sessionId: started.session.id, session: 'started' }]);
+
+    expect(
+      await sessions.markAuthenticated(started.session.id, ['pwd', 'otp'], clock.now(), [
+        entry(started.session.id, 'reauthenticated'),
+      ]),
+    ).toBe(true);
+    expect(await signIns()).toHaveLength(2);
+    // A revoked session is not marked, and nothing is recorded for it.
+    await sessions.revoke(user.id, started.session.id, 'logout');
+    expect(
+      await sessions.markAuthenticated(started.session.id, ['pwd'], clock.now(), [entry(started.session.id, 'stepUp')]),
+    ).toBe(false);
+    // A deactivated user gets no session, and no record.
+    await server.database.db('identity_users').where({ id: user.id }).update({ status: 'deactivated' });
+    await expect(sessions.start(user.id, { amr: ['pwd'], audit: (sessionId) => [entry(sessionId, 'started')] })).rejects.toThrow(
+      /deactivated/,
+    );
+    expect(await signIns()).toHaveLength(2);
+    // An entry the trail refuses rolls the session back with it.
+    await server.database.db('identity_users').where({ id: user.id }).update({ status: 'active' });
+    const before = await server.database.db('identity_sessions').where({ user_id: user.id }).count({ n: '*' }).first();
+    await expect(
+      sessions.start(user.id, { amr: ['pwd'], audit: () => [{ ...entry('x', 'started'), action: 'oidc.signIn.unheardOf' }] }),
+    ).rejects.toThrow(/not registered/);
+    expect(await server.database.db('identity_sessions').where({ user_id: user.id }).count({ n: '*' }).first()).toEqual(before);
+  });
+
   it("records a change of an organization's security policy on its trail; nothing for a refused body", async () => {
     const path = `/v1/identity/organizations/${world.b.organization.id}/security-policy`;
     const query = 'action=identity.securityPolicy.changed';

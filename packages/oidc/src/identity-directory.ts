@@ -80,8 +80,8 @@ export function createIdentityDirectory(
     async organizationRequiresMfa(organizationId) {
       return (await identity.verification.organizationPolicy.get(organizationId)).requireMfa;
     },
-    async markAuthenticated(sessionId, amr, at) {
-      await sessions.markAuthenticated(sessionId, amr, at);
+    async markAuthenticated(sessionId, amr, at, audit) {
+      await sessions.markAuthenticated(sessionId, amr, at, audit);
     },
     // C1: the account page's two-step section
     async regenerateRecoveryCodes(userId) {

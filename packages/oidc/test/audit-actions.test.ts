@@ -68,7 +68,12 @@ describe.each(testDialects())('the audit actions of the OpenID provider on %s', 
     (await expectJson(await call('GET', `/v1/audit/events?${query}`, { token }))).items as Array<Record<string, any>>;
 
   /** Opens the authorization URL of `clientId` in a new browser: the sign-in page. */
-  async function authorize(clientId: string, secret: string, browser = new Browser({}, server.send)) {
+  async function authorize(
+    clientId: string,
+    secret: string,
+    browser = new Browser({}, server.send),
+    extra: Record<string, string> = {},
+  ) {
     const config = await discover(server, { clientId, clientSecret: secret, record: {} });
     const verifier = oidcClient.randomPKCECodeVerifier();
     const state = oidcClient.randomState();
@@ -78,6 +83,7 @@ describe.each(testDialects())('the audit actions of the OpenID provider on %s', 
       code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
       state,
+      ...extra,
     });
     const page = await browser.navigate(url.href);
     return { browser, page, config, verifier, state };
@@ -85,13 +91,42 @@ describe.each(testDialects())('the audit actions of the OpenID provider on %s', 
 
   const redirectedWithCode = (done: BrowserResponse) => new URL(done.url).searchParams.get('code');
 
-  it('does not record a successful sign-in yet (its own transaction cost the sign-in 10 to 15 %; it moves into the session’s)', async () => {
+  it('records a sign-in on the client’s organization’s trail, once, in the session’s transaction, with the request’s facts', async () => {
     const user = await passwordUser(server, 'audited');
     await seedMembership(server.database.db, { userId: user.id, organizationId: orgA, roles: ['user'] });
     const { browser } = await authorize(orgClient.clientId, orgClient.clientSecret);
     const signedIn = await browser.submit({ form: '/login', fields: { email: user.email, password: user.password } });
+    // A third-party application: the consent page follows the sign-in, which is recorded already.
     expect(signedIn.body).toContain('/consent"');
-    expect(await rows({ action: 'oidc.signIn.succeeded', actor_id: user.id })).toHaveLength(0);
+
+    const recorded = await rows({ action: 'oidc.signIn.succeeded', actor_id: user.id });
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ chain: orgA, organization_id: orgA, actor_type: 'user', target_id: user.id });
+    const metadata = JSON.parse(recorded[0]?.metadata ?? '{}');
+    expect(metadata).toMatchObject({ methods: ['pwd'], session: 'started', clientId: orgClient.clientId });
+    // The record names the session that started with it: the same transaction wrote both.
+    const session = await server.database.db('identity_sessions').where({ user_id: user.id }).first('id', 'created_at');
+    expect(metadata.sessionId).toBe(session?.id);
+    const seen = await events(world.a.tokens.owner, `action=oidc.signIn.succeeded&actorId=${user.id}`);
+    expect(seen).toHaveLength(1);
+    expect(await events(world.b.tokens.owner, `action=oidc.signIn.succeeded&actorId=${user.id}`)).toEqual([]);
+  });
+
+  it('records a re-authentication in the same session (prompt=login) as one more sign-in, naming that session', async () => {
+    const user = await passwordUser(server, 'again');
+    await seedMembership(server.database.db, { userId: user.id, organizationId: orgA, roles: ['user'] });
+    const { browser } = await authorize(orgClient.clientId, orgClient.clientSecret);
+    await browser.submit({ form: '/login', fields: { email: user.email, password: user.password } });
+    await browser.submit({ form: '/consent', fields: { decision: 'approve' } });
+    const again = await authorize(orgClient.clientId, orgClient.clientSecret, browser, { prompt: 'login' });
+    expect(again.page.body).toContain('name="password"');
+    await browser.submit({ form: '/login', fields: { email: user.email, password: user.password } });
+
+    const recorded = (await rows({ action: 'oidc.signIn.succeeded', actor_id: user.id })).map((row) => JSON.parse(row.metadata));
+    expect(recorded.map((entry) => entry.session)).toEqual(['started', 'reauthenticated']);
+    expect(recorded[1].sessionId).toBe(recorded[0].sessionId);
+    const sessions = await server.database.db('identity_sessions').where({ user_id: user.id }).pluck('id');
+    expect(sessions).toEqual([recorded[0].sessionId]);
   });
 
   it('records a wrong password as a failure without actor or address, on the client’s organization’s trail', async () => {
@@ -143,6 +178,9 @@ describe.each(testDialects())('the audit actions of the OpenID provider on %s', 
     expect(failures.every((row) => row.chain === 'platform' && row.actor_type === 'user' && row.target_id === user.id)).toBe(
       true,
     );
+    const succeeded = await rows({ action: 'oidc.signIn.succeeded', actor_id: user.id });
+    expect(succeeded).toHaveLength(1);
+    expect(JSON.parse(succeeded[0]?.metadata ?? '{}').methods).toEqual(['pwd', 'otp', 'mfa']);
   });
 
   it('records each change of a client once, in the client’s organization, with the acting owner', async () => {

@@ -82,7 +82,17 @@ function sessionWrites(trx: Knex.Transaction): SessionWrites {
       await writeRevocation(trx, 'session', sessionId, new Date(now), { all: true });
       return true;
     },
+    markAuthenticated: (sessionId, amr, at) => markAuthenticated(trx, sessionId, amr, at),
   };
+}
+
+/** C1: a re-authentication in a session that is not revoked; whether such a session exists. */
+async function markAuthenticated(db: Knex, sessionId: string, amr: readonly string[], at: string): Promise<boolean> {
+  const updated = await db(TABLE)
+    .where({ id: sessionId })
+    .whereNull('revoked_at')
+    .update({ authenticated_at: at, amr: JSON.stringify(amr) });
+  return updated > 0;
 }
 
 /**
@@ -143,12 +153,6 @@ export function createKnexSessionStore(options: KnexCredentialStoreOptions): Ses
         amr: parseAmr(row.amr),
       };
     },
-    async markAuthenticated(sessionId, amr, at) {
-      const updated = await db(TABLE)
-        .where({ id: sessionId })
-        .whereNull('revoked_at')
-        .update({ authenticated_at: at, amr: JSON.stringify(amr) });
-      return updated > 0;
-    },
+    markAuthenticated: (sessionId, amr, at) => markAuthenticated(db, sessionId, amr, at),
   };
 }

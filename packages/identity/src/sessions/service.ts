@@ -1,4 +1,14 @@
-import { type Clock, createThrottle, type Logger, newId, randomToken, sha256Hex, silentLogger, systemClock } from '@idt/core';
+import {
+  type AuditEntry,
+  type Clock,
+  createThrottle,
+  type Logger,
+  newId,
+  randomToken,
+  sha256Hex,
+  silentLogger,
+  systemClock,
+} from '@idt/core';
 import { UnauthorizedError } from '@idt/problem';
 import type { SessionAccess, SessionLookup } from '../access/store.js';
 import { AccountAuditActions, type AccountAuditContext, auditActorFor, auditRequestFacts } from '../audit/account-actions.js';
@@ -24,6 +34,12 @@ export interface StartSessionOptions {
   readonly userAgent?: string;
   /** Authentication methods, e.g. `['pwd']`, `['otp']`. */
   readonly amr?: readonly string[];
+  /**
+   * Audit entries to record in the session's own transaction (the sign-in
+   * that started it, say), given the new session's id: they exist exactly
+   * when the session does.
+   */
+  readonly audit?: (sessionId: string) => readonly AuditEntry[];
 }
 
 /** A started session and the cookie value that names it (shown once, stored only hashed). */
@@ -97,10 +113,12 @@ export interface SessionService extends SessionLookup {
   /**
    * Records that the user authenticated again inside an existing session
    * (the sign-in pages call it on a re-authentication): its `amr` and time.
+   * With `audit` entries, they are recorded in the same transaction, and
+   * only when the session was marked.
    *
    * @returns `false` when the session is missing or revoked.
    */
-  markAuthenticated(sessionId: string, amr: readonly string[], at: Date): Promise<boolean>;
+  markAuthenticated(sessionId: string, amr: readonly string[], at: Date, audit?: readonly AuditEntry[]): Promise<boolean>;
   /** When the user last authenticated in a live session (sign-in or re-authentication), or `undefined`. */
   authentication(sessionId: string): Promise<SessionAuthentication | undefined>;
 }
@@ -167,9 +185,10 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
             payload: { userId, sessionId, evictedAt: session.createdAt },
           })),
         );
-        // Rare (a sixth live session): no statement at all for the usual sign-in.
-        await tx.audit?.(
-          evicted.map((sessionId) => ({
+        await tx.insert(session);
+        // Last, in one statement set: a chain head is locked (Postgres) only from here to the commit.
+        await tx.audit?.([
+          ...evicted.map((sessionId) => ({
             action: AccountAuditActions.sessionEvicted.action,
             organizationId: null,
             actor: { type: 'system' as const, id: null, display: null },
@@ -178,8 +197,8 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
             userAgent: session.userAgent,
             metadata: { userId, maxActive },
           })),
-        );
-        await tx.insert(session);
+          ...(startOptions.audit?.(session.id) ?? []),
+        ]);
         return { evicted };
       });
       if (!outcome) throw new UnauthorizedError('The account is missing or deactivated.');
@@ -262,8 +281,13 @@ export function createSessionService(options: SessionServiceOptions): SessionSer
       return formatClearedSessionCookie(cookieName);
     },
     // C1: recent authentication
-    markAuthenticated(sessionId, amr, at) {
-      return store.markAuthenticated(sessionId, [...amr], at.toISOString());
+    markAuthenticated(sessionId, amr, at, audit = []) {
+      if (audit.length === 0) return store.markAuthenticated(sessionId, [...amr], at.toISOString());
+      return store.transaction(async (tx) => {
+        if (!(await tx.markAuthenticated(sessionId, [...amr], at.toISOString()))) return false;
+        await tx.audit?.(audit);
+        return true;
+      });
     },
     authentication(sessionId) {
       return store.authentication(sessionId, clock.now().toISOString());

@@ -67,6 +67,8 @@ export interface SessionWrites {
    * @returns `false` (nothing written) when no such session exists (another user's included).
    */
   revoke(userId: string, sessionId: string, reason: SessionEndReason, now: string): Promise<boolean>;
+  /** {@link SessionStore.markAuthenticated} inside the transaction (when the re-authentication is audited). */
+  markAuthenticated(sessionId: string, amr: readonly string[], at: string): Promise<boolean>;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { AuditEntry } from '@idt/core';
 import type { AccountClaims } from '../provider/create-provider.js';
 
 /** A membership state as authorization sees it (SPEC 3.4). */
@@ -31,8 +32,15 @@ export interface AccountDirectory {
    * invitation only: not a member) and returns the resulting state.
    */
   enroll(userId: string, organizationId: string): Promise<MembershipState>;
-  /** Starts a sign-in session (the five-session limit applies). */
-  startSession(userId: string, context: { ip?: string; userAgent?: string; amr: string[] }): Promise<StartedSession>;
+  /**
+   * Starts a sign-in session (the five-session limit applies). `audit`
+   * gives the entries to record in the session's transaction (the sign-in
+   * itself), from the new session's id.
+   */
+  startSession(
+    userId: string,
+    context: { ip?: string; userAgent?: string; amr: string[]; audit?: (sessionId: string) => readonly AuditEntry[] },
+  ): Promise<StartedSession>;
   /** The active session a sign-in cookie names. */
   findSession(cookieValue: string): Promise<{ sessionId: string; userId: string } | undefined>;
   /**
@@ -69,8 +77,11 @@ export interface AccountDirectory {
   ): Promise<{ recoveryCodes: string[] | null } | 'wrong' | 'locked' | 'expired'>;
   /** Whether the organization requires a second factor of its members (`requireMfa`). */
   organizationRequiresMfa(organizationId: string): Promise<boolean>;
-  /** Records a re-authentication in an existing sign-in session (its `amr` and time). */
-  markAuthenticated(sessionId: string, amr: string[], at: Date): Promise<void>;
+  /**
+   * Records a re-authentication in an existing sign-in session (its `amr`
+   * and time), and `audit`'s entries in the same transaction.
+   */
+  markAuthenticated(sessionId: string, amr: string[], at: Date, audit?: readonly AuditEntry[]): Promise<void>;
   // C1: the account page's two-step section (`/connect/account/two-step`)
   /** A new set of 10 recovery codes (shown once; the old set ends), or `undefined` without a second factor to recover. */
   regenerateRecoveryCodes(userId: string): Promise<string[] | undefined>;

@@ -5,6 +5,7 @@ import type { SecondFactorStatus } from './directory.js';
 import { signInErrorPages } from './error-pages.js';
 import type { Interaction } from './interaction.js';
 import { type PendingSignIn, pendingSignIn, savePending } from './pending.js';
+import { signInSucceededEntry } from './sign-in-audit.js';
 import { completeLogin, reuseOrStartSession } from './steps/complete-login.js';
 import { takeOutcome } from './steps/federated.js';
 import { routeByHint, ssoRequiredRefusal } from './steps/home-realm.js';
@@ -214,8 +215,20 @@ async function finishLogin(interaction: Interaction, state: PendingSignIn): Prom
     }
   }
   const now = services.clock.now();
-  const session = await reuseOrStartSession(interaction, state.userId, [...state.amr]);
-  if (session.reused) await services.directory.markAuthenticated(session.sessionId, [...state.amr], now);
+  // The sign-in's audit record is written in the transaction that starts (or re-authenticates) the session.
+  const entry = await signInSucceededEntry(interaction, {
+    userId: state.userId,
+    amr: state.amr,
+    organizationId: decision?.kind === 'organization' ? decision.organizationId : null,
+  });
+  const session = await reuseOrStartSession(interaction, state.userId, [...state.amr], (sessionId) =>
+    entry(sessionId, 'started'),
+  );
+  if (session.reused) {
+    await services.directory.markAuthenticated(session.sessionId, [...state.amr], now, [
+      entry(session.sessionId, 'reauthenticated'),
+    ]);
+  }
   interaction.setSessionCookie(session);
   return completeLogin(interaction, session, { amr: [...state.amr], acr: acrOf(state.amr), at: now }, decision);
 }
@@ -235,7 +248,8 @@ async function finishStepUp(interaction: Interaction, state: PendingSignIn): Pro
   }
   const now = services.clock.now();
   const amr = [...state.amr];
-  await services.directory.markAuthenticated(current.sessionId, amr, now);
+  const entry = await signInSucceededEntry(interaction, { userId: state.userId, amr, organizationId: state.organizationId });
+  await services.directory.markAuthenticated(current.sessionId, amr, now, [entry(current.sessionId, 'stepUp')]);
   return interaction.finish(
     {
       login: { accountId: state.userId, amr, acr: acrOf(amr), ts: Math.floor(now.getTime() / 1000), remember: true },

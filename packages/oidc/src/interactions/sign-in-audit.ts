@@ -1,4 +1,4 @@
-import type { AuditRequestFacts } from '@idt/core';
+import type { AuditEntry, AuditRequestFacts } from '@idt/core';
 import { traceIdFromTraceparent } from '@idt/problem';
 import { OidcAuditActions, type SignInFailureReason, UNKNOWN_SIGN_IN_ACTOR, userActor } from '../audit-actions.js';
 import type { Interaction } from './interaction.js';
@@ -11,6 +11,32 @@ export function signInRequestFacts(interaction: Interaction): AuditRequestFacts 
     userAgent: interaction.request.headers.get('user-agent') ?? null,
     traceId: traceIdFromTraceparent(interaction.request.headers.get('traceparent')) ?? null,
   };
+}
+
+/** How a sign-in ended: a session started, the signed-in account's re-authenticated, or a step-up in the consent prompt. */
+export type SignInSessionKind = 'started' | 'reauthenticated' | 'stepUp';
+
+/**
+ * The record of a completed sign-in, to write in the transaction that
+ * starts (or re-authenticates) the identity session: the trail of the
+ * organization it decided, else of the client's organization, else the
+ * platform's. Resolves the client first; the returned function makes the
+ * entry once the session's id is known.
+ */
+export async function signInSucceededEntry(
+  interaction: Interaction,
+  signIn: { readonly userId: string; readonly amr: readonly string[]; readonly organizationId: string | null },
+): Promise<(sessionId: string, kind: SignInSessionKind) => AuditEntry> {
+  const client = await interaction.client();
+  const facts = signInRequestFacts(interaction);
+  return (sessionId, kind) => ({
+    action: OidcAuditActions.signInSucceeded.action,
+    organizationId: signIn.organizationId ?? client?.organizationId ?? null,
+    actor: userActor(signIn.userId),
+    target: { type: 'user', id: signIn.userId, display: null },
+    ...facts,
+    metadata: { methods: [...signIn.amr], session: kind, sessionId, clientId: client?.clientId ?? null },
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { LightResponse } from '@idt/core';
+import type { AuditEntry, LightResponse } from '@idt/core';
 import { decideOrganization, type OrganizationDecision } from '../../policy/organization.js';
 import type { StartedSession } from '../directory.js';
 import type { Interaction } from '../interaction.js';
@@ -78,12 +78,14 @@ async function consentWithLogin(
 
 /**
  * Re-authentication of the account already signed in keeps its session
- * (`reused`: the caller marks it re-authenticated); anything else starts one.
+ * (`reused`: the caller marks it re-authenticated); anything else starts one,
+ * recording `audit`'s entry (the sign-in) in the session's transaction.
  */
 export async function reuseOrStartSession(
   interaction: Interaction,
   userId: string,
   amr: string[],
+  audit?: (sessionId: string) => AuditEntry,
 ): Promise<StartedSession & { readonly reused: boolean }> {
   const { details, services } = interaction;
   const existing = details.session?.uid ? await services.provider().Session.findByUid(details.session.uid) : undefined;
@@ -105,6 +107,7 @@ export async function reuseOrStartSession(
     ip: interaction.clientIp(),
     userAgent: interaction.request.headers.get('user-agent') ?? '',
     amr,
+    ...(audit ? { audit: (sessionId: string) => [audit(sessionId)] } : {}),
   });
   return { ...started, reused: false };
 }

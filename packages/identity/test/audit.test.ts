@@ -5,6 +5,7 @@ import {
   expectJson,
   expectProblem,
   mintAccessToken,
+  mintServiceToken,
   registerUser,
   seedWorld,
   startTestServer,
@@ -100,6 +101,19 @@ describe.each(testDialects())('the audit trail API on %s', (dialect) => {
     }
     // Their own id is fine.
     expect((await events(world.a.tokens.owner, `?organizationId=${world.a.organization.id}`)).status).toBe(200);
+  });
+
+  it('lets a service account with the audit.read scope read its own organization’s trail only', async () => {
+    const a = world.a.organization.id;
+    const reader = await mintServiceToken(server, { clientId: `sa-audit-${dialect}`, organizationId: a, scope: 'audit.read' });
+    const page = await expectJson(await events(reader));
+    expect(page.items.length).toBeGreaterThan(0);
+    expect(page.items.every((item: { organizationId: string }) => item.organizationId === a)).toBe(true);
+    const exported = await call('GET', '/v1/audit/events/export?format=ndjson', { token: reader });
+    expect(exported.status).toBe(200);
+    await expectProblem(await events(reader, `?organizationId=${world.b.organization.id}`), 404, 'Audit.OrganizationNotFound');
+    const without = await mintServiceToken(server, { clientId: `sa-users-${dialect}`, organizationId: a, scope: 'users.read' });
+    await expectProblem(await events(without), 403, 'Auth.Forbidden');
   });
 
   it('lets platform administrators read any organization’s trail and the platform trail', async () => {

@@ -74,6 +74,7 @@ export const SCOPE_CATALOG: readonly ScopeDefinition[] = Object.freeze([
   api('inquiries.read', 'Read inquiries', false, ['InquiriesRead']),
   api('inquiries.write', 'Submit and update inquiries', false, ['InquiriesWrite']),
   api('webhooks.manage', 'Manage webhooks', false, ['WebhooksManage'], true),
+  api('audit.read', 'Read the audit trail', false, ['AuditRead']),
 ]);
 
 const byScope = new Map(SCOPE_CATALOG.map((entry) => [entry.scope, entry]));

@@ -72,6 +72,8 @@ export interface FirstFactorPassed {
   readonly email?: string;
   /** Signed in at another identity provider (`federated.ts`): the `ssoRequired` rule is met. */
   readonly federated?: boolean;
+  /** The step applied the `ssoRequired` rule to `email` already (the password step does, before trying the password). */
+  readonly ssoRequiredChecked?: boolean;
 }
 
 /**
@@ -83,7 +85,7 @@ export interface FirstFactorPassed {
  * the login.
  */
 export async function afterFirstFactor(interaction: Interaction, passed: FirstFactorPassed): Promise<LightResponse> {
-  if (!passed.federated && interaction.services.federation()) {
+  if (!passed.federated && !passed.ssoRequiredChecked && interaction.services.federation()) {
     const email = passed.email ?? (await interaction.services.directory.accountClaims(passed.userId, null))?.email;
     const refused = await ssoRequiredRefusal(interaction, email, passed.userId);
     if (refused) return refused;

@@ -61,6 +61,11 @@ export async function submitIdentifier(interaction: Interaction, form: URLSearch
   return begin(interaction, realm.connectionId, email.data, 'page', realm.organizationName);
 }
 
+/** The sign-in page again, for a single sign-on option that cannot start (no federation, a malformed connection). */
+function optionUnavailable(interaction: Interaction): Promise<LightResponse> {
+  return signInPage(interaction, { status: 400, errors: ['That sign-in option is not available. Choose another.'] });
+}
+
 /**
  * A "Continue with …" button (`GET …/federate?connection=`): a platform
  * connection, or the connection an `ssoRequired` refusal offers; the
@@ -68,9 +73,7 @@ export async function submitIdentifier(interaction: Interaction, form: URLSearch
  */
 export async function startFederation(interaction: Interaction): Promise<LightResponse> {
   const connection = interaction.request.url.searchParams.get('connection') ?? '';
-  if (!interaction.services.federation() || !CONNECTION_ID.test(connection)) {
-    return signInPage(interaction, { status: 400, errors: ['That sign-in option is not available. Choose another.'] });
-  }
+  if (!interaction.services.federation() || !CONNECTION_ID.test(connection)) return optionUnavailable(interaction);
   return begin(interaction, connection, undefined, 'redirect');
 }
 
@@ -119,8 +122,7 @@ async function begin(
   organizationName?: string,
 ): Promise<LightResponse> {
   const federation = interaction.services.federation();
-  if (!federation)
-    return signInPage(interaction, { status: 400, errors: ['That sign-in option is not available. Choose another.'] });
+  if (!federation) return optionUnavailable(interaction);
   const started: FederationStart = await federation.begin(connectionId, {
     interactionUid: interaction.details.uid,
     returnPath: interaction.path(FEDERATED_ACTION),

@@ -42,5 +42,5 @@ export async function submitPassword(interaction: Interaction, form: URLSearchPa
     await recordSignInFailed(interaction, { reason: 'wrongPassword' });
     return signInPage(interaction, { status: 400, email: rawEmail, errors: ['The e-mail address or password is incorrect.'] });
   }
-  return afterFirstFactor(interaction, { userId: attempt.account, amr: ['pwd'], email: email.data });
+  return afterFirstFactor(interaction, { userId: attempt.account, amr: ['pwd'], email: email.data, ssoRequiredChecked: true });
 }

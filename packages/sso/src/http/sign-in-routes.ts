@@ -1,4 +1,4 @@
-import { defineRoute, type LightResponse, type Route } from '@idt/core';
+import { auditRequestOf, defineRoute, type LightResponse, type Route } from '@idt/core';
 import { z } from 'zod';
 import { MAX_SAML_RESPONSE_BYTES } from '../saml/response-structure.js';
 import type { CallbackAnswer, createCallbacks } from '../sign-in/callbacks.js';
@@ -21,7 +21,9 @@ function respond(answer: CallbackAnswer): LightResponse {
  * bound to the provider's `form-action`) to the interaction with
  * `?result={handle}`, or (IdP-initiated SAML) to the connection's default
  * RelayState with the `idt_sso_unsolicited` cookie; a callback of no
- * pending sign-in answers a small HTML page with 400.
+ * pending sign-in answers a small HTML page with 400. Each passes its
+ * request's facts (client address, user agent, `traceparent`'s trace id) to
+ * the sign-in's audit record.
  *
  * @example
  * routes.push(...createSignInRoutes(createCallbacks(options)));
@@ -51,7 +53,7 @@ export function createSignInRoutes(callbacks: ReturnType<typeof createCallbacks>
         },
         400: { description: 'No pending sign-in: an HTML page saying what to try', contentType: 'text/html' },
       },
-      handler: async ({ url }) => respond(await callbacks.oidc(url)),
+      handler: async (ctx) => respond(await callbacks.oidc(ctx.url, auditRequestOf(ctx))),
     }),
     defineRoute({
       method: 'POST',
@@ -78,7 +80,8 @@ export function createSignInRoutes(callbacks: ReturnType<typeof createCallbacks>
         },
         400: { description: 'A refused response: an HTML page saying what to try', contentType: 'text/html' },
       },
-      handler: async ({ params, body }) => respond(await callbacks.saml(params.connectionId, body as Record<string, unknown>)),
+      handler: async (ctx) =>
+        respond(await callbacks.saml(ctx.params.connectionId, ctx.body as Record<string, unknown>, auditRequestOf(ctx))),
     }),
   ];
 }

@@ -1,4 +1,4 @@
-import { type Clock, type Logger, systemClock } from '@idt/core';
+import { type AuditRequestFacts, type Clock, type Logger, systemClock } from '@idt/core';
 import type { FederationFailureReason } from '@idt/oidc';
 import { mapSamlAttributes, mapUpstreamClaims } from '../connections/claim-mapping.js';
 import type { ConnectionRecord } from '../connections/records.js';
@@ -107,11 +107,13 @@ function withResult(returnPath: string, handle: string): string {
  * the answer, provisions in one transaction and answers a 303 to the
  * interaction with the outcome's handle; a callback that belongs to no
  * pending sign-in (expired, replayed, forged) answers the error page and
- * changes nothing. Every failure is logged with its reason.
+ * changes nothing. Every failure is logged with its reason. `request`, the
+ * facts of the callback or ACS post (client address, user agent, trace id),
+ * goes on the `sso.signIn.succeeded` or `sso.signIn.failed` record.
  *
  * @example
  * const callbacks = createCallbacks({ connections, upstream, transactions, provisioner, replayCache, requestCache, organizationName, publicBaseUrl, logger });
- * const answer = await callbacks.oidc(new URL(request.url));
+ * const answer = await callbacks.oidc(new URL(request.url), auditRequestOf(route));
  */
 export function createCallbacks(options: CallbacksOptions) {
   const { connections, upstream, transactions, provisioner, logger } = options;
@@ -126,17 +128,19 @@ export function createCallbacks(options: CallbacksOptions) {
     pending: PendingSignIn,
     connection: ConnectionRecord | undefined,
     reason: FederationFailureReason,
+    request: AuditRequestFacts | undefined,
   ): Promise<CallbackAnswer> {
     const { handle } = await provisioner.fail(
       { interactionUid: pending.interactionUid },
       reason,
       connection,
       await organizationOf(connection),
+      request,
     );
     return { kind: 'redirect', location: withResult(pending.returnPath, handle) };
   }
 
-  async function oidc(callbackUrl: URL): Promise<CallbackAnswer> {
+  async function oidc(callbackUrl: URL, request?: AuditRequestFacts): Promise<CallbackAnswer> {
     const states = callbackUrl.searchParams.getAll('state');
     const state = states.length === 1 ? states[0] : undefined;
     const pending = state ? await transactions.take(oidcTransactionKey(state)) : undefined;
@@ -147,7 +151,7 @@ export function createCallbacks(options: CallbacksOptions) {
     const connection = await connections.find(pending.connectionId);
     if (!connection?.enabled || connection.kind !== 'oidc') {
       logger.warn('sso callback refused', { protocol: 'oidc', reason: 'disabled', connectionId: pending.connectionId });
-      return failTo(pending, connection, 'disabled');
+      return failTo(pending, connection, 'disabled', request);
     }
     const data = pending.data as { issuer: string; redirectUri: string; nonce: string; codeVerifier: string };
     const result = await upstream.completeAuthorization({
@@ -172,7 +176,7 @@ export function createCallbacks(options: CallbacksOptions) {
         ...(result.upstreamError ? { upstreamError: result.upstreamError } : {}),
         connectionId: connection.id,
       });
-      return failTo(pending, connection, oidcFailureReason(result.reason));
+      return failTo(pending, connection, oidcFailureReason(result.reason), request);
     }
     const upstreamIdentity: UpstreamIdentity = {
       connectionId: connection.id,
@@ -182,14 +186,14 @@ export function createCallbacks(options: CallbacksOptions) {
       amr: registeredAmr(result.claims.amr),
       initiatedBy: 'sp',
     };
-    const { handle, outcome } = await provisioner.signIn(upstreamIdentity, { interactionUid: pending.interactionUid });
+    const { handle, outcome } = await provisioner.signIn(upstreamIdentity, { interactionUid: pending.interactionUid }, request);
     if (outcome.kind === 'failed') {
       logger.warn('sso sign-in refused', { protocol: 'oidc', reason: outcome.reason, connectionId: connection.id });
     }
     return { kind: 'redirect', location: withResult(pending.returnPath, handle) };
   }
 
-  async function saml(connectionId: string, body: Record<string, unknown>): Promise<CallbackAnswer> {
+  async function saml(connectionId: string, body: Record<string, unknown>, request?: AuditRequestFacts): Promise<CallbackAnswer> {
     const connection = await connections.find(connectionId);
     if (connection?.kind !== 'saml') {
       logger.warn('sso response refused', { protocol: 'saml', reason: 'no-connection' });
@@ -237,9 +241,9 @@ export function createCallbacks(options: CallbacksOptions) {
       }
       if (!connection.enabled) {
         logger.warn('sso response refused', { protocol: 'saml', reason: 'disabled', connectionId: connection.id });
-        return failTo(pending, connection, 'disabled');
+        return failTo(pending, connection, 'disabled', request);
       }
-      const { handle, outcome } = await provisioner.signIn(upstreamIdentity, { interactionUid: pending.interactionUid });
+      const { handle, outcome } = await provisioner.signIn(upstreamIdentity, { interactionUid: pending.interactionUid }, request);
       if (outcome.kind === 'failed') {
         logger.warn('sso sign-in refused', { protocol: 'saml', reason: outcome.reason, connectionId: connection.id });
       }
@@ -256,7 +260,7 @@ export function createCallbacks(options: CallbacksOptions) {
       });
       return { kind: 'error', organizationName, reason: connection.enabled ? 'invalid' : 'disabled' };
     }
-    const { handle, outcome } = await provisioner.signIn(upstreamIdentity, { interactionUid: null });
+    const { handle, outcome } = await provisioner.signIn(upstreamIdentity, { interactionUid: null }, request);
     if (outcome.kind === 'failed') {
       logger.warn('sso sign-in refused', { protocol: 'saml', reason: outcome.reason, connectionId: connection.id });
       return { kind: 'error', organizationName, reason: outcome.reason };

@@ -1,4 +1,4 @@
-import { type Clock, newId, type PendingEvent, randomToken, systemClock } from '@idt/core';
+import { type AuditRequestFacts, type Clock, newId, type PendingEvent, randomToken, systemClock } from '@idt/core';
 import { CacheNamespaces, MemberJoinedEvent, MembershipRolesChangedEvent, UserRegisteredEvent } from '@idt/identity';
 import type { FederatedOutcome, FederationFailureReason } from '@idt/oidc';
 import { SsoAuditActions } from '../audit-actions.js';
@@ -61,23 +61,30 @@ export interface Provisioner {
    * organization, publishes `UserSignedInWithSsoEvent` and stores the
    * outcome behind a new handle: all in one transaction. A refusal
    * (suspended, disabled, no e-mail) changes nothing but its own outcome.
+   * `request` (the callback's or ACS post's client address, user agent and
+   * trace id) goes on the `sso.signIn.succeeded` or `sso.signIn.failed`
+   * record.
    */
-  signIn(upstream: UpstreamIdentity, target: OutcomeTarget): Promise<ProvisionedOutcome>;
+  signIn(upstream: UpstreamIdentity, target: OutcomeTarget, request?: AuditRequestFacts): Promise<ProvisionedOutcome>;
   /**
    * Stores a failure behind a new handle and records `sso.signIn.failed` in
    * the same transaction (the connection's organization's trail; the
    * platform's when the connection is unknown or a platform one): the
    * outcome says `audited`, so the sign-in pages record nothing more.
+   * `request` is the refused request's facts, for the record.
    */
   fail(
     target: OutcomeTarget,
     reason: FederationFailureReason,
     connection: Pick<ConnectionRecord, 'id' | 'name' | 'organizationId'> | undefined,
     organizationName: string | null,
+    request?: AuditRequestFacts,
   ): Promise<ProvisionedOutcome>;
   /**
    * Links a pending identity to `userId` (the account of its address, whose
-   * owner just passed their password) and signs in, in one transaction.
+   * owner just passed their password) and signs in, in one transaction. Its
+   * `sso.signIn.succeeded` has no request facts: the sign-in pages do not
+   * pass the request to the link.
    */
   link(pending: PendingLink, userId: string): Promise<FederatedOutcome>;
 }
@@ -176,6 +183,7 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
     reason: FederationFailureReason,
     connection: Pick<ConnectionRecord, 'id' | 'name' | 'organizationId'> | undefined,
     organizationName: string | null,
+    request?: AuditRequestFacts,
   ): Promise<ProvisionedOutcome> {
     return store.transaction(async (tx) => {
       const audited = tx.audit !== undefined;
@@ -186,6 +194,7 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
           actor: { type: 'system', id: null, display: null },
           target: connection ? { type: 'ssoConnection', id: connection.id, display: connection.name } : null,
           outcome: 'failure',
+          ...request,
           metadata: { reason, ...(target.interactionUid === null ? { initiatedBy: 'idp' } : {}) },
         },
       ]);
@@ -196,12 +205,14 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
   /**
    * The decision, inside the transaction. `linkTo` is the account a pending
    * link confirmed; otherwise the identity, the address and JIT decide.
+   * `request` is the facts of the request that signs in, for the record.
    */
   async function decide(
     tx: Parameters<Parameters<ProvisioningStore['transaction']>[0]>[0],
     connection: ConnectionRecord,
     upstream: UpstreamIdentity,
     linkTo: string | undefined,
+    request?: AuditRequestFacts,
   ): Promise<FederatedOutcome | { pending: PendingLink; organizationName: string | null }> {
     const at = clock.now().toISOString();
     const organizationId = connection.organizationId;
@@ -309,6 +320,7 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
         organizationId,
         actor: { type: 'user', id: user.id, display: user.email },
         target: { type: 'user', id: user.id, display: user.email },
+        ...request,
         metadata: {
           provisioning: path,
           connectionId: connection.id,
@@ -340,13 +352,13 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
   return {
     fail,
 
-    async signIn(upstream, target) {
+    async signIn(upstream, target, request) {
       const connection = await usableConnection(upstream.connectionId);
-      if (!connection) return fail(target, 'disabled', undefined, null);
+      if (!connection) return fail(target, 'disabled', undefined, null, request);
       try {
         return await run(() =>
           store.transaction(async (tx) => {
-            const decided = await decide(tx, connection, upstream, undefined);
+            const decided = await decide(tx, connection, upstream, undefined, request);
             if ('pending' in decided) {
               const handle = randomToken(32);
               await tx.saveOutcome(handle, {
@@ -369,7 +381,7 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
         );
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
-        return fail(target, error.reason, connection, await organizationNameOf(connection));
+        return fail(target, error.reason, connection, await organizationNameOf(connection), request);
       }
     },
 

@@ -8,6 +8,8 @@
  * were: no buttons, no identifier-first page, no routing.
  */
 
+import type { AuditRequestFacts } from '@idt/core';
+
 /** The capability name a federation module provides its {@link SignInFederationSlot} under. */
 export const SIGN_IN_FEDERATION_CAPABILITY = 'oidc.signInFederation';
 
@@ -122,6 +124,10 @@ export interface SignInFederation {
    * `cookie` header): `undefined` when it brought none.
    */
   consumeUnsolicited(cookieHeader: string | null): Promise<FederatedOutcome | undefined>;
-  /** Links a `link-required` identity to `userId` once its owner passed their password, and signs in. */
-  link(handle: string, interactionUid: string, userId: string): Promise<FederatedOutcome>;
+  /**
+   * Links a `link-required` identity to `userId` once its owner passed their
+   * password, and signs in; `request` is the page request's facts, for the
+   * audit record.
+   */
+  link(handle: string, interactionUid: string, userId: string, request?: AuditRequestFacts): Promise<FederatedOutcome>;
 }

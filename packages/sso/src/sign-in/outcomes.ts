@@ -70,7 +70,7 @@ export function createOutcomeTaking(options: OutcomeTakingOptions): OutcomeTakin
       return answer(stored);
     },
 
-    async link(handle, interactionUid, userId) {
+    async link(handle, interactionUid, userId, request) {
       if (!isHandle(handle)) return EXPIRED;
       // A link of an IdP-initiated sign-in is bound to no interaction: the password check binds it.
       const stored = (await outcomes.take(handle, 'link', interactionUid)) ?? (await outcomes.take(handle, 'link', null));
@@ -79,7 +79,7 @@ export function createOutcomeTaking(options: OutcomeTakingOptions): OutcomeTakin
         logger.warn('sso link refused', { reason: 'unknown-or-used-handle' });
         return EXPIRED;
       }
-      const outcome = await provisioner.link(pending, userId);
+      const outcome = await provisioner.link(pending, userId, request);
       if (outcome.kind === 'failed') {
         logger.warn('sso link refused', { reason: outcome.reason, connectionId: pending.upstream.connectionId });
       }

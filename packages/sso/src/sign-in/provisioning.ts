@@ -82,11 +82,10 @@ export interface Provisioner {
   ): Promise<ProvisionedOutcome>;
   /**
    * Links a pending identity to `userId` (the account of its address, whose
-   * owner just passed their password) and signs in, in one transaction. Its
-   * `sso.signIn.succeeded` has no request facts: the sign-in pages do not
-   * pass the request to the link.
+   * owner just passed their password) and signs in, in one transaction.
+   * `request` is the facts of the sign-in page's request that confirmed it.
    */
-  link(pending: PendingLink, userId: string): Promise<FederatedOutcome>;
+  link(pending: PendingLink, userId: string, request?: AuditRequestFacts): Promise<FederatedOutcome>;
 }
 
 /** A sign-in waiting for the existing account's owner to confirm with their password. */
@@ -385,14 +384,14 @@ export function createProvisioner(options: ProvisionerOptions): Provisioner {
       }
     },
 
-    async link(pending, userId) {
+    async link(pending, userId, request) {
       const connection = await usableConnection(pending.upstream.connectionId);
       if (!connection) return failure('disabled', undefined, null);
       if (pending.userId !== userId) return failure('invalid', connection, await organizationNameOf(connection));
       try {
         return await run(() =>
           store.transaction(async (tx) => {
-            const decided = await decide(tx, connection, pending.upstream, userId);
+            const decided = await decide(tx, connection, pending.upstream, userId, request);
             if ('pending' in decided) throw new Refusal('invalid');
             return decided;
           }),

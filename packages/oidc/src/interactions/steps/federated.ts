@@ -2,7 +2,7 @@ import { type LightResponse, markup } from '@idt/core';
 import type { FederatedOutcome, FederationFailureReason } from '../../federation.js';
 import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
-import { recordSignInFailed } from '../sign-in-audit.js';
+import { recordSignInFailed, signInRequestFacts } from '../sign-in-audit.js';
 import { signInPage } from './sign-in-page.js';
 
 /**
@@ -81,7 +81,7 @@ export async function submitLinkIdentity(
     await recordSignInFailed(interaction, { reason: 'wrongPassword', detail: 'link' });
     return linkPage(interaction, email, connectionName, handle, ['The password is incorrect.'], 400);
   }
-  const outcome = await federation.link(handle, interaction.details.uid, attempt.account);
+  const outcome = await federation.link(handle, interaction.details.uid, attempt.account, signInRequestFacts(interaction));
   if (outcome.kind !== 'signed-in') return takeOutcome(interaction, outcome, next);
   return next(interaction, { userId: outcome.userId, amr: ['pwd', ...outcome.amr], federated: true });
 }

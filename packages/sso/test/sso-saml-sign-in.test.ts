@@ -333,11 +333,18 @@ describe.each(testDialects())('SAML sign-in round trip on %s', (dialect) => {
 
     const retry = await signedIn({ nameId: 'henry-subject', attributes: { email: ['henry@alpha.example'] } });
     if (retry.outcome.kind !== 'link-required') throw new Error('no link');
-    expect(await federation().link(retry.outcome.handle, retry.interaction, henry.id)).toMatchObject({
+    // The sign-in page's request confirmed it: its facts go on the record.
+    const page = { ip: '198.51.100.4', userAgent: 'Link Browser/1.0', traceId: '4bf92f3577b34da6a3ce929d0e0e4736' };
+    expect(await federation().link(retry.outcome.handle, retry.interaction, henry.id, page)).toMatchObject({
       kind: 'signed-in',
       userId: henry.id,
       organizationId: a,
     });
+    expect(
+      await db()('core_audit_events')
+        .where({ action: 'sso.signIn.succeeded', actor_id: henry.id })
+        .select('ip', 'user_agent', 'trace_id', 'chain'),
+    ).toEqual([{ ip: page.ip, user_agent: page.userAgent, trace_id: page.traceId, chain: a }]);
     expect(await federation().link(retry.outcome.handle, retry.interaction, henry.id)).toMatchObject({ reason: 'expired' });
     expect(await db()('sso_identities').where({ subject: 'henry-subject' }).first()).toMatchObject({ user_id: henry.id });
     expect(await membershipOf(henry.id, a)).toEqual({ status: 'active', roles: ['user'] });

@@ -1,48 +1,28 @@
-import { type Clock, newId, systemClock } from '@idt/core';
-import {
-  boundedList,
-  OrganizationAuditActions,
-  type OrganizationAuditContext,
-  organizationAuditEntry,
-} from '../audit/organization-actions.js';
+import { newId } from '@idt/core';
+import { boundedList, OrganizationAuditActions } from '../audit/organization-actions.js';
 import { ScimError } from './errors.js';
-import type { ScimCondition } from './filter.js';
 import type { ScimGroupInput, ScimGroupRecord } from './groups.js';
+import type { ScimResourceService, ScimResourceServiceOptions } from './resource-service.js';
 import { reconcileRoles } from './roles.js';
-import type { ScimPage, ScimStore, ScimTransaction } from './store.js';
-import { createScimWrite } from './write.js';
+import type { ScimTransaction } from './store.js';
+import { createScimWrite, recordScimAudit } from './write.js';
 
-/** SCIM Groups of one organization; their members get the roles mapped to the group's name. */
-export interface ScimGroupsService {
-  list(
-    organizationId: string,
-    filter: ScimCondition | undefined,
-    page: ScimPage,
-    withMembers: boolean,
-  ): Promise<{ total: number; records: ScimGroupRecord[] }>;
-  /** @throws ScimError 404 for another organization's or no group. */
-  get(organizationId: string, groupId: string, withMembers: boolean): Promise<ScimGroupRecord>;
-  /** @throws ScimError 409 `uniqueness` for a taken displayName, 400 `invalidValue` for a member who is no User of the organization. */
-  create(organizationId: string, input: ScimGroupInput, context?: OrganizationAuditContext): Promise<ScimGroupRecord>;
-  /**
-   * Replaces name, externalId and members (PUT, or PATCH once applied).
-   * Records `identity.scim.groupUpdated` when the name or externalId changed
-   * and `identity.scim.groupMembersChanged` when members were added or removed.
-   */
-  replace(
-    organizationId: string,
-    groupId: string,
-    input: ScimGroupInput,
-    context?: OrganizationAuditContext,
-  ): Promise<ScimGroupRecord>;
-  remove(organizationId: string, groupId: string, context?: OrganizationAuditContext): Promise<void>;
-}
+/**
+ * SCIM Groups of one organization; their members get the roles mapped to the group's name.
+ * `list` and `get` read the members when `withMembers` says so.
+ *
+ * - `get` throws ScimError 404 for another organization's or no group.
+ * - `create` throws ScimError 409 `uniqueness` for a taken displayName, 400
+ *   `invalidValue` for a member who is no User of the organization.
+ * - `replace` replaces name, externalId and members (PUT, or PATCH once
+ *   applied). Records `identity.scim.groupUpdated` when the name or
+ *   externalId changed and `identity.scim.groupMembersChanged` when members
+ *   were added or removed.
+ */
+export interface ScimGroupsService extends ScimResourceService<ScimGroupRecord, ScimGroupInput, [withMembers: boolean]> {}
 
 /** Dependencies of {@link createScimGroupsService}. */
-export interface ScimGroupsServiceOptions {
-  readonly store: ScimStore;
-  readonly clock?: Clock;
-}
+export type ScimGroupsServiceOptions = ScimResourceServiceOptions;
 
 const notFound = () => new ScimError(404, 'No such Group in this organization.');
 
@@ -59,7 +39,6 @@ const ID_LIST_BYTES = 6_000;
  */
 export function createScimGroupsService(options: ScimGroupsServiceOptions): ScimGroupsService {
   const { store } = options;
-  const clock = options.clock ?? systemClock;
 
   async function get(organizationId: string, groupId: string, withMembers: boolean) {
     const record = await store.findGroup(organizationId, groupId.toLowerCase(), withMembers);
@@ -68,8 +47,7 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
   }
 
   const write = createScimWrite(
-    store,
-    clock,
+    options,
     notFound,
     () => new ScimError(409, 'A Group with this displayName exists already.', 'uniqueness'),
   );
@@ -96,22 +74,17 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
         await tx.insertGroup({ id: groupId, organizationId, displayName: input.displayName, externalId: input.externalId, at });
         await tx.setGroupMembers(groupId, input.memberIds, []);
         await reconcileRoles(tx, organizationId, input.memberIds, at, effects);
-        await tx.audit?.([
-          organizationAuditEntry(
-            {
-              action: OrganizationAuditActions.scimGroupCreated.action,
-              organizationId,
-              target: { type: 'scimGroup', id: groupId, display: input.displayName },
-              metadata: {
-                externalId: input.externalId,
-                memberUserIds: boundedList(input.memberIds, ID_LIST_BYTES),
-                memberCount: input.memberIds.length,
-                rolesChangedCount: effects.events.length,
-              },
-            },
-            context,
-          ),
-        ]);
+        await recordScimAudit(tx, context, {
+          action: OrganizationAuditActions.scimGroupCreated.action,
+          organizationId,
+          target: { type: 'scimGroup', id: groupId, display: input.displayName },
+          metadata: {
+            externalId: input.externalId,
+            memberUserIds: boundedList(input.memberIds, ID_LIST_BYTES),
+            memberCount: input.memberIds.length,
+            rolesChangedCount: effects.events.length,
+          },
+        });
         return groupId;
       });
       return get(organizationId, id, true);
@@ -143,46 +116,42 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
           ...(input.displayName !== previous.displayName ? ['displayName'] : []),
           ...(input.externalId !== previous.externalId ? ['externalId'] : []),
         ];
-        await tx.audit?.([
+        await recordScimAudit(
+          tx,
+          context,
           ...(changed.length > 0
             ? [
-                organizationAuditEntry(
-                  {
-                    action: OrganizationAuditActions.scimGroupUpdated.action,
-                    organizationId,
-                    target,
-                    metadata: {
-                      changed,
-                      displayName: input.displayName,
-                      previousDisplayName: previous.displayName,
-                      externalId: input.externalId,
-                      rolesChangedCount: renamed ? effects.events.length : 0,
-                    },
+                {
+                  action: OrganizationAuditActions.scimGroupUpdated.action,
+                  organizationId,
+                  target,
+                  metadata: {
+                    changed,
+                    displayName: input.displayName,
+                    previousDisplayName: previous.displayName,
+                    externalId: input.externalId,
+                    rolesChangedCount: renamed ? effects.events.length : 0,
                   },
-                  context,
-                ),
+                },
               ]
             : []),
           ...(added.length + removed.length > 0
             ? [
-                organizationAuditEntry(
-                  {
-                    action: OrganizationAuditActions.scimGroupMembersChanged.action,
-                    organizationId,
-                    target,
-                    metadata: {
-                      addedUserIds: boundedList(added, ID_LIST_BYTES),
-                      addedCount: added.length,
-                      removedUserIds: boundedList(removed, ID_LIST_BYTES),
-                      removedCount: removed.length,
-                      rolesChangedCount: renamed ? 0 : effects.events.length,
-                    },
+                {
+                  action: OrganizationAuditActions.scimGroupMembersChanged.action,
+                  organizationId,
+                  target,
+                  metadata: {
+                    addedUserIds: boundedList(added, ID_LIST_BYTES),
+                    addedCount: added.length,
+                    removedUserIds: boundedList(removed, ID_LIST_BYTES),
+                    removedCount: removed.length,
+                    rolesChangedCount: renamed ? 0 : effects.events.length,
                   },
-                  context,
-                ),
+                },
               ]
             : []),
-        ]);
+        );
       });
       return get(organizationId, groupId, true);
     },
@@ -196,17 +165,12 @@ export function createScimGroupsService(options: ScimGroupsServiceOptions): Scim
         const members = await tx.groupMemberIds(groupId);
         await tx.deleteGroup(groupId);
         await reconcileRoles(tx, organizationId, members, at, effects);
-        await tx.audit?.([
-          organizationAuditEntry(
-            {
-              action: OrganizationAuditActions.scimGroupDeleted.action,
-              organizationId,
-              target: { type: 'scimGroup', id: groupId, display: before?.displayName ?? group.displayNameKey },
-              metadata: { memberCount: members.length, rolesChangedCount: effects.events.length },
-            },
-            context,
-          ),
-        ]);
+        await recordScimAudit(tx, context, {
+          action: OrganizationAuditActions.scimGroupDeleted.action,
+          organizationId,
+          target: { type: 'scimGroup', id: groupId, display: before?.displayName ?? group.displayNameKey },
+          metadata: { memberCount: members.length, rolesChangedCount: effects.events.length },
+        });
       });
     },
   };

@@ -1,10 +1,11 @@
 import { isUuid, LightResponse, type Route } from '@idt/core';
 import { ScimError, scimJson } from './errors.js';
-import { GROUP_FILTER_ATTRIBUTES, parseScimFilter, USER_FILTER_ATTRIBUTES } from './filter.js';
+import { type FilterableAttributes, GROUP_FILTER_ATTRIBUTES, parseScimFilter, USER_FILTER_ATTRIBUTES } from './filter.js';
 import { isKnownGroupAttribute, parseGroupInput, toScimGroup } from './groups.js';
 import type { ScimGroupsService } from './groups-service.js';
 import { excludesMembers, listResponse, pageOf, type ScimEndpoint, type ScimTokenResolver, scimRoutes } from './http.js';
 import { applyPatch, parsePatchOperations } from './patch.js';
+import type { ScimResourceService } from './resource-service.js';
 import { discoveryDocuments } from './schemas.js';
 import { isKnownUserAttribute, parseUserInput, toScimUser } from './users.js';
 import type { ScimUsersService } from './users-service.js';
@@ -22,22 +23,151 @@ function idOf(raw: string | undefined, what: 'User' | 'Group'): string {
   return raw.toLowerCase();
 }
 
-function filterOf(url: URL, attributes: typeof USER_FILTER_ATTRIBUTES) {
+function filterOf(url: URL, attributes: FilterableAttributes) {
   const filter = url.searchParams.get('filter');
   return filter === null || filter.trim() === '' ? undefined : parseScimFilter(filter, attributes);
 }
 
 const location = (body: Record<string, unknown>) => String((body.meta as { location: string }).location);
 
+/**
+ * The list and the by-id endpoints of a discovery collection (`/ResourceTypes`,
+ * `/Schemas`), answered without a token; `what` names one of its documents.
+ */
+function discoveryEndpoints(
+  collection: 'ResourceTypes' | 'Schemas',
+  what: string,
+  documentsOf: (base: string) => Array<{ id: string }>,
+): ScimEndpoint[] {
+  return [
+    {
+      method: 'GET',
+      path: `/${collection}`,
+      operationId: `scim${collection}`,
+      summary: `SCIM ${what}s`,
+      anonymous: true,
+      handler: async ({ base }) => {
+        const documents = documentsOf(base);
+        return scimJson(listResponse(documents.length, 1, documents));
+      },
+    },
+    {
+      method: 'GET',
+      path: `/${collection}/{id}`,
+      operationId: `scim${collection.slice(0, -1)}`,
+      summary: `One SCIM ${what}`,
+      anonymous: true,
+      handler: async ({ base, ctx }) => {
+        const id = (ctx.params.id ?? '').toLowerCase();
+        const found = documentsOf(base).find((document) => document.id.toLowerCase() === id);
+        if (!found) throw new ScimError(404, `No such ${what}.`);
+        return scimJson(found);
+      },
+    },
+  ];
+}
+
+/** What the endpoints of one SCIM resource type (Users, Groups) are built from. */
+interface ResourceEndpointsOptions<TRecord, TInput> {
+  /** The resource type: its paths are `/${name}s` and `/${name}s/{id}`. */
+  readonly name: 'User' | 'Group';
+  /**
+   * The service; reads are told whether to read a Group's members (all of
+   * them for a PATCH, else unless `excludedAttributes` names `members`), which
+   * the Users service does not take.
+   */
+  readonly service: ScimResourceService<TRecord, TInput, [withMembers: boolean]>;
+  readonly filterAttributes: FilterableAttributes;
+  /** Reads a POST or PUT body, or a resource after PATCH operations. */
+  readonly parse: (body: unknown) => TInput;
+  /** The SCIM representation of a resource, `meta.location` under `base`. */
+  readonly render: (record: TRecord, base: string) => Record<string, unknown>;
+  /** Whether a root attribute name belongs to the resource's schema (for PATCH paths). */
+  readonly isKnownAttribute: (name: string) => boolean;
+  /** The summary of each endpoint. */
+  readonly summaries: Readonly<Record<'list' | 'create' | 'get' | 'replace' | 'patch' | 'remove', string>>;
+}
+
+/** The list, create, get, replace, patch and delete endpoints of one SCIM resource type. */
+function resourceEndpoints<TRecord, TInput>(options: ResourceEndpointsOptions<TRecord, TInput>): ScimEndpoint[] {
+  const { name, service, parse, render, summaries } = options;
+  const collection = `/${name}s`;
+  const item = `${collection}/{id}`;
+  return [
+    {
+      method: 'GET',
+      path: collection,
+      operationId: `scimList${name}s`,
+      summary: summaries.list,
+      handler: async ({ ctx, organizationId, base }) => {
+        const page = pageOf(ctx.url);
+        const filter = filterOf(ctx.url, options.filterAttributes);
+        const { total, records } = await service.list(organizationId, filter, page, !excludesMembers(ctx.url));
+        return scimJson(
+          listResponse(
+            total,
+            page.startIndex,
+            records.map((record) => render(record, base)),
+          ),
+        );
+      },
+    },
+    {
+      method: 'POST',
+      path: collection,
+      operationId: `scimCreate${name}`,
+      summary: summaries.create,
+      handler: async ({ organizationId, base, body, audit }) => {
+        const created = render(await service.create(organizationId, parse(body), audit), base);
+        return scimJson(created, { status: 201, headers: { location: location(created) } });
+      },
+    },
+    {
+      method: 'GET',
+      path: item,
+      operationId: `scimGet${name}`,
+      summary: summaries.get,
+      handler: async ({ ctx, organizationId, base }) =>
+        scimJson(render(await service.get(organizationId, idOf(ctx.params.id, name), !excludesMembers(ctx.url)), base)),
+    },
+    {
+      method: 'PUT',
+      path: item,
+      operationId: `scimReplace${name}`,
+      summary: summaries.replace,
+      handler: async ({ ctx, organizationId, base, body, audit }) =>
+        scimJson(render(await service.replace(organizationId, idOf(ctx.params.id, name), parse(body), audit), base)),
+    },
+    {
+      method: 'PATCH',
+      path: item,
+      operationId: `scimPatch${name}`,
+      summary: summaries.patch,
+      handler: async ({ ctx, organizationId, base, body, audit }) => {
+        const id = idOf(ctx.params.id, name);
+        const operations = parsePatchOperations(body, options.isKnownAttribute);
+        const current = render(await service.get(organizationId, id, true), base);
+        const input = parse(applyPatch(current, operations));
+        return scimJson(render(await service.replace(organizationId, id, input, audit), base));
+      },
+    },
+    {
+      method: 'DELETE',
+      path: item,
+      operationId: `scimDelete${name}`,
+      summary: summaries.remove,
+      handler: async ({ ctx, organizationId, audit }) => {
+        await service.remove(organizationId, idOf(ctx.params.id, name), audit);
+        return new LightResponse(null, { status: 204 });
+      },
+    },
+  ];
+}
+
 /** The SCIM 2.0 service at `/scim/v2`: discovery, Users and Groups of the token's organization. */
 export function createScimRoutes(options: ScimRoutesOptions): Route[] {
   const { users, groups } = options;
   const discovery = (base: string) => discoveryDocuments(base);
-  const byId = <T extends { id: string }>(items: T[], id: string | undefined, what: string) => {
-    const found = items.find((item) => item.id.toLowerCase() === (id ?? '').toLowerCase());
-    if (!found) throw new ScimError(404, `No such ${what}.`);
-    return found;
-  };
 
   const endpoints: ScimEndpoint[] = [
     {
@@ -48,179 +178,40 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
       anonymous: true,
       handler: async ({ base }) => scimJson(discovery(base).serviceProviderConfig),
     },
-    {
-      method: 'GET',
-      path: '/ResourceTypes',
-      operationId: 'scimResourceTypes',
-      summary: 'SCIM resource types',
-      anonymous: true,
-      handler: async ({ base }) => {
-        const types = discovery(base).resourceTypes;
-        return scimJson(listResponse(types.length, 1, types));
+    ...discoveryEndpoints('ResourceTypes', 'resource type', (base) => discovery(base).resourceTypes),
+    ...discoveryEndpoints('Schemas', 'schema', (base) => discovery(base).schemas),
+    ...resourceEndpoints({
+      name: 'User',
+      service: users,
+      filterAttributes: USER_FILTER_ATTRIBUTES,
+      parse: parseUserInput,
+      render: toScimUser,
+      isKnownAttribute: isKnownUserAttribute,
+      summaries: {
+        list: 'List and filter the SCIM Users (members) of the organization',
+        create: 'Provision a user into the organization',
+        get: 'One SCIM User of the organization',
+        replace: 'Replace a SCIM User',
+        patch: 'Change a SCIM User with add, replace and remove operations',
+        remove: 'Deprovision a SCIM User: the membership is suspended and their access to the organization ends',
       },
-    },
-    {
-      method: 'GET',
-      path: '/ResourceTypes/{id}',
-      operationId: 'scimResourceType',
-      summary: 'One SCIM resource type',
-      anonymous: true,
-      handler: async ({ base, ctx }) => scimJson(byId(discovery(base).resourceTypes, ctx.params.id, 'resource type')),
-    },
-    {
-      method: 'GET',
-      path: '/Schemas',
-      operationId: 'scimSchemas',
-      summary: 'SCIM schemas',
-      anonymous: true,
-      handler: async ({ base }) => {
-        const schemas = discovery(base).schemas;
-        return scimJson(listResponse(schemas.length, 1, schemas));
+    }),
+    ...resourceEndpoints({
+      name: 'Group',
+      service: groups,
+      filterAttributes: GROUP_FILTER_ATTRIBUTES,
+      parse: parseGroupInput,
+      render: toScimGroup,
+      isKnownAttribute: isKnownGroupAttribute,
+      summaries: {
+        list: 'List and filter the SCIM Groups of the organization',
+        create: 'Create a SCIM Group',
+        get: 'One SCIM Group',
+        replace: 'Replace a SCIM Group',
+        patch: 'Rename a SCIM Group or add and remove members',
+        remove: 'Delete a SCIM Group; its members lose the roles it granted',
       },
-    },
-    {
-      method: 'GET',
-      path: '/Schemas/{id}',
-      operationId: 'scimSchema',
-      summary: 'One SCIM schema',
-      anonymous: true,
-      handler: async ({ base, ctx }) => scimJson(byId(discovery(base).schemas, ctx.params.id, 'schema')),
-    },
-    {
-      method: 'GET',
-      path: '/Users',
-      operationId: 'scimListUsers',
-      summary: 'List and filter the SCIM Users (members) of the organization',
-      handler: async ({ ctx, organizationId, base }) => {
-        const page = pageOf(ctx.url);
-        const { total, records } = await users.list(organizationId, filterOf(ctx.url, USER_FILTER_ATTRIBUTES), page);
-        return scimJson(
-          listResponse(
-            total,
-            page.startIndex,
-            records.map((record) => toScimUser(record, base)),
-          ),
-        );
-      },
-    },
-    {
-      method: 'POST',
-      path: '/Users',
-      operationId: 'scimCreateUser',
-      summary: 'Provision a user into the organization',
-      handler: async ({ organizationId, base, body, audit }) => {
-        const created = toScimUser(await users.create(organizationId, parseUserInput(body), audit), base);
-        return scimJson(created, { status: 201, headers: { location: location(created) } });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/Users/{id}',
-      operationId: 'scimGetUser',
-      summary: 'One SCIM User of the organization',
-      handler: async ({ ctx, organizationId, base }) =>
-        scimJson(toScimUser(await users.get(organizationId, idOf(ctx.params.id, 'User')), base)),
-    },
-    {
-      method: 'PUT',
-      path: '/Users/{id}',
-      operationId: 'scimReplaceUser',
-      summary: 'Replace a SCIM User',
-      handler: async ({ ctx, organizationId, base, body, audit }) =>
-        scimJson(toScimUser(await users.replace(organizationId, idOf(ctx.params.id, 'User'), parseUserInput(body), audit), base)),
-    },
-    {
-      method: 'PATCH',
-      path: '/Users/{id}',
-      operationId: 'scimPatchUser',
-      summary: 'Change a SCIM User with add, replace and remove operations',
-      handler: async ({ ctx, organizationId, base, body, audit }) => {
-        const id = idOf(ctx.params.id, 'User');
-        const operations = parsePatchOperations(body, isKnownUserAttribute);
-        const current = toScimUser(await users.get(organizationId, id), base);
-        const input = parseUserInput(applyPatch(current, operations));
-        return scimJson(toScimUser(await users.replace(organizationId, id, input, audit), base));
-      },
-    },
-    {
-      method: 'DELETE',
-      path: '/Users/{id}',
-      operationId: 'scimDeleteUser',
-      summary: 'Deprovision a SCIM User: the membership is suspended and their access to the organization ends',
-      handler: async ({ ctx, organizationId, audit }) => {
-        await users.remove(organizationId, idOf(ctx.params.id, 'User'), audit);
-        return new LightResponse(null, { status: 204 });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/Groups',
-      operationId: 'scimListGroups',
-      summary: 'List and filter the SCIM Groups of the organization',
-      handler: async ({ ctx, organizationId, base }) => {
-        const page = pageOf(ctx.url);
-        const filter = filterOf(ctx.url, GROUP_FILTER_ATTRIBUTES);
-        const { total, records } = await groups.list(organizationId, filter, page, !excludesMembers(ctx.url));
-        return scimJson(
-          listResponse(
-            total,
-            page.startIndex,
-            records.map((record) => toScimGroup(record, base)),
-          ),
-        );
-      },
-    },
-    {
-      method: 'POST',
-      path: '/Groups',
-      operationId: 'scimCreateGroup',
-      summary: 'Create a SCIM Group',
-      handler: async ({ organizationId, base, body, audit }) => {
-        const created = toScimGroup(await groups.create(organizationId, parseGroupInput(body), audit), base);
-        return scimJson(created, { status: 201, headers: { location: location(created) } });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/Groups/{id}',
-      operationId: 'scimGetGroup',
-      summary: 'One SCIM Group',
-      handler: async ({ ctx, organizationId, base }) =>
-        scimJson(toScimGroup(await groups.get(organizationId, idOf(ctx.params.id, 'Group'), !excludesMembers(ctx.url)), base)),
-    },
-    {
-      method: 'PUT',
-      path: '/Groups/{id}',
-      operationId: 'scimReplaceGroup',
-      summary: 'Replace a SCIM Group',
-      handler: async ({ ctx, organizationId, base, body, audit }) =>
-        scimJson(
-          toScimGroup(await groups.replace(organizationId, idOf(ctx.params.id, 'Group'), parseGroupInput(body), audit), base),
-        ),
-    },
-    {
-      method: 'PATCH',
-      path: '/Groups/{id}',
-      operationId: 'scimPatchGroup',
-      summary: 'Rename a SCIM Group or add and remove members',
-      handler: async ({ ctx, organizationId, base, body, audit }) => {
-        const id = idOf(ctx.params.id, 'Group');
-        const operations = parsePatchOperations(body, isKnownGroupAttribute);
-        const current = toScimGroup(await groups.get(organizationId, id, true), base);
-        const input = parseGroupInput(applyPatch(current, operations));
-        return scimJson(toScimGroup(await groups.replace(organizationId, id, input, audit), base));
-      },
-    },
-    {
-      method: 'DELETE',
-      path: '/Groups/{id}',
-      operationId: 'scimDeleteGroup',
-      summary: 'Delete a SCIM Group; its members lose the roles it granted',
-      handler: async ({ ctx, organizationId, audit }) => {
-        await groups.remove(organizationId, idOf(ctx.params.id, 'Group'), audit);
-        return new LightResponse(null, { status: 204 });
-      },
-    },
+    }),
   ];
   return scimRoutes(endpoints, options.resolveToken);
 }

@@ -1,59 +1,37 @@
-import { type Clock, canonicalJson, newId, systemClock } from '@idt/core';
+import { canonicalJson, newId } from '@idt/core';
 import { CacheNamespaces } from '../access/cache-namespaces.js';
 import { MembershipReinstatedEvent, MembershipSuspendedEvent, pendingEvent } from '../accounts/events.js';
 import { MEMBER_ROLE } from '../accounts/role-policy.js';
-import {
-  OrganizationAuditActions,
-  type OrganizationAuditContext,
-  organizationAuditEntry,
-} from '../audit/organization-actions.js';
+import { OrganizationAuditActions } from '../audit/organization-actions.js';
 import { membershipEviction } from '../memberships/enrollment.js';
 import { sessionEvictions } from '../sessions/policy.js';
 import { ScimError } from './errors.js';
 import { ScimUserProvisionedEvent } from './events.js';
-import type { ScimCondition } from './filter.js';
+import type { ScimResourceService, ScimResourceServiceOptions } from './resource-service.js';
 import { reconcileRoles, type ScimEffects } from './roles.js';
-import type { ScimMembership, ScimPage, ScimStore, ScimTransaction } from './store.js';
+import type { ScimMembership, ScimTransaction } from './store.js';
 import type { ScimUserAttributes, ScimUserInput, ScimUserRecord } from './users.js';
-import { createScimWrite } from './write.js';
+import { createScimWrite, recordScimAudit } from './write.js';
 
-/** SCIM Users of one organization: members, provisioned and deprovisioned by its directory. */
-export interface ScimUsersService {
-  list(
-    organizationId: string,
-    filter: ScimCondition | undefined,
-    page: ScimPage,
-  ): Promise<{ total: number; records: ScimUserRecord[] }>;
-  /** @throws ScimError 404 when the user is not a SCIM User of the organization. */
-  get(organizationId: string, userId: string): Promise<ScimUserRecord>;
-  /**
-   * Provisions a user: a new account without a password when the e-mail
-   * address is new, else a membership (or the SCIM link of an existing one)
-   * for the existing account. Never touches other organizations' memberships.
-   *
-   * @throws ScimError 409 `uniqueness` when the userName, externalId or account is provisioned already.
-   */
-  create(organizationId: string, input: ScimUserInput, context?: OrganizationAuditContext): Promise<ScimUserRecord>;
-  /**
-   * Replaces a user's attributes (PUT, or PATCH once applied); `active: false`
-   * deprovisions. Records `identity.scim.userDeactivated` when it did, else
-   * `identity.scim.userUpdated` when anything changed.
-   */
-  replace(
-    organizationId: string,
-    userId: string,
-    input: ScimUserInput,
-    context?: OrganizationAuditContext,
-  ): Promise<ScimUserRecord>;
-  /** DELETE: suspends the membership and ends the user's access to the organization; the user answers 404 from then on. */
-  remove(organizationId: string, userId: string, context?: OrganizationAuditContext): Promise<void>;
-}
+/**
+ * SCIM Users of one organization: members, provisioned and deprovisioned by its directory.
+ *
+ * - `get` throws ScimError 404 when the user is not a SCIM User of the organization.
+ * - `create` provisions a user: a new account without a password when the
+ *   e-mail address is new, else a membership (or the SCIM link of an existing
+ *   one) for the existing account. Never touches other organizations'
+ *   memberships. Throws ScimError 409 `uniqueness` when the userName,
+ *   externalId or account is provisioned already.
+ * - `replace` replaces a user's attributes (PUT, or PATCH once applied);
+ *   `active: false` deprovisions. Records `identity.scim.userDeactivated`
+ *   when it did, else `identity.scim.userUpdated` when anything changed.
+ * - `remove` (DELETE) suspends the membership and ends the user's access to
+ *   the organization; the user answers 404 from then on.
+ */
+export interface ScimUsersService extends ScimResourceService<ScimUserRecord, ScimUserInput> {}
 
 /** Dependencies of {@link createScimUsersService}. */
-export interface ScimUsersServiceOptions {
-  readonly store: ScimStore;
-  readonly clock?: Clock;
-}
+export type ScimUsersServiceOptions = ScimResourceServiceOptions;
 
 const notFound = () => new ScimError(404, 'No such User in this organization.');
 
@@ -104,7 +82,6 @@ const taken = (what: string) => new ScimError(409, `A User with this ${what} exi
  */
 export function createScimUsersService(options: ScimUsersServiceOptions): ScimUsersService {
   const { store } = options;
-  const clock = options.clock ?? systemClock;
 
   async function get(organizationId: string, userId: string): Promise<ScimUserRecord> {
     const record = await store.findUser(organizationId, userId.toLowerCase());
@@ -112,7 +89,7 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
     return record;
   }
 
-  const write = createScimWrite(store, clock, notFound, () => taken('userName, externalId or e-mail address'));
+  const write = createScimWrite(options, notFound, () => taken('userName, externalId or e-mail address'));
 
   /**
    * Moves the membership to the requested state. Deactivation suspends it,
@@ -170,6 +147,14 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
     return { transition: 'deactivated', apiKeysRevoked: keys.length, sessionsEnded };
   }
 
+  /** The membership and SCIM link of the User a write is about; 404 when it is no (longer a) SCIM User of the organization. */
+  async function scimUserOf(tx: ScimTransaction, organizationId: string, userId: string) {
+    const membership = await tx.membershipOf(organizationId, userId);
+    const link = await tx.linkOf(organizationId, userId);
+    if (!membership || link?.deleted) throw notFound();
+    return { membership, link };
+  }
+
   /** Refuses a userName or externalId that another live SCIM User of the organization has. */
   async function assertUnique(tx: ScimTransaction, organizationId: string, userId: string | undefined, input: ScimUserInput) {
     const byName = await tx.findLink(organizationId, { userNameKey: input.userName.toLowerCase() });
@@ -218,25 +203,20 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
         }
         await tx.writeLink({ organizationId, userId: id, ...linkValues(input), owned, at });
         await reconcileRoles(tx, organizationId, [id], at, effects);
-        await tx.audit?.([
-          organizationAuditEntry(
-            {
-              action: OrganizationAuditActions.scimUserProvisioned.action,
-              organizationId,
-              target: { type: 'user', id, display: input.userName },
-              metadata: {
-                accountCreated: !account,
-                membershipCreated: !membership,
-                active: input.active,
-                externalId: input.externalId,
-                ...(change.transition === 'deactivated'
-                  ? { revokedApiKeyCount: change.apiKeysRevoked, sessionsEnded: change.sessionsEnded }
-                  : {}),
-              },
-            },
-            context,
-          ),
-        ]);
+        await recordScimAudit(tx, context, {
+          action: OrganizationAuditActions.scimUserProvisioned.action,
+          organizationId,
+          target: { type: 'user', id, display: input.userName },
+          metadata: {
+            accountCreated: !account,
+            membershipCreated: !membership,
+            active: input.active,
+            externalId: input.externalId,
+            ...(change.transition === 'deactivated'
+              ? { revokedApiKeyCount: change.apiKeysRevoked, sessionsEnded: change.sessionsEnded }
+              : {}),
+          },
+        });
         return id;
       });
       return get(organizationId, userId);
@@ -246,9 +226,7 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
       const userId = rawUserId.toLowerCase();
       const current = await get(organizationId, userId);
       await write(organizationId, async (tx, effects, at) => {
-        const membership = await tx.membershipOf(organizationId, userId);
-        const link = await tx.linkOf(organizationId, userId);
-        if (!membership || link?.deleted) throw notFound();
+        const { membership, link } = await scimUserOf(tx, organizationId, userId);
         await assertUnique(tx, organizationId, userId, input);
         const elsewhere = await tx.countOtherMemberships(userId, organizationId);
         // The account (address, names) is this organization's to change only when its SCIM created it and it belongs nowhere else.
@@ -272,30 +250,20 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
         const changed = changedAttributes(current, input);
         const target = { type: 'user', id: userId, display: input.userName };
         if (change.transition === 'deactivated') {
-          await tx.audit?.([
-            organizationAuditEntry(
-              {
-                action: OrganizationAuditActions.scimUserDeactivated.action,
-                organizationId,
-                target,
-                metadata: { changed, revokedApiKeyCount: change.apiKeysRevoked, sessionsEnded: change.sessionsEnded },
-              },
-              context,
-            ),
-          ]);
+          await recordScimAudit(tx, context, {
+            action: OrganizationAuditActions.scimUserDeactivated.action,
+            organizationId,
+            target,
+            metadata: { changed, revokedApiKeyCount: change.apiKeysRevoked, sessionsEnded: change.sessionsEnded },
+          });
         } else if (change.transition === 'reactivated' || changed.length > 0) {
           // A PUT that changes nothing (directories resend users) is no change to record.
-          await tx.audit?.([
-            organizationAuditEntry(
-              {
-                action: OrganizationAuditActions.scimUserUpdated.action,
-                organizationId,
-                target,
-                metadata: { changed, reactivated: change.transition === 'reactivated' },
-              },
-              context,
-            ),
-          ]);
+          await recordScimAudit(tx, context, {
+            action: OrganizationAuditActions.scimUserUpdated.action,
+            organizationId,
+            target,
+            metadata: { changed, reactivated: change.transition === 'reactivated' },
+          });
         }
       });
       return get(organizationId, userId);
@@ -305,9 +273,7 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
       const userId = rawUserId.toLowerCase();
       const current = await get(organizationId, userId);
       await write(organizationId, async (tx, effects, at) => {
-        const membership = await tx.membershipOf(organizationId, userId);
-        const link = await tx.linkOf(organizationId, userId);
-        if (!membership || link?.deleted) throw notFound();
+        const { membership, link } = await scimUserOf(tx, organizationId, userId);
         const change = await applyActive(tx, organizationId, userId, membership, false, effects, at);
         if (!link) {
           await tx.writeLink({
@@ -324,21 +290,16 @@ export function createScimUsersService(options: ScimUsersServiceOptions): ScimUs
         }
         await tx.deleteLink(organizationId, userId, at);
         await reconcileRoles(tx, organizationId, [userId], at, effects);
-        await tx.audit?.([
-          organizationAuditEntry(
-            {
-              action: OrganizationAuditActions.scimUserDeleted.action,
-              organizationId,
-              target: { type: 'user', id: userId, display: current.userName },
-              metadata: {
-                wasActive: change.transition === 'deactivated',
-                revokedApiKeyCount: change.apiKeysRevoked,
-                sessionsEnded: change.sessionsEnded,
-              },
-            },
-            context,
-          ),
-        ]);
+        await recordScimAudit(tx, context, {
+          action: OrganizationAuditActions.scimUserDeleted.action,
+          organizationId,
+          target: { type: 'user', id: userId, display: current.userName },
+          metadata: {
+            wasActive: change.transition === 'deactivated',
+            revokedApiKeyCount: change.apiKeysRevoked,
+            sessionsEnded: change.sessionsEnded,
+          },
+        });
       });
     },
   };

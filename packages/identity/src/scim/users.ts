@@ -18,19 +18,14 @@ export interface ScimUserAttributes {
   readonly enterprise?: Readonly<Record<string, unknown>>;
 }
 
-/** A SCIM User of an organization: a member, with the SCIM attributes of that organization. */
-export interface ScimUserRecord {
+/**
+ * A SCIM User of an organization: a member, with the SCIM attributes of that
+ * organization. Its `email` is the user's (the account's) address; `active`
+ * says whether the membership is active (`false`: suspended).
+ */
+export interface ScimUserRecord extends ScimUserInput {
   /** The user id (the same in every organization). */
   readonly id: string;
-  readonly userName: string;
-  readonly externalId: string | null;
-  /** The user's e-mail address (the account's). */
-  readonly email: string;
-  readonly givenName: string;
-  readonly familyName: string;
-  /** Whether the membership is active (`false`: suspended). */
-  readonly active: boolean;
-  readonly attributes: ScimUserAttributes;
   /** ISO 8601 UTC. */
   readonly created: string;
   /** ISO 8601 UTC. */

@@ -1,24 +1,8 @@
-import {
-  Browser,
-  caller,
-  createTestIdt,
-  expectJson,
-  seedWorld,
-  type TestClient,
-  type TestDialect,
-  type TestHost,
-  type TestIdt,
-  type TestServer,
-  testDialects,
-  type World,
-} from '@idt/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DnsResponder, startDnsResponder } from './support/dns-responder.js';
-import { begin, handleOf } from './support/sign-in.js';
-import { servicesOf, ssoModules } from './support/sso-instance.js';
-import { signInAtUpstream, startUpstreamIdt } from './support/upstream-idt.js';
+import { expectJson, type TestDialect, testDialects } from '@idt/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { refusedByUpstream, signInThroughUpstream, useDownstreamIdt } from './support/downstream-idt.js';
+import { upstreamOidcOf, useUpstreamIdt } from './support/upstream-idt.js';
 
-const DOWNSTREAM = 'http://127.0.0.1:9';
 const EMAIL = 'ada@audit.example';
 
 interface Row {
@@ -32,19 +16,7 @@ interface Row {
   metadata: string;
 }
 
-let upstream: TestServer;
-let client: TestClient;
-
-/** Follows the upstream's sign-in pages to the redirect back to the downstream. */
-const signInAt = (url: string, browser: Browser, email = EMAIL): Promise<URL> => signInAtUpstream(url, browser, email);
-
-beforeAll(async () => {
-  ({ server: upstream, client } = await startUpstreamIdt(`${DOWNSTREAM}/sso/oidc/callback`, [EMAIL]));
-}, 60_000);
-
-afterAll(async () => {
-  await upstream?.close();
-});
+const upstream = useUpstreamIdt([EMAIL]);
 
 /**
  * The audit actions of `@idt/sso` through the real API: connections,
@@ -53,43 +25,28 @@ afterAll(async () => {
  * request; never listed to another organization.
  */
 describe.each(testDialects())('the audit actions of single sign-on on %s', (dialect: TestDialect) => {
-  let server: TestIdt;
-  let world: World;
-  let call: ReturnType<typeof caller>;
-  let dns: DnsResponder;
+  const downstream = useDownstreamIdt(dialect);
   let orgA: string;
   let counter = 0;
   const uid = () => `audit-${dialect}-${++counter}`;
 
-  beforeAll(async () => {
-    dns = await startDnsResponder();
-    server = (await createTestIdt({
-      dialect,
-      modules: ssoModules({ allowPrivateHosts: true }),
-      env: { IDT_SSO_DNS_SERVERS: dns.server },
-      config: { issuer: DOWNSTREAM },
-    })) as unknown as TestIdt;
-    world = await seedWorld(server as unknown as TestHost);
-    call = caller(server as unknown as TestHost);
-    orgA = world.a.organization.id;
-  });
-  afterAll(async () => {
-    await server?.close();
-    await dns?.close();
+  beforeAll(() => {
+    orgA = downstream.world.a.organization.id;
   });
 
   const rows = (where: Partial<Row>): Promise<Row[]> =>
-    server.database.db('core_audit_events').where(where).orderBy('seq', 'asc') as Promise<Row[]>;
+    downstream.server.database.db('core_audit_events').where(where).orderBy('seq', 'asc') as Promise<Row[]>;
   const listed = async (token: string, query: string) =>
-    (await expectJson(await call('GET', `/v1/audit/events?${query}`, { token }))).items as unknown[];
+    (await expectJson(await downstream.call('GET', `/v1/audit/events?${query}`, { token }))).items as unknown[];
 
   it('records each connection change once, with the acting admin, in the organization', async () => {
+    const { call, world } = downstream;
     const token = world.a.tokens.admin;
     const base = `/v1/identity/organizations/${orgA}/sso/connections`;
     const body = {
       kind: 'oidc',
       name: 'Audit idt',
-      oidc: { issuer: upstream.url, clientId: client.clientId, clientSecret: client.clientSecret },
+      oidc: upstreamOidcOf(upstream),
     };
     // Refused: a body that is no connection records nothing.
     expect((await call('POST', base, { token, body: { kind: 'oidc', name: 'Broken' } })).status).toBe(400);
@@ -114,13 +71,14 @@ describe.each(testDialects())('the audit actions of single sign-on on %s', (dial
     }
     expect(JSON.parse(recorded[1]?.metadata ?? '{}')).toEqual({ fields: ['name', 'oidc.clientSecretChanged'] });
     expect(JSON.stringify(recorded)).not.toContain('another-one');
-    expect(JSON.stringify(recorded)).not.toContain(client.clientSecret);
+    expect(JSON.stringify(recorded)).not.toContain(upstream.client.clientSecret);
     expect(await rows({ action: 'sso.connection.created', chain: orgA })).toHaveLength(1);
     expect(await listed(world.a.tokens.owner, `targetId=${created.id}`)).toHaveLength(5);
     expect(await listed(world.b.tokens.owner, `targetId=${created.id}`)).toEqual([]);
   });
 
   it('records domains added, verified and deleted, and the ssoRequired policy when it changes', async () => {
+    const { call, world, dns } = downstream;
     const token = world.a.tokens.admin;
     const base = `/v1/identity/organizations/${orgA}/domains`;
     const added = await expectJson(await call('POST', base, { token, body: { domain: 'audit.example' } }), 201);
@@ -147,6 +105,7 @@ describe.each(testDialects())('the audit actions of single sign-on on %s', (dial
   });
 
   it('records an SSO sign-in (provisioned, then returning) and a refused callback once each', async () => {
+    const { call, world, server } = downstream;
     const token = world.a.tokens.admin;
     const connection = await expectJson(
       await call('POST', `/v1/identity/organizations/${orgA}/sso/connections`, {
@@ -155,17 +114,12 @@ describe.each(testDialects())('the audit actions of single sign-on on %s', (dial
           kind: 'oidc',
           name: 'Sign-in idt',
           enabled: true,
-          oidc: { issuer: upstream.url, clientId: client.clientId, clientSecret: client.clientSecret },
+          oidc: upstreamOidcOf(upstream),
         },
       }),
       201,
     );
-    const signIn = async () => {
-      const interaction = uid();
-      const callback = await signInAt(await begin(server, connection.id, interaction), new Browser());
-      const response = await server.fetch(`${callback.pathname}${callback.search}`, { redirect: 'manual' });
-      return servicesOf(server).federation.consume(await handleOf(response, interaction), interaction);
-    };
+    const signIn = () => signInThroughUpstream(server, connection.id, uid(), EMAIL);
     const first = await signIn();
     if (first.kind !== 'signed-in') throw new Error(`not signed in: ${JSON.stringify(first)}`);
     await signIn();
@@ -173,12 +127,7 @@ describe.each(testDialects())('the audit actions of single sign-on on %s', (dial
     expect(signIns.map((row) => JSON.parse(row.metadata).provisioning)).toEqual(['provisioned', 'returning']);
     expect(signIns.every((row) => row.chain === orgA && row.target_id === first.userId)).toBe(true);
 
-    const interaction = uid();
-    const state = new URL(await begin(server, connection.id, interaction)).searchParams.get('state') ?? '';
-    const denied = await server.fetch(`/sso/oidc/callback?state=${encodeURIComponent(state)}&error=access_denied`, {
-      redirect: 'manual',
-    });
-    const outcome = await servicesOf(server).federation.consume(await handleOf(denied, interaction), interaction);
+    const outcome = await refusedByUpstream(server, connection.id, uid());
     // Recorded here already: the sign-in pages record nothing more.
     expect(outcome).toMatchObject({ kind: 'failed', reason: 'denied', audited: true });
     const failures = await rows({ action: 'sso.signIn.failed', target_id: connection.id });

@@ -1,16 +1,5 @@
 import { createManualClock } from '@idt/core';
-import {
-  Browser,
-  bootstrapAdmin,
-  freePort,
-  registerClient,
-  registerUser,
-  seedMembership,
-  startTestServer,
-  type TestClient,
-  type TestServer,
-  tableResolver,
-} from '@idt/testing';
+import { Browser, freePort, type TestClient, type TestServer, tableResolver } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createGuardedFetch,
@@ -24,10 +13,10 @@ import {
   type UpstreamOidcOptions,
 } from '../src/index.js';
 import { startStallingProvider } from './support/stalling-provider.js';
+import { addUpstreamMember, DOWNSTREAM_CALLBACK, signInAtUpstream, startUpstreamIdt } from './support/upstream-idt.js';
 
 // Nothing listens there: the browser stops at the redirect, the way a callback arrives at idt.
-const REDIRECT_URI = 'http://127.0.0.1:9/sso/oidc/callback';
-const PASSWORD = 'correct horse battery staple';
+const REDIRECT_URI = DOWNSTREAM_CALLBACK;
 const EMAIL = 'grace@example.com';
 
 let upstream: TestServer;
@@ -53,29 +42,10 @@ function relyingParty(options: Partial<UpstreamOidcOptions> = {}): UpstreamOidc 
   return createUpstreamOidc({ allowPrivateHosts: true, timeoutMs: 3_000, ...options });
 }
 
-/** Follows the upstream's sign-in pages (the way `signIn` of the test support does) to the redirect back. */
-async function signInAt(url: string, as = { browser, email: EMAIL }): Promise<URL> {
-  const { browser } = as;
-  let response = await browser.navigate(url);
-  for (let step = 0; step < 6; step++) {
-    if (response.status >= 300 && response.status < 400) return new URL(response.url);
-    if (response.body.includes('action="') && response.body.includes('/login"')) {
-      response = await browser.submit({ form: '/login', fields: { email: as.email, password: PASSWORD } });
-    } else if (response.body.includes('/consent"')) {
-      response = await browser.submit({ form: '/consent', fields: { decision: 'approve' } });
-    } else if (response.body.includes('/organization"')) {
-      response = await browser.submit({ form: '/organization' });
-    } else {
-      throw new Error(`Unexpected page ${response.status} at ${response.url}:\n${response.body.slice(0, 2000)}`);
-    }
-  }
-  throw new Error('The upstream sign-in did not finish');
-}
-
 /** Starts an authorization with `rp` and signs in at the upstream: the callback URL and the transaction. */
 async function authorized(rp: UpstreamOidc, connection: UpstreamOidcConnection, as = { browser, email: EMAIL }) {
   const started = await rp.startAuthorization({ connection, redirectUri: REDIRECT_URI, loginHint: as.email });
-  const callback = await signInAt(started.url, as);
+  const callback = await signInAtUpstream(started.url, as.browser, as.email);
   const { url: _url, ...transaction } = started;
   return { started, transaction, callback };
 }
@@ -93,16 +63,9 @@ function discoveryAs(issuer: string, drop: readonly string[] = []): GuardedFetch
 }
 
 beforeAll(async () => {
-  upstream = await startTestServer();
-  const admin = await bootstrapAdmin(upstream);
-  organizationId = admin.organizationId;
-  const token = await admin.token();
-  const registration = { kind: 'application', redirectUris: [REDIRECT_URI], scopes: ['openid', 'email', 'profile'] };
-  client = await registerClient(upstream, token, admin.organizationId, { ...registration, name: 'Downstream idt' });
-  otherClient = await registerClient(upstream, token, admin.organizationId, { ...registration, name: 'Another app' });
-  const userId = await registerUser(upstream, EMAIL, PASSWORD);
-  // idt signs a person in to an organization's application only as a member of it.
-  await seedMembership(upstream.database.db, { userId, organizationId: admin.organizationId });
+  const started = await startUpstreamIdt(REDIRECT_URI, [EMAIL]);
+  ({ server: upstream, client, organizationId } = started);
+  otherClient = await started.registerClient('Another app');
   browser = new Browser();
 }, 60_000);
 
@@ -149,8 +112,7 @@ describe('upstream OpenID sign-in through a second idt', () => {
 
   it('says the e-mail is verified when the upstream asserts email_verified', async () => {
     const email = 'ada@example.com';
-    const userId = await registerUser(upstream, email, PASSWORD);
-    await seedMembership(upstream.database.db, { userId, organizationId });
+    const userId = await addUpstreamMember({ server: upstream, organizationId }, email);
     await upstream.database.db('identity_users').where({ id: userId }).update({ email_verified: true });
     const rp = relyingParty();
     const connection = connectionOf(upstream.url, client);

@@ -1,62 +1,23 @@
-import {
-  Browser,
-  caller,
-  createTestIdt,
-  expectJson,
-  outboxEvents,
-  seedWorld,
-  type TestClient,
-  type TestDialect,
-  type TestHost,
-  type TestIdt,
-  type TestServer,
-  testDialects,
-  type World,
-} from '@idt/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DnsResponder, startDnsResponder } from './support/dns-responder.js';
+import { Browser, expectJson, outboxEvents, type TestDialect, testDialects } from '@idt/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { refusedByUpstream, signInThroughUpstream, useDownstreamIdt } from './support/downstream-idt.js';
 import { begin, expectErrorPage, handleOf, verifyDomain } from './support/sign-in.js';
-import { servicesOf, ssoModules } from './support/sso-instance.js';
-import { signInAtUpstream, startUpstreamIdt } from './support/upstream-idt.js';
+import { servicesOf } from './support/sso-instance.js';
+import { DOWNSTREAM, DOWNSTREAM_CALLBACK, signInAtUpstream, upstreamOidcOf, useUpstreamIdt } from './support/upstream-idt.js';
 
-// The downstream idt answers in-process under this origin; the upstream's redirect URI names it.
-const DOWNSTREAM = 'http://127.0.0.1:9';
 const EMAIL = 'grace@alpha.example';
 
-let upstream: TestServer;
-let client: TestClient;
-
-/** Follows the upstream's sign-in pages to the redirect back to the downstream. */
-const signInAt = (url: string, browser: Browser, email = EMAIL): Promise<URL> => signInAtUpstream(url, browser, email);
-
-beforeAll(async () => {
-  ({ server: upstream, client } = await startUpstreamIdt(`${DOWNSTREAM}/sso/oidc/callback`, [EMAIL]));
-}, 60_000);
-
-afterAll(async () => {
-  await upstream?.close();
-});
+const upstream = useUpstreamIdt([EMAIL]);
 
 describe.each(testDialects())('OpenID Connect sign-in round trip through a second idt on %s', (dialect: TestDialect) => {
-  let server: TestIdt;
-  let world: World;
-  let call: ReturnType<typeof caller>;
-  let dns: DnsResponder;
+  const downstream = useDownstreamIdt(dialect);
   let connectionId: string;
   let counter = 0;
   const uid = () => `oidc-${dialect}-${++counter}`;
   const callbackPath = (url: URL) => `${url.pathname}${url.search}`;
 
   beforeAll(async () => {
-    dns = await startDnsResponder();
-    server = (await createTestIdt({
-      dialect,
-      modules: ssoModules({ allowPrivateHosts: true }),
-      env: { IDT_SSO_DNS_SERVERS: dns.server },
-      config: { issuer: DOWNSTREAM },
-    })) as unknown as TestIdt;
-    world = await seedWorld(server as unknown as TestHost);
-    call = caller(server as unknown as TestHost);
+    const { call, dns, world } = downstream;
     const a = world.a;
     connectionId = (
       await expectJson(
@@ -66,7 +27,7 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
             kind: 'oidc',
             name: 'Alpha idt',
             enabled: true,
-            oidc: { issuer: upstream.url, clientId: client.clientId, clientSecret: client.clientSecret },
+            oidc: upstreamOidcOf(upstream),
             defaultRole: 'manager',
           },
         }),
@@ -76,18 +37,14 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
     await verifyDomain(call, dns, a.organization.id, a.tokens.admin, 'alpha.example');
   });
 
-  afterAll(async () => {
-    await server?.close();
-    await dns?.close();
-  });
-
   it('begins, comes back through the callback, and creates the user just in time with the default role', async () => {
+    const { server, world } = downstream;
     const interaction = uid();
     const url = new URL(await begin(server, connectionId, interaction, EMAIL));
-    expect(url.origin).toBe(upstream.origin);
+    expect(url.origin).toBe(upstream.server.origin);
     expect(url.searchParams.get('login_hint')).toBe(EMAIL);
-    expect(url.searchParams.get('redirect_uri')).toBe(`${DOWNSTREAM}/sso/oidc/callback`);
-    const callback = await signInAt(url.href, new Browser());
+    expect(url.searchParams.get('redirect_uri')).toBe(DOWNSTREAM_CALLBACK);
+    const callback = await signInAtUpstream(url.href, new Browser(), EMAIL);
     expect(callback.origin).toBe(DOWNSTREAM);
 
     const response = await server.fetch(callbackPath(callback), { redirect: 'manual' });
@@ -118,22 +75,13 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
     await expectErrorPage(await server.fetch(callbackPath(callback), { redirect: 'manual' }));
 
     // A second sign-in finds the identity.
-    const second = uid();
-    const again = await signInAt(await begin(server, connectionId, second), new Browser());
-    const next = await servicesOf(server).federation.consume(
-      await handleOf(await server.fetch(callbackPath(again), { redirect: 'manual' }), second),
-      second,
-    );
+    const next = await signInThroughUpstream(server, connectionId, uid(), EMAIL);
     expect(next).toMatchObject({ kind: 'signed-in', userId: outcome.userId });
   });
 
   it('turns an upstream refusal into a failed outcome, and answers the page for unknown, missing or expired states', async () => {
-    const interaction = uid();
-    const state = new URL(await begin(server, connectionId, interaction)).searchParams.get('state') ?? '';
-    const denied = await server.fetch(`/sso/oidc/callback?state=${encodeURIComponent(state)}&error=access_denied`, {
-      redirect: 'manual',
-    });
-    expect(await servicesOf(server).federation.consume(await handleOf(denied, interaction), interaction)).toEqual({
+    const { server, world } = downstream;
+    expect(await refusedByUpstream(server, connectionId, uid())).toEqual({
       kind: 'failed',
       reason: 'denied',
       organizationName: world.a.organization.name,
@@ -152,6 +100,7 @@ describe.each(testDialects())('OpenID Connect sign-in round trip through a secon
   });
 
   it('answers unavailable when the upstream cannot be discovered, and disabled for an unknown connection', async () => {
+    const { call, server, world } = downstream;
     const a = world.a;
     const broken = await expectJson(
       await call('POST', `/v1/identity/organizations/${a.organization.id}/sso/connections`, {

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mintAccessToken, testDialects } from '@idt/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliFixture, idt, jsonOf, PASSWORD, serviceAccountArgs, startCliFixture } from './support.js';
+import { type CliFixture, idt, jsonOf, serviceAccountArgs, startCliFixture, writeOperatorSeed } from './support.js';
 
 type Row = Record<string, any>;
 
@@ -40,22 +40,7 @@ describe.each(testDialects())('operator audit records on %s', (dialect) => {
   beforeAll(async () => {
     fixture = await startCliFixture(dialect, 'idt-operator-audit-');
     env = fixture.env;
-    seedFile = join(fixture.dir, 'seed.json');
-    writeFileSync(
-      seedFile,
-      JSON.stringify({
-        admin: { email: 'ada@example.com', password: PASSWORD, firstName: 'Ada', lastName: 'Lovelace', organizationName: 'Acme' },
-        organizations: [{ name: 'Globex' }],
-        users: [
-          {
-            email: 'bob@example.com',
-            firstName: 'Bob',
-            lastName: 'Builder',
-            memberships: [{ organization: 'Globex', roles: ['admin'] }],
-          },
-        ],
-      }),
-    );
+    seedFile = writeOperatorSeed(fixture.dir);
   });
   afterAll(async () => {
     await fixture?.close();

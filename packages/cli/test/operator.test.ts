@@ -21,13 +21,14 @@ import {
   idt,
   jsonOf,
   nextSecond,
+  PASSWORD,
   readEnvFile,
   serviceAccountArgs,
   startCliFixture,
   tokenRequest,
+  writeOperatorSeed,
 } from './support.js';
 
-const PASSWORD = 'correct horse battery staple';
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
 /** A prompter that answers a confirmation and records it. */
@@ -59,22 +60,7 @@ describe.each(testDialects())('operator commands on %s', (dialect) => {
   beforeAll(async () => {
     fixture = await startCliFixture(dialect, 'idt-operator-');
     ({ dir, database, server, env } = fixture);
-    const seed = join(dir, 'seed.json');
-    writeFileSync(
-      seed,
-      JSON.stringify({
-        admin: { email: 'ada@example.com', password: PASSWORD, firstName: 'Ada', lastName: 'Lovelace', organizationName: 'Acme' },
-        organizations: [{ name: 'Globex' }],
-        users: [
-          {
-            email: 'bob@example.com',
-            firstName: 'Bob',
-            lastName: 'Builder',
-            memberships: [{ organization: 'Globex', roles: ['admin'] }],
-          },
-        ],
-      }),
-    );
+    const seed = writeOperatorSeed(dir);
     expect((await idt(env, ['seed', '--file', seed])).exitCode).toBe(0);
     const registered = await idt(env, serviceAccountArgs('Reporting', '--env-out', join(dir, 'sa.env')));
     expect(registered.exitCode).toBe(0);

@@ -48,6 +48,38 @@ export function serviceAccountArgs(name: string, ...extra: string[]): string[] {
   return ['register-client', '--org', 'acme', '--kind', 'service-account', '--name', name, '--scope', 'users.read', ...extra];
 }
 
+/**
+ * The seed of the operator suites: Ada Lovelace, the first administrator
+ * (password {@link PASSWORD}) of the platform organization Acme, and Bob
+ * Builder, an admin of Globex.
+ */
+export const OPERATOR_SEED = {
+  admin: { email: 'ada@example.com', password: PASSWORD, firstName: 'Ada', lastName: 'Lovelace', organizationName: 'Acme' },
+  organizations: [{ name: 'Globex' }],
+  users: [
+    {
+      email: 'bob@example.com',
+      firstName: 'Bob',
+      lastName: 'Builder',
+      memberships: [{ organization: 'Globex', roles: ['admin'] }],
+    },
+  ],
+} as const;
+
+/**
+ * Writes {@link OPERATOR_SEED} to `seed.json` in `dir`, for `idt seed --file`.
+ *
+ * @returns the path of the file.
+ * @example
+ * const seed = writeOperatorSeed(fixture.dir);
+ * await idt(fixture.env, ['seed', '--file', seed]);
+ */
+export function writeOperatorSeed(dir: string): string {
+  const path = join(dir, 'seed.json');
+  writeFileSync(path, JSON.stringify(OPERATOR_SEED));
+  return path;
+}
+
 /** A migrated throwaway database with the reference server on it, a scratch directory, and the CLI's settings for both. */
 export interface CliFixture {
   readonly dir: string;

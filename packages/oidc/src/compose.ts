@@ -335,6 +335,7 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
         sessionCookieName: settings.sessionCookieName,
         tokens: options.tokens,
         pathPrefix: settings.pathPrefix,
+        trustProxy: settings.trustProxy,
         ...(options.accountSignInUrl ? { signInUrl: options.accountSignInUrl } : {}),
         logger,
       })
@@ -343,7 +344,12 @@ export async function composeOidc(options: OidcOptions, stores: OidcStores): Pro
   const accountBase = `${settings.pathPrefix}${ACCOUNT_BASE}`;
   // A: passwords (the reset page the mailed links open, outside any sign-in)
   const passwordResetPath = `${settings.pathPrefix}${PASSWORD_RESET_PATH}`;
-  const passwordResetPage = createPasswordResetPage({ directory: options.directory, pathPrefix: settings.pathPrefix, logger });
+  const passwordResetPage = createPasswordResetPage({
+    directory: options.directory,
+    pathPrefix: settings.pathPrefix,
+    trustProxy: settings.trustProxy,
+    logger,
+  });
   // B: verified e-mail (the confirm page the mailed links open, outside any sign-in)
   const verifyEmailPath = `${settings.pathPrefix}${VERIFY_EMAIL_PAGE}`;
   const verifyEmailPage = createVerifyEmailPage({ directory: options.directory, pathPrefix: settings.pathPrefix, logger });

@@ -67,9 +67,9 @@ export function createIdentityDirectory(
     verifyTotp: (userId, code) => identity.factors.verifyTotp(userId, code),
     useRecoveryCode: (userId, code) => identity.factors.useRecoveryCode(userId, code),
     beginTotp: (userId, label) => identity.factors.beginTotp(userId, label),
-    async confirmTotp(userId, enrolmentId, code) {
+    async confirmTotp(userId, enrolmentId, code, request) {
       try {
-        return await identity.factors.confirmTotp(userId, enrolmentId, code);
+        return await identity.factors.confirmTotp(userId, enrolmentId, code, request);
       } catch (error) {
         // A code that does not match, a lockout or an enrolment that expired is an answer for the page.
         if (!(error instanceof ProblemError) || error.status < 400 || error.status >= 500) throw error;
@@ -84,17 +84,17 @@ export function createIdentityDirectory(
       await sessions.markAuthenticated(sessionId, amr, at, audit);
     },
     // C1: the account page's two-step section
-    async regenerateRecoveryCodes(userId) {
+    async regenerateRecoveryCodes(userId, request) {
       try {
-        return await identity.factors.regenerateRecoveryCodes(userId);
+        return await identity.factors.regenerateRecoveryCodes(userId, request);
       } catch (error) {
         if (error instanceof ProblemError && error.code === 'SecondFactor.NotEnrolled') return undefined;
         throw error;
       }
     },
-    async removeTotp(userId) {
+    async removeTotp(userId, request) {
       try {
-        await identity.factors.removeTotp(userId);
+        await identity.factors.removeTotp(userId, request);
         return 'removed';
       } catch (error) {
         if (error instanceof ProblemError && error.code === 'Identity.SecondFactorRequired') return 'required';
@@ -128,9 +128,11 @@ export function createIdentityDirectory(
     // A: passwords
     requestPasswordReset: (email, context) => identity.passwords.reset.request({ email }, context.ip ? { ip: context.ip } : {}),
     passwordResetState: (token) => identity.passwords.reset.inspect(token),
-    resetPassword: (token, newPassword) => passwordOutcome(identity.passwords.reset.confirm({ token, newPassword })),
-    changePassword: (userId, sessionId, currentPassword, newPassword) =>
-      passwordOutcome(identity.passwords.change.change(userId, { currentPassword, newPassword }, { sessionId })),
+    // The request's facts go on the audit record (the actor is the user).
+    resetPassword: (token, newPassword, request) =>
+      passwordOutcome(identity.passwords.reset.confirm({ token, newPassword }, request)),
+    changePassword: (userId, sessionId, currentPassword, newPassword, request) =>
+      passwordOutcome(identity.passwords.change.change(userId, { currentPassword, newPassword }, { ...request, sessionId })),
     // B: verified e-mail
     async needsEmailVerification(userId, organizationId) {
       const { email, organizationPolicy } = identity.verification;
@@ -194,17 +196,22 @@ export function createIdentityDirectory(
         return refusalOrThrow(error);
       }
     },
-    registerPasskey: (userId, sessionId, response, name) =>
+    registerPasskey: (userId, sessionId, response, name, request) =>
       passkeyChange(userId, sessionId, () =>
-        identity.passkeys.register(userId, sessionId, {
-          ...(response as object),
-          ...(name === undefined ? {} : { name }),
-        } as Parameters<typeof identity.passkeys.register>[2]),
+        identity.passkeys.register(
+          userId,
+          sessionId,
+          {
+            ...(response as object),
+            ...(name === undefined ? {} : { name }),
+          } as Parameters<typeof identity.passkeys.register>[2],
+          request,
+        ),
       ),
-    renamePasskey: (userId, sessionId, passkeyId, name) =>
-      passkeyChange(userId, sessionId, () => identity.passkeys.rename(userId, passkeyId, { name })),
-    removePasskey: (userId, sessionId, passkeyId) =>
-      passkeyChange(userId, sessionId, () => identity.passkeys.remove(userId, passkeyId)),
+    renamePasskey: (userId, sessionId, passkeyId, name, request) =>
+      passkeyChange(userId, sessionId, () => identity.passkeys.rename(userId, passkeyId, { name }, request)),
+    removePasskey: (userId, sessionId, passkeyId, request) =>
+      passkeyChange(userId, sessionId, () => identity.passkeys.remove(userId, passkeyId, request)),
   };
 
   /** D: a passkey change after the recent-authentication rule; refusals the page explains are answers. */

@@ -161,8 +161,9 @@ export function oidc(options: OidcModuleOptions = {}): IdtModule<'oidc', OidcSer
         ...(ctx.rateLimiter ? { rateLimiter: ctx.rateLimiter } : {}),
         account: {
           listSessions: (userId) => sessions.list(userId),
-          revokeSession: (userId, sessionId) => sessions.revoke(userId, sessionId, 'revoked'),
-          requestEmailChange: (userId, newEmail) => identity.credentials.emailChange.request(userId, { newEmail }),
+          revokeSession: (userId, sessionId, request) => sessions.revoke(userId, sessionId, 'revoked', request),
+          requestEmailChange: (userId, newEmail, request) =>
+            identity.credentials.emailChange.request(userId, { newEmail }, request),
         },
         accountSignInUrl: async () => {
           if (ctx.config.environment !== 'Development' || !demoClients) return undefined;

@@ -1,4 +1,5 @@
 import {
+  type AuditRequestFacts,
   DATABASE_RETRY_AFTER_SECONDS,
   isDatabaseUnavailable,
   joinMarkup,
@@ -37,18 +38,21 @@ export interface AccountSession {
   readonly expiresAt: string;
 }
 
-/** The identity module's services the account page calls. */
+/**
+ * The identity module's services the account page calls. The changes take
+ * the page request's facts (`request`) for their audit records; the actor is the user.
+ */
 export interface AccountServices {
   /** The user's active sign-in sessions. */
   listSessions(userId: string): Promise<readonly AccountSession[]>;
   /** Ends one of the user's sessions (its tokens and single sign-on end too); `false` when it is not the user's or already ended. */
-  revokeSession(userId: string, sessionId: string): Promise<boolean>;
+  revokeSession(userId: string, sessionId: string, request: AuditRequestFacts): Promise<boolean>;
   /**
    * Asks to move the user to a new address (a confirmation link goes there).
    *
    * @throws ProblemError `Validation.Failed`, `EmailChange.SameEmail`, `EmailChange.Unavailable`, `RateLimit.Exceeded`.
    */
-  requestEmailChange(userId: string, newEmail: string): Promise<void>;
+  requestEmailChange(userId: string, newEmail: string, request: AuditRequestFacts): Promise<void>;
 }
 
 /** Options of {@link createAccountPages}. */
@@ -65,6 +69,8 @@ export interface AccountPagesOptions {
   readonly tokens: TokenMac;
   /** The deployment path prefix (`''` or `/idt`). */
   readonly pathPrefix: string;
+  /** Whether `x-forwarded-for` names the client, for the audit records (`IDT_TRUST_PROXY`); false by default. */
+  readonly trustProxy?: boolean;
   /** Where a signed-out visitor can sign in (e.g. the demo application's authorization URL); none in production. */
   readonly signInUrl?: () => Promise<string | undefined>;
   readonly logger?: Logger;
@@ -207,7 +213,7 @@ ${consents.length ? markup`<ul class="account-list">${joinMarkup(consentItems, '
     const done = (key: string) => redirectDone(base, key);
     if (action === 'sessions/revoke') {
       const id = form.get('session') ?? '';
-      if (!id || !(await options.account.revokeSession(session.userId, id))) {
+      if (!id || !(await options.account.revokeSession(session.userId, id, guard.requestFacts(request)))) {
         return accountPage(session, { status: 404, errors: ['That session is not one of yours or has already ended.'] });
       }
       logger.info('account: session revoked by its user', { userId: session.userId, sessionId: id });
@@ -224,7 +230,7 @@ ${consents.length ? markup`<ul class="account-list">${joinMarkup(consentItems, '
     }
     const email = (form.get('email') ?? '').trim();
     try {
-      await options.account.requestEmailChange(session.userId, email);
+      await options.account.requestEmailChange(session.userId, email, guard.requestFacts(request));
     } catch (error) {
       const message = emailChangeRefusal(error);
       if (!message) throw error;

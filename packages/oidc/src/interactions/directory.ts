@@ -1,4 +1,4 @@
-import type { AuditEntry } from '@idt/core';
+import type { AuditEntry, AuditRequestFacts } from '@idt/core';
 import type { AccountClaims } from '../provider/create-provider.js';
 
 /** A membership state as authorization sees it (SPEC 3.4). */
@@ -16,6 +16,10 @@ export interface StartedSession {
 /**
  * What the sign-in pages and the provider need from the identity module.
  * The knex wiring implements it over `@idt/identity`'s services.
+ *
+ * The methods that change an account (second factors, passwords, passkeys)
+ * take the page request's facts (`request`: client address, user agent,
+ * trace id) for the change's audit record; its actor is the user.
  */
 export interface AccountDirectory {
   /** The user id when the address and password match an active account; `undefined` otherwise (same timing either way). */
@@ -74,6 +78,7 @@ export interface AccountDirectory {
     userId: string,
     enrolmentId: string,
     code: string,
+    request: AuditRequestFacts,
   ): Promise<{ recoveryCodes: string[] | null } | 'wrong' | 'locked' | 'expired'>;
   /** Whether the organization requires a second factor of its members (`requireMfa`). */
   organizationRequiresMfa(organizationId: string): Promise<boolean>;
@@ -84,13 +89,13 @@ export interface AccountDirectory {
   markAuthenticated(sessionId: string, amr: string[], at: Date, audit?: readonly AuditEntry[]): Promise<void>;
   // C1: the account page's two-step section (`/connect/account/two-step`)
   /** A new set of 10 recovery codes (shown once; the old set ends), or `undefined` without a second factor to recover. */
-  regenerateRecoveryCodes(userId: string): Promise<string[] | undefined>;
+  regenerateRecoveryCodes(userId: string, request: AuditRequestFacts): Promise<string[] | undefined>;
   /**
    * Removes the user's authenticator app (their recovery codes too when no
    * passkey is left): `'required'` when it is the last second factor and an
    * organization of the user requires MFA (nothing changes), `'not-enrolled'` without one.
    */
-  removeTotp(userId: string): Promise<'removed' | 'required' | 'not-enrolled'>;
+  removeTotp(userId: string, request: AuditRequestFacts): Promise<'removed' | 'required' | 'not-enrolled'>;
   /**
    * The recent-authentication rule of account-security changes: `'ok'` when
    * the session authenticated within 5 minutes or `proof` (the password, or
@@ -112,9 +117,15 @@ export interface AccountDirectory {
   /** What a reset link's token is worth now, without using it. */
   passwordResetState(token: string): Promise<'valid' | 'expired' | 'invalid'>;
   /** Sets a new password with a reset link's token; every session of the user ends. */
-  resetPassword(token: string, newPassword: string): Promise<PasswordSetOutcome>;
+  resetPassword(token: string, newPassword: string, request: AuditRequestFacts): Promise<PasswordSetOutcome>;
   /** Changes a signed-in user's password (the current one required); the user's other sessions end. */
-  changePassword(userId: string, sessionId: string, currentPassword: string, newPassword: string): Promise<PasswordSetOutcome>;
+  changePassword(
+    userId: string,
+    sessionId: string,
+    currentPassword: string,
+    newPassword: string,
+    request: AuditRequestFacts,
+  ): Promise<PasswordSetOutcome>;
   // B: verified e-mail (the sign-in gate, its "send a new link", and the confirm page)
   /**
    * Whether signing in (to `organizationId`, or before any organization is
@@ -146,9 +157,21 @@ export interface AccountDirectory {
   passkeyAccess(userId: string, sessionId: string, reauthentication?: { password: string }): Promise<PasskeyOutcome>;
   /** Options for `navigator.credentials.create()` bound to the session. */
   passkeyCreationOptions(userId: string, sessionId: string): Promise<object | PasskeyRefusal>;
-  registerPasskey(userId: string, sessionId: string, response: unknown, name: string | undefined): Promise<PasskeyOutcome>;
-  renamePasskey(userId: string, sessionId: string, passkeyId: string, name: string): Promise<PasskeyOutcome>;
-  removePasskey(userId: string, sessionId: string, passkeyId: string): Promise<PasskeyOutcome>;
+  registerPasskey(
+    userId: string,
+    sessionId: string,
+    response: unknown,
+    name: string | undefined,
+    request: AuditRequestFacts,
+  ): Promise<PasskeyOutcome>;
+  renamePasskey(
+    userId: string,
+    sessionId: string,
+    passkeyId: string,
+    name: string,
+    request: AuditRequestFacts,
+  ): Promise<PasskeyOutcome>;
+  removePasskey(userId: string, sessionId: string, passkeyId: string, request: AuditRequestFacts): Promise<PasskeyOutcome>;
 }
 
 /** D: a passkey as the account page lists it. */

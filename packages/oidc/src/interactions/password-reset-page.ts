@@ -11,6 +11,7 @@ import { pageSecurityHeaders } from '../policy/security-headers.js';
 import type { AccountDirectory } from './directory.js';
 import { methodNotAllowed, PageFormRefused, postedFromThisSite, readPageForm } from './page-forms.js';
 import type { PageHandler, PageRequest } from './page-request.js';
+import { pageRequestFacts } from './page-request-facts.js';
 import { errorSummary, notice, renderPage, renderUnavailablePage } from './pages.js';
 
 /** The reset page's path, relative to the deployment prefix (the mailed links point here). */
@@ -21,6 +22,8 @@ export interface PasswordResetPageOptions {
   readonly directory: Pick<AccountDirectory, 'passwordResetState' | 'resetPassword'>;
   /** The deployment path prefix (`''` or `/idt`). */
   readonly pathPrefix: string;
+  /** Whether `x-forwarded-for` names the client, for the audit record (`IDT_TRUST_PROXY`); false by default. */
+  readonly trustProxy?: boolean;
   readonly logger?: Logger;
 }
 
@@ -108,7 +111,11 @@ ${errorSummary(errors)}
     if (!token || token.length > 512) return linkProblem(400, 'invalid');
     if (!password) return form(token, ['Enter a new password.'], 400);
     if (password !== (fields.get('confirm') ?? '')) return form(token, ['The two passwords are not the same.'], 400);
-    const outcome = await options.directory.resetPassword(token, password);
+    const outcome = await options.directory.resetPassword(
+      token,
+      password,
+      pageRequestFacts(request, options.trustProxy ?? false),
+    );
     switch (outcome.outcome) {
       case 'set':
         logger.info('password reset through the reset page');

@@ -1,16 +1,11 @@
 import type { AuditEntry, AuditRequestFacts } from '@idt/core';
-import { traceIdFromTraceparent } from '@idt/problem';
 import { OidcAuditActions, type SignInFailureReason, UNKNOWN_SIGN_IN_ACTOR, userActor } from '../audit-actions.js';
 import type { Interaction } from './interaction.js';
+import { pageRequestFacts } from './page-request-facts.js';
 
 /** The request facts of a sign-in page's request: client address, user agent, trace id. */
 export function signInRequestFacts(interaction: Interaction): AuditRequestFacts {
-  const ip = interaction.clientIp();
-  return {
-    ip: ip && ip !== 'unknown' ? ip : null,
-    userAgent: interaction.request.headers.get('user-agent') ?? null,
-    traceId: traceIdFromTraceparent(interaction.request.headers.get('traceparent')) ?? null,
-  };
+  return pageRequestFacts(interaction.request, interaction.services.trustProxy);
 }
 
 /** How a sign-in ended: a session started, the signed-in account's re-authenticated, or a step-up in the consent prompt. */

@@ -1,9 +1,10 @@
-import { LightResponse, markup, readCookie, type SafeHtml } from '@idt/core';
+import { type AuditRequestFacts, LightResponse, markup, readCookie, type SafeHtml } from '@idt/core';
 import type { TokenMac } from '@idt/identity';
 import { pageSecurityHeaders } from '../../policy/security-headers.js';
 import type { AccountDirectory } from '../directory.js';
 import { PageFormRefused, postedFromThisSite, readPageForm } from '../page-forms.js';
 import type { PageRequest } from '../page-request.js';
+import { pageRequestFacts } from '../page-request-facts.js';
 import { type PageOptions, renderPage } from '../pages.js';
 
 /** The purpose of the account pages' CSRF tokens: one for every account page, each token bound to the session. */
@@ -30,6 +31,8 @@ export interface AccountPageGuardOptions {
   readonly tokens: TokenMac;
   /** The deployment path prefix (`''` or `/idt`). */
   readonly pathPrefix: string;
+  /** Whether `x-forwarded-for` names the client (behind a trusted proxy, `IDT_TRUST_PROXY`); false by default. */
+  readonly trustProxy?: boolean;
 }
 
 /** How one account page looks and what its forms may hold. */
@@ -62,6 +65,8 @@ export interface AccountPageGuard {
    * which changes nothing.
    */
   readForm(request: PageRequest, session: AccountPageSession): Promise<URLSearchParams | LightResponse>;
+  /** The request's client address, user agent and trace id, for the audit record of the change it makes. */
+  requestFacts(request: PageRequest): AuditRequestFacts;
 }
 
 /**
@@ -120,6 +125,7 @@ export function createAccountPageGuard(options: AccountPageGuardOptions, layout:
       }
       return form;
     },
+    requestFacts: (request) => pageRequestFacts(request, options.trustProxy ?? false),
   };
 }
 

@@ -28,6 +28,8 @@ export interface AccountPasskeysPageOptions {
   readonly tokens: TokenMac;
   /** The deployment path prefix (`''` or `/idt`). */
   readonly pathPrefix: string;
+  /** Whether `x-forwarded-for` names the client, for the audit records (`IDT_TRUST_PROXY`); false by default. */
+  readonly trustProxy?: boolean;
   readonly logger?: Logger;
 }
 
@@ -177,7 +179,7 @@ ${change}
     );
   }
 
-  async function change(session: AccountPageSession, action: string, fields: URLSearchParams) {
+  async function change(request: PageRequest, session: AccountPageSession, action: string, fields: URLSearchParams) {
     const { userId, sessionId } = session;
     const refused = (refusal: PasskeyRefusal) =>
       view(session, { status: REFUSALS[refusal].status, errors: [REFUSALS[refusal].text] });
@@ -207,7 +209,7 @@ ${change}
       if (typed !== '' && name === undefined) {
         return view(session, { status: 400, errors: [`Give the passkey a name of at most ${NAME_MAX} characters.`] });
       }
-      const outcome = await directory.registerPasskey(userId, sessionId, credential, name);
+      const outcome = await directory.registerPasskey(userId, sessionId, credential, name, guard.requestFacts(request));
       if (outcome !== 'done') return refused(outcome);
       logger.info('account: passkey added', { userId });
       return done('added');
@@ -219,10 +221,10 @@ ${change}
       if (name === undefined) {
         return view(session, { status: 400, errors: [`Give the passkey a name of 1 to ${NAME_MAX} characters.`] });
       }
-      const outcome = await directory.renamePasskey(userId, sessionId, passkeyId, name);
+      const outcome = await directory.renamePasskey(userId, sessionId, passkeyId, name, guard.requestFacts(request));
       return outcome === 'done' ? done('renamed') : refused(outcome);
     }
-    const outcome = await directory.removePasskey(userId, sessionId, passkeyId);
+    const outcome = await directory.removePasskey(userId, sessionId, passkeyId, guard.requestFacts(request));
     if (outcome !== 'done') return refused(outcome);
     logger.info('account: passkey removed', { userId, passkeyId });
     return done('removed');
@@ -241,6 +243,6 @@ ${change}
     if (request.method !== 'POST') return methodNotAllowed('POST');
     const fields = await guard.readForm(request, session);
     if (fields instanceof LightResponse) return fields;
-    return change(session, action, fields);
+    return change(request, session, action, fields);
   };
 }

@@ -18,6 +18,8 @@ export interface AccountPasswordPageOptions {
   readonly tokens: TokenMac;
   /** The deployment path prefix (`''` or `/idt`). */
   readonly pathPrefix: string;
+  /** Whether `x-forwarded-for` names the client, for the audit record (`IDT_TRUST_PROXY`); false by default. */
+  readonly trustProxy?: boolean;
   readonly logger?: Logger;
 }
 
@@ -84,7 +86,13 @@ ${guard.csrfField(session)}
       ...(next && next !== (fields.get('confirmPassword') ?? '') ? ['The two new passwords are not the same.'] : []),
     ];
     if (errors.length) return form(session, { errors, status: 400 });
-    const outcome = await options.directory.changePassword(session.userId, session.sessionId, current, next);
+    const outcome = await options.directory.changePassword(
+      session.userId,
+      session.sessionId,
+      current,
+      next,
+      guard.requestFacts(request),
+    );
     switch (outcome.outcome) {
       case 'set':
         logger.info('account: password changed by its user', { userId: session.userId });

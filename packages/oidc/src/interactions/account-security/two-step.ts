@@ -22,6 +22,8 @@ export interface AccountTwoStepPageOptions {
   readonly tokens: TokenMac;
   /** The deployment path prefix (`''` or `/idt`). */
   readonly pathPrefix: string;
+  /** Whether `x-forwarded-for` names the client, for the audit records (`IDT_TRUST_PROXY`); false by default. */
+  readonly trustProxy?: boolean;
   readonly logger?: Logger;
 }
 
@@ -214,7 +216,7 @@ ${notice(lead)}
         return retryConfirm(session, enrolmentId, 'Enter the 6 digits your authenticator app shows.', 400);
       const reauth = await directory.reauthenticate(session.userId, session.sessionId, proofOf(fields));
       if (reauth !== 'ok') return retryConfirm(session, enrolmentId, reauthError(reauth), reauth === 'locked' ? 429 : 403);
-      const confirmed = await directory.confirmTotp(session.userId, enrolmentId, code);
+      const confirmed = await directory.confirmTotp(session.userId, enrolmentId, code, guard.requestFacts(request));
       if (confirmed === 'wrong') {
         return retryConfirm(session, enrolmentId, 'That code did not match. Enter the code the app shows now.', 400);
       }
@@ -237,7 +239,7 @@ ${notice(lead)}
     if (reauth !== 'ok') return overview(session, { status: reauth === 'locked' ? 429 : 403, errors: [reauthError(reauth)] });
 
     if (action === 'recovery-codes') {
-      const codes = await directory.regenerateRecoveryCodes(session.userId);
+      const codes = await directory.regenerateRecoveryCodes(session.userId, guard.requestFacts(request));
       if (!codes) {
         return overview(session, {
           status: 404,
@@ -248,7 +250,7 @@ ${notice(lead)}
       return codesPage('Your new recovery codes', 'Your old recovery codes no longer work.', codes);
     }
 
-    const removed = await directory.removeTotp(session.userId);
+    const removed = await directory.removeTotp(session.userId, guard.requestFacts(request));
     if (removed === 'required') {
       return overview(session, {
         status: 422,

@@ -4,6 +4,7 @@ import { signInErrorPages } from '../error-pages.js';
 import type { Interaction } from '../interaction.js';
 import { errorSummary, notice } from '../pages.js';
 import { type PendingSignIn, pendingSignIn, savePending } from '../pending.js';
+import { signInRequestFacts } from '../sign-in-audit.js';
 import { totpEnrolmentView } from '../totp-enrolment-view.js';
 
 const TOTP_CODE = /^\d{6}$/;
@@ -63,7 +64,12 @@ export async function submitEnrolment(
   }
   const code = (form.get('code') ?? '').replace(/\s+/g, '');
   if (!TOTP_CODE.test(code)) return retryPage(interaction, 'Enter the 6 digits from your authenticator app.');
-  const confirmed = await interaction.services.directory.confirmTotp(pending.userId, pending.enrolmentId, code);
+  const confirmed = await interaction.services.directory.confirmTotp(
+    pending.userId,
+    pending.enrolmentId,
+    code,
+    signInRequestFacts(interaction),
+  );
   if (confirmed === 'wrong') {
     return retryPage(interaction, 'That code did not match. Enter the current code from the app where you added this account.');
   }

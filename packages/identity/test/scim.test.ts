@@ -506,6 +506,23 @@ describe.each(testDialects())('SCIM 2.0 over HTTP on %s', (dialect) => {
     });
   });
 
+  describe('unsupported parts of RFC 7644', () => {
+    it('answers /Me, /Bulk and the /.search POSTs with SCIM 501 errors, after the token', async () => {
+      for (const [method, path] of [
+        ['GET', '/Me'],
+        ['PATCH', '/Me'],
+        ['POST', '/Bulk'],
+        ['POST', '/.search'],
+        ['POST', '/Users/.search'],
+        ['POST', '/Groups/.search'],
+      ] as const) {
+        const body = method === 'GET' ? undefined : { schemas: ['urn:ietf:params:scim:api:messages:2.0:BulkRequest'] };
+        expectScimError(await scim(tokenA, method, path, body), 501);
+        expect((await scim('not-a-token', method, path, body)).status).toBe(401);
+      }
+    });
+  });
+
   describe('isolation', () => {
     it("keeps organization A's token away from B's users and groups (404 or empty)", async () => {
       const userName = `iso.${newId().slice(-6)}@globex.example`;

@@ -30,6 +30,8 @@ export interface ScimEndpoint {
   readonly summary: string;
   /** Discovery endpoints answer without a token. */
   readonly anonymous?: boolean;
+  /** The handler never reads a body (an endpoint that refuses every request): none is read or checked. */
+  readonly ignoresBody?: boolean;
   readonly handler: (request: ScimRequest) => Promise<HandlerResponse>;
 }
 
@@ -90,7 +92,8 @@ function responsesOf(method: Route['method']): Route['responses'] {
 /** Turns SCIM endpoints into routes that answer SCIM's media type and error schema. */
 export function scimRoutes(endpoints: readonly ScimEndpoint[], resolve: ScimTokenResolver): Route[] {
   return endpoints.map((endpoint): Route => {
-    const hasBody = endpoint.method === 'POST' || endpoint.method === 'PUT' || endpoint.method === 'PATCH';
+    const hasBody =
+      !endpoint.ignoresBody && (endpoint.method === 'POST' || endpoint.method === 'PUT' || endpoint.method === 'PATCH');
     // The `{id}` of a resource's path, documented (the handler decides what an id of ours looks like).
     const params = endpoint.path.includes('{id}') ? { params: z.object({ id: z.string().describe('The resource id') }) } : {};
     return {

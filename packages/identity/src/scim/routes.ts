@@ -212,6 +212,51 @@ export function createScimRoutes(options: ScimRoutesOptions): Route[] {
         remove: 'Delete a SCIM Group; its members lose the roles it granted',
       },
     }),
+    ...unsupportedEndpoints(),
   ];
   return scimRoutes(endpoints, options.resolveToken);
+}
+
+/**
+ * The optional parts of RFC 7644 this service does not offer, answered with
+ * SCIM's own 501 error rather than a 404 or 405 a SCIM client cannot read:
+ * `/Me` (§3.11: a SCIM token names an organization, not a user), `/Bulk`
+ * (§3.7; `bulk.supported` is false) and the `/.search` POSTs (§3.4.3; filter
+ * with GET).
+ */
+function unsupportedEndpoints(): ScimEndpoint[] {
+  const refuse = (detail: string) => async (): Promise<never> => {
+    throw new ScimError(501, detail);
+  };
+  const me = refuse('/Me is not supported: a SCIM token acts for an organization, not a user. Use /Users/{id}.');
+  return [
+    ...(['GET', 'PUT', 'PATCH', 'DELETE', 'POST'] as const).map(
+      (method): ScimEndpoint => ({
+        method,
+        path: '/Me',
+        operationId: `scimMe${method.charAt(0)}${method.slice(1).toLowerCase()}`,
+        summary: '/Me is not supported (501)',
+        ignoresBody: true,
+        handler: me,
+      }),
+    ),
+    {
+      method: 'POST',
+      path: '/Bulk',
+      operationId: 'scimBulk',
+      summary: 'Bulk operations are not supported (501; bulk.supported is false)',
+      ignoresBody: true,
+      handler: refuse('Bulk operations are not supported: send each operation on its own.'),
+    },
+    ...(['', '/Users', '/Groups'] as const).map(
+      (prefix): ScimEndpoint => ({
+        method: 'POST',
+        path: `${prefix}/.search`,
+        operationId: `scimSearch${prefix.replace('/', '') || 'All'}`,
+        summary: 'Searching by POST is not supported (501); list with GET and a filter',
+        ignoresBody: true,
+        handler: refuse('Searching by POST is not supported: use GET with a filter.'),
+      }),
+    ),
+  ];
 }

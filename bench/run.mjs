@@ -41,7 +41,7 @@ process.chdir(ROOT);
 
 // ---------------------------------------------------------------- options
 
-const GROUPS = ['tokens', 'api', 'flows', 'spread', 'scale'];
+const GROUPS = ['tokens', 'api', 'flows', 'spread', 'scale', 'scim-audit'];
 
 const USAGE = `Usage: npm run bench -- [options]
 
@@ -70,6 +70,10 @@ const USAGE = `Usage: npm run bench -- [options]
                                 memberships / 10,000 clients, against the empty database's rows; the
                                 RSS after the token run over the 10,000 clients, against the stock
                                 spread server's (run the spread group too)
+                        scim-audit  an organization of 10,000 members: the SCIM Users list against the users
+                                list of the same organization, same page of 20; its audit trail of 100,000
+                                records exported (NDJSON, CSV) with the server's peak RSS, and verified
+                                (seeds for 10–40 s per database first)
   --scenario <text>   measure only the idt scenarios whose title contains <text> (case-insensitive;
                       the baselines of their groups still run; env BENCH_SCENARIO)
   --no-scale          leave the scale group out (a quicker run); --scale puts it back
@@ -257,6 +261,10 @@ const TARGETS = {
   rssTokenLoad: 1.2,
   rssIdleMiB: 100,
   coldStartMs: 1000,
+  // × the users list of the same organization and page size (issue 51): the SCIM Users list of 10,000 members
+  scim: 0.5,
+  // the server's peak RSS while it streams the export of 100,000 audit records (issue 51)
+  auditExportRssMiB: 150,
 };
 const RATE_LIMIT = '100000000';
 const POSTGRES_ADMIN_URL = process.env.IDT_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -283,6 +291,8 @@ const SSO_USERS = 20;
 const SSO_DOMAIN = 'sso.bench.example';
 const SCALE = { users: 100_000, organizations: 10_000, memberships: 100_000, platformMembers: 45_000 };
 const DEEP_PAGE = 2000;
+/** The scim-audit group's organization: its active members, and the records of its audit chain. */
+const SCIM_AUDIT = { members: 10_000, auditRecords: 100_000 };
 
 // ---------------------------------------------------------------- cores
 
@@ -959,6 +969,37 @@ async function seedScale(deployment) {
   deployment.seeded.scale = true;
 }
 
+/**
+ * Seeds the scim-audit group's organization (once per deployment; no server of it may be running):
+ * SCIM_AUDIT.members active members, a service account of that organization, and SCIM_AUDIT.auditRecords
+ * records in its audit chain, written through the core's trail (bench/seed-scim-audit.ts).
+ */
+async function seedScimAudit(deployment) {
+  if (deployment.scimAudit) return;
+  const label = 'scim/audit organization';
+  log(`idt/${deployment.kind}: seeding the ${label}`);
+  const lines = await runChild(
+    `seed ${label} (${deployment.kind})`,
+    [
+      process.execPath,
+      '--import',
+      'tsx',
+      'bench/seed-scim-audit.ts',
+      '--members',
+      String(SCIM_AUDIT.members),
+      '--audit-records',
+      String(SCIM_AUDIT.auditRecords),
+    ],
+    { env: deployment.env, timeoutMs: 600_000 },
+  );
+  const summary = JSON.parse([...lines].reverse().find((line) => line.startsWith('{')) ?? 'null');
+  if (!summary?.organizationId || !summary.clientSecret)
+    throw new Error(`idt/${deployment.kind}: seeding the ${label} printed nothing usable\n${tail(lines)}`);
+  log(`idt/${deployment.kind}: seeded the ${label} in ${summary.seconds} s (${JSON.stringify(summary.timings)})`);
+  deployment.seeding[label] = { seconds: summary.seconds, timings: summary.timings };
+  deployment.scimAudit = summary;
+}
+
 let spreadFilesMemo;
 
 /**
@@ -1274,6 +1315,10 @@ const targetOf = {
   // adapter's grant is in the row's note.
   refresh: (kind) => ({ ratio: TARGETS.refresh, compare: stockFlow('refresh', kind).id }),
   scaled: (id) => ({ ratio: TARGETS.scaled, compare: id, scaled: true }),
+  // Over the users list of the same organization, same page size, same server and run (issue 51).
+  scim: (kind) => ({ ratio: TARGETS.scim, compare: `scim-users-list-${kind}` }),
+  // The server's peak RSS while it streams the whole export (issue 51).
+  auditExport: () => ({ rssBelowMiB: TARGETS.auditExportRssMiB }),
 };
 
 /** An idt server for the client-credentials scenario, one client (tokens group). */
@@ -1823,6 +1868,171 @@ async function startIdtScaled(deployment) {
   return { ...running, scenarios };
 }
 
+/** The administrator's access token on a deployment (signed in once, through the authorization-code flow). */
+async function adminToken(deployment) {
+  deployment.adminToken ??= (await signInUsers(deployment, [ADMIN.email]))[0].access_token;
+  return deployment.adminToken;
+}
+
+/**
+ * The SCIM rows (scim-audit group): on the seeded organization of SCIM_AUDIT.members members, the users
+ * list through the organization's own service account (`GET /v1/identity/users`, the same organization,
+ * page 1 of 20) and the SCIM Users list through a SCIM token of that organization, created over the API by
+ * the administrator (a platform administrator may) (`GET /scim/v2/Users`, startIndex 1, count 20): the same
+ * 20 members (checked), in the same order. Also a SCIM filter on one userName, for information.
+ */
+async function startIdtScim(deployment) {
+  const kind = deployment.kind;
+  const label = labelOf(kind);
+  const seeded = deployment.scimAudit;
+  const running = await startIdt(deployment, `scim-${kind}`);
+  const scenarios = await checked(running.server, async () => {
+    const base = deployment.baseUrl;
+    const serviceToken = await checkToken(tokenRequest(base, seeded.clientId, seeded.clientSecret));
+    if (!deployment.scimToken) {
+      const path = `/v1/identity/organizations/${seeded.organizationId}/scim/tokens`;
+      const answer = await send(`${base}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await adminToken(deployment)}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Bench directory' }),
+        timeoutMs: 15_000,
+      });
+      const token = answer.status === 201 ? JSON.parse(answer.body)?.token : undefined;
+      if (typeof token !== 'string') throw new Error(`POST ${path} answered ${answer.status}: ${answer.body.slice(0, 500)}`);
+      deployment.scimToken = token;
+    }
+    const service = { authorization: `Bearer ${serviceToken}` };
+    const scim = { authorization: `Bearer ${deployment.scimToken}` };
+    const members = SCIM_AUDIT.members;
+    const size = `${members.toLocaleString('en-US')} members`;
+    const usersUrl = `${base}/v1/identity/users?page=1&pageSize=20`;
+    const scimUrl = `${base}/scim/v2/Users?startIndex=1&count=20`;
+    const filterUrl = `${base}/scim/v2/Users?filter=${encodeURIComponent(`userName eq "${seeded.sampleUserName}"`)}`;
+    // The same rows on both sides: the 20 oldest members, in the same order.
+    const [users, resources] = await Promise.all([
+      send(usersUrl, { headers: service, timeoutMs: 15_000 }).then((answer) => JSON.parse(answer.body)?.items),
+      send(scimUrl, { headers: scim, timeoutMs: 15_000 }).then((answer) => JSON.parse(answer.body)?.Resources),
+    ]);
+    const ids = (list) => (Array.isArray(list) ? list.map((item) => item.id).join(',') : 'none');
+    if (ids(users) !== ids(resources))
+      throw new Error(
+        `the users list and the SCIM list do not show the same 20 members: ${ids(users)} against ${ids(resources)}`,
+      );
+    const reads = [
+      {
+        path: 'scim-users-list',
+        rank: 0,
+        title: `GET /v1/identity/users?page=1&pageSize=20, ${size} (the organization's service account)`,
+        url: usersUrl,
+        headers: service,
+        check: (body) =>
+          Array.isArray(body?.items) && body.items.length === 20 && body.totalCount === members
+            ? undefined
+            : `expected 20 of ${members} users`,
+        fields: { baseline: true },
+      },
+      {
+        path: 'scim-users',
+        rank: 1,
+        title: `GET /scim/v2/Users?startIndex=1&count=20, ${size} (SCIM token)`,
+        url: scimUrl,
+        headers: scim,
+        check: (body) =>
+          Array.isArray(body?.Resources) && body.Resources.length === 20 && body.totalResults === members
+            ? undefined
+            : `expected 20 of ${members} SCIM Users`,
+        fields: targetOf.scim(kind),
+      },
+      {
+        path: 'scim-users-filter',
+        rank: 2,
+        title: `GET /scim/v2/Users?filter=userName eq "…", ${size} (SCIM token)`,
+        url: filterUrl,
+        headers: scim,
+        check: (body) =>
+          body?.totalResults === 1 && body.Resources?.[0]?.userName?.toLowerCase() === seeded.sampleUserName.toLowerCase()
+            ? undefined
+            : `expected the one User ${seeded.sampleUserName}`,
+        fields: { diagnostic: true, compare: `scim-users-list-${kind}` },
+      },
+    ];
+    const list = [];
+    for (const read of reads) {
+      const request = { url: read.url, method: 'GET', headers: read.headers };
+      list.push(
+        httpScenario({
+          id: `${read.path}-${kind}`,
+          kind,
+          rank: read.rank,
+          scenario: `${read.title} · idt/${label}`,
+          request,
+          responseBytes: await probe(read.url, read.headers, read.check),
+          ...read.fields,
+        }),
+      );
+    }
+    return list;
+  });
+  return { ...running, scenarios, notIdle: true };
+}
+
+/**
+ * The audit rows (scim-audit group), on a server of their own (so that no other load ran on it before):
+ * the whole export of the seeded organization's SCIM_AUDIT.auditRecords records, NDJSON and CSV, read by
+ * bench/audit-export.mjs while it samples the server's RSS, and the chain's verification, for information.
+ * The administrator reads the organization's trail as a platform administrator (`organizationId=`).
+ */
+async function startIdtAudit(deployment) {
+  const kind = deployment.kind;
+  const label = labelOf(kind);
+  const seeded = deployment.scimAudit;
+  const running = await startIdt(deployment, `audit-${kind}`);
+  const scenarios = await checked(running.server, async () => {
+    const headers = { authorization: `Bearer ${await adminToken(deployment)}` };
+    const query = `organizationId=${seeded.organizationId}`;
+    const verifyUrl = `${deployment.baseUrl}/v1/audit/verify?${query}`;
+    // The seeded records, and what the API recorded since (the SCIM rows' token: identity.scim.tokenCreated).
+    let records = 0;
+    await probe(verifyUrl, headers, (body) => {
+      records = body?.checked;
+      return body?.valid === true && records >= SCIM_AUDIT.auditRecords
+        ? undefined
+        : `expected a valid chain of at least ${SCIM_AUDIT.auditRecords} records`;
+    });
+    const exportScenario = (format, rank) => ({
+      id: `audit-export-${format}-${kind}`,
+      kind,
+      rank,
+      scenario: `GET /v1/audit/events/export?format=${format}, ${records.toLocaleString('en-US')} records streamed (per s: records) · idt/${label}`,
+      script: 'bench/audit-export.mjs',
+      concurrencyNote: 'one whole export at a time, the server RSS read every 50 ms',
+      spec: () => ({
+        mode: 'export',
+        format,
+        records,
+        url: `${deployment.baseUrl}/v1/audit/events/export?format=${format}&${query}`,
+        headers,
+      }),
+      ...targetOf.auditExport(),
+    });
+    return [
+      exportScenario('ndjson', 3),
+      exportScenario('csv', 4),
+      {
+        id: `audit-verify-${kind}`,
+        kind,
+        rank: 5,
+        scenario: `GET /v1/audit/verify, ${records.toLocaleString('en-US')} records (per s: records checked) · idt/${label}`,
+        script: 'bench/audit-export.mjs',
+        concurrencyNote: 'one verification at a time',
+        spec: () => ({ mode: 'verify', records, url: verifyUrl, headers }),
+        diagnostic: true,
+      },
+    ];
+  });
+  return { ...running, scenarios, notIdle: true };
+}
+
 /** The sample with the median requests/s (the lower one of an even count). */
 function median(samples) {
   const sorted = [...samples].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
@@ -1831,7 +2041,7 @@ function median(samples) {
 
 /** The fields of a scenario that go into its row. */
 function rowFields(scenario, group) {
-  const { id, kind, rank, baseline, diagnostic, compare, ratio, p99, scaled, responseBytes } = scenario;
+  const { id, kind, rank, baseline, diagnostic, compare, ratio, p99, scaled, rssBelowMiB, responseBytes } = scenario;
   return {
     id,
     group,
@@ -1849,14 +2059,21 @@ function rowFields(scenario, group) {
             ...(scaled ? { ofEmpty: true } : {}),
           },
         }
-      : {}),
+      : rssBelowMiB !== undefined
+        ? { target: { peakRssBelowMiB: rssBelowMiB } }
+        : {}),
     ...(responseBytes !== undefined ? { responseBytes } : {}),
   };
 }
 
 /** Whether `--scenario` leaves an idt scenario in (baselines are always measured). */
 function selected(scenario) {
-  return options.scenario === undefined || scenario.scenario.toLowerCase().includes(options.scenario.toLowerCase());
+  return (
+    options.scenario === undefined ||
+    // An idt row that others compare with (the scim-audit group's users list) runs whatever --scenario says.
+    scenario.baseline === true ||
+    scenario.scenario.toLowerCase().includes(options.scenario.toLowerCase())
+  );
 }
 
 /**
@@ -1878,7 +2095,8 @@ async function runGroup(group, entries) {
   }
   // Idle: started, checked (tokens fetched, signed in), no load yet; sampled 1 s after the checks and
   // once V8 has given back the garbage of starting (its memory reducer runs some seconds into idleness).
-  const idleServers = running.filter(({ server, deployment }) => server && deployment);
+  // The scim-audit servers' checks read whole lists and the whole chain: not what "RSS idle" measures.
+  const idleServers = running.filter(({ server, deployment, notIdle }) => server && deployment && !notIdle);
   if (idleServers.length) {
     await sleep(1000);
     const early = idleServers.map(({ server }) => memoryOf(server.pid));
@@ -1997,6 +2215,23 @@ function evaluate(rows) {
       pass = false;
       notes.push(`p99 ${row.result.latency.p99} ms over the baseline's ${base.result.latency.p99} ms`);
     }
+    // The audit rows: the whole export's time and rate, and the server's peak RSS while it streamed.
+    const audit = row.result.audit;
+    if (audit?.mode === 'export') {
+      evaluated.peakRssMiB = audit.peakRssMiB;
+      if (target?.peakRssBelowMiB !== undefined && !(audit.peakRssMiB < target.peakRssBelowMiB)) {
+        pass = false;
+        notes.push(`peak RSS ${audit.peakRssMiB.toFixed(0)} MiB, over ${target.peakRssBelowMiB} MiB`);
+      }
+      const seconds = (row.result.latency.p50 / 1000).toFixed(2);
+      notes.push(
+        `${count(audit.records)} records (${((audit.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB of ${audit.format.toUpperCase()}) in ${seconds} s, the median of ${audit.runs} whole exports (${audit.exportMs.join(', ')} ms): ${count(row.result.requestsPerSecond)} records/s; server peak RSS ${audit.peakRssMiB.toFixed(0)} MiB while streaming (VmRSS every ${audit.sampleEveryMs} ms${audit.hwmReset ? ', and VmHWM reset before each export and read after' : ''}; ${audit.rssBeforeMiB.join(', ')} MiB before each; peaks ${audit.sampledPeakRssMiB.join(', ')} MiB sampled${audit.hwmReset ? `, VmHWM ${audit.hwmMiB.join(', ')}` : ''})`,
+      );
+    } else if (audit?.mode === 'verify') {
+      notes.push(
+        `${count(audit.records)} records checked in ${(row.result.latency.p50 / 1000).toFixed(2)} s, the median of ${audit.runs} verifications (${audit.exportMs.join(', ')} ms)`,
+      );
+    }
     // The idt sign-in beside argon2id alone (4 in flight, and one at a time as idt's hasher verifies on one
     // core), and the ceiling on one core of a server that added nothing but the argon2id verification, one
     // at a time, to stock oidc-provider's flow on its memory adapter (their costs per sign-in, in
@@ -2095,6 +2330,7 @@ function targetText(row) {
   const parts = [];
   if (target.ratio !== undefined) parts.push(`≥ ${target.ratio}×${target.ofEmpty ? ' empty' : ''}`);
   if (target.p99AtMostBaseline) parts.push('p99 ≤ base');
+  if (target.peakRssBelowMiB !== undefined) parts.push(`peak RSS < ${target.peakRssBelowMiB} MiB`);
   return parts.join(', ');
 }
 
@@ -2327,6 +2563,14 @@ const IDS = {
   ],
   flows: (kind) => [`signin-${kind}`, `signin-totp-${kind}`, `signin-sso-${kind}`, `refresh-${kind}`],
   spread: (kind) => [`spread-${kind}`],
+  'scim-audit': (kind) => [
+    `scim-users-list-${kind}`,
+    `scim-users-${kind}`,
+    `scim-users-filter-${kind}`,
+    `audit-export-ndjson-${kind}`,
+    `audit-export-csv-${kind}`,
+    `audit-verify-${kind}`,
+  ],
   scale: (kind) =>
     ['tokens', 'spread', 'whoami-service', 'whoami-user', 'me', 'users', 'users-deep', 'users-deep-offset', 'refresh'].map(
       (path) => `scale-${path}-${kind}`,
@@ -2361,13 +2605,14 @@ async function main() {
 
   const withPostgres = options.only !== 'sqlite' && (await postgresAvailable());
   const kinds = [...(options.only !== 'postgres' ? ['sqlite'] : []), ...(withPostgres ? ['postgres'] : [])];
-  const perKind = { tokens: 1, api: 5, flows: 5, spread: 2, scale: 9 };
-  const baselines = { tokens: 1, api: 1, flows: 4, spread: 0, scale: 0 };
+  const perKind = { tokens: 1, api: 5, flows: 5, spread: 2, scale: 9, 'scim-audit': 6 };
+  const baselines = { tokens: 1, api: 1, flows: 4, spread: 0, scale: 0, 'scim-audit': 0 };
   const measurements = [...groups].reduce((sum, group) => sum + baselines[group] + perKind[group] * kinds.length, 0);
   const budgetSeconds =
     measurements * options.repeat * (options.warmup + options.duration + options.quiet + 45) +
     600 +
-    (groups.has('scale') ? 600 * kinds.length : 0);
+    (groups.has('scale') ? 600 * kinds.length : 0) +
+    (groups.has('scim-audit') ? 300 * kinds.length : 0);
   const watchdog = setTimeout(
     () => void shutdown(1, `the benchmark did not finish within ${budgetSeconds} s; giving up`),
     budgetSeconds * 1000,
@@ -2497,6 +2742,38 @@ async function main() {
     );
   }
 
+  if (groups.has('scim-audit')) {
+    const seeded = [];
+    for (const deployment of deployments) {
+      try {
+        await seedScimAudit(deployment);
+        seeded.push(deployment);
+      } catch (error) {
+        log(`idt/${deployment.kind}: ${error.message}`);
+        recordErrors('scim-audit', deployment.kind, error.message);
+      }
+    }
+    // Two passes: a deployment's servers share its port, and the export rows get a server no other load ran on.
+    await runGroup(
+      'scim-audit',
+      seeded.map((deployment) => ({
+        ids: IDS['scim-audit'](deployment.kind).slice(0, 3),
+        name: `scim · idt/${labelOf(deployment.kind)}`,
+        flags: { kind: deployment.kind, rank: 99 },
+        start: () => startIdtScim(deployment),
+      })),
+    );
+    await runGroup(
+      'scim-audit',
+      seeded.map((deployment) => ({
+        ids: IDS['scim-audit'](deployment.kind).slice(3),
+        name: `audit · idt/${labelOf(deployment.kind)}`,
+        flags: { kind: deployment.kind, rank: 99 },
+        start: () => startIdtAudit(deployment),
+      })),
+    );
+  }
+
   const rows = ordered(evaluate(results));
   const metrics = serverMetrics(deployments, rows);
   const loadEnd = loadAverage();
@@ -2566,6 +2843,12 @@ async function main() {
         '"at scale" rows: the database holds 100,000 more users, 10,000 organizations, 100,000 memberships (45,000 in the platform\n' +
         `organization the lists read) and ${options.spreadClients.toLocaleString('en-US')} clients; their baseline is the same path on the database before seeding.`,
     );
+    if (groups.has('scim-audit'))
+      out.push(
+        `scim-audit rows: an organization of ${SCIM_AUDIT.members.toLocaleString('en-US')} active members, the SCIM list over its users list (same 20 members, same server);\n` +
+          `its audit chain of ${SCIM_AUDIT.auditRecords.toLocaleString('en-US')} records exported whole, one export at a time: "per s" is records per second of the median export, p50 / p99\n` +
+          "the median / slowest whole export; the target is the server's peak RSS while it streams (in the note).",
+      );
     if (options.repeat > 1) {
       out.push('Per second in every round (the table shows the median round):');
       for (const row of rows.filter((candidate) => candidate.rounds))

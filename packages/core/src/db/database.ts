@@ -60,7 +60,9 @@ function preparedStatementsParameter(url: string): { connectionString: string; o
 /**
  * Parses a database URL into a knex configuration.
  *
- * - `sqlite:<file>`: better-sqlite3, WAL journal, foreign keys on; the
+ * - `sqlite:<file>`: better-sqlite3, WAL journal, foreign keys on, every
+ *   transaction begun as a writer (`BEGIN IMMEDIATE`, so another process on
+ *   the file never fails it half-way with "database is locked"); the
  *   parent directory is created. `sqlite::memory:` is an in-memory database.
  * - `postgres://…` or `postgresql://…`: node-postgres; idt's fixed
  *   statements are prepared once per connection unless
@@ -81,6 +83,7 @@ export function databaseConfig(url: string, options: DatabaseOptions = {}): Knex
         afterCreate(connection: SqliteConnection, done: (error: Error | null, connection: unknown) => void) {
           try {
             cacheStatements(connection);
+            beginAsWriter(connection);
             if (filename !== ':memory:') connection.pragma('journal_mode = WAL');
             connection.pragma('foreign_keys = ON');
             connection.pragma(`busy_timeout = ${busyTimeout}`);
@@ -128,8 +131,38 @@ export function sqliteFilename(url: string): string | undefined {
 
 /** The parts of a better-sqlite3 connection {@link databaseConfig} touches. */
 interface SqliteConnection {
+  readonly readonly?: boolean;
   pragma(sql: string): unknown;
   prepare(sql: string): unknown;
+}
+
+/** The statement knex's SQLite transactions begin with (a deferred transaction). */
+const KNEX_BEGIN = 'BEGIN;';
+
+/**
+ * Makes every knex transaction on a better-sqlite3 connection begin as a
+ * writer: knex's `BEGIN;` runs as `BEGIN IMMEDIATE;` (knex's `query` event
+ * and debug output still show `BEGIN;`; savepoints of nested transactions
+ * are unchanged).
+ *
+ * A deferred transaction takes a read snapshot at its first read and asks
+ * for the write lock only at its first write. In WAL mode, when another
+ * connection to the file (another process: a server beside `idt seed`)
+ * holds the write lock at that moment, or committed since the snapshot,
+ * SQLite answers SQLITE_BUSY (or SQLITE_BUSY_SNAPSHOT) at once, without
+ * waiting for `busy_timeout`. `BEGIN IMMEDIATE` takes the write lock before
+ * the first read, waiting for it as `busy_timeout` allows, so the
+ * transaction reads and writes one state and never fails half-way for a
+ * lock. Within one knex instance nothing changes: its pool has one
+ * connection, so its transactions already run one at a time. A read-only
+ * transaction also takes the lock, keeping other connections' writers
+ * waiting for as long as it runs. A read-only connection is left deferred
+ * (it could not take the lock).
+ */
+function beginAsWriter(connection: SqliteConnection): void {
+  if (connection.readonly) return;
+  const prepare = connection.prepare.bind(connection);
+  connection.prepare = (sql: string) => prepare(sql === KNEX_BEGIN ? 'BEGIN IMMEDIATE;' : sql);
 }
 
 /** Most prepared statements a SQLite connection keeps. */

@@ -32,6 +32,7 @@ export { secondFactorsMigration } from './knex/migrations-0010-second-factors.js
 // D: passkeys
 export { passkeysMigration } from './knex/migrations-0011-passkeys.js';
 export { scimMigration } from './knex/migrations-0012-scim.js';
+export { scimCountsMigration } from './knex/migrations-0013-scim-counts.js';
 export type { KnexIdentity, KnexIdentityOptions } from './knex/module.js';
 export { createKnexIdentity } from './knex/module.js';
 export { createKnexOperatorStore } from './knex/operator-store.js';

@@ -433,6 +433,52 @@ describe.each(testDialects())('SCIM 2.0 over HTTP on %s', (dialect) => {
       expect(token).toBeTruthy();
     });
 
+    it('counts totalResults without a filter exactly as with one: pending, denied and deleted users are not listed', async () => {
+      const db = server.database.db;
+      const org = await seedOrganization(db, { name: 'Counted' });
+      const owner = await seedUser(db);
+      await seedMembership(db, { userId: owner.id, organizationId: org.id, roles: ['owner'] });
+      const counted = (await createToken(owner.id, org.id)).token;
+      for (const status of ['pending', 'denied', 'suspended'] as const) {
+        await seedMembership(db, { userId: (await seedUser(db)).id, organizationId: org.id, status });
+      }
+      const made: string[] = [];
+      for (let index = 0; index < 3; index++) {
+        const userName = `counted.${index}.${newId().slice(-6)}@counted.example`;
+        made.push((await scim(counted, 'POST', '/Users', { schemas: [USER], userName })).body.id as string);
+      }
+      expect((await scim(counted, 'DELETE', `/Users/${made[0]}`)).status).toBe(204);
+      // Listed: the owner, the suspended member and the two users the directory did not delete.
+      const totals = async () => ({
+        unfiltered: (await scim(counted, 'GET', '/Users?count=0')).body.totalResults,
+        filtered: (await scim(counted, 'GET', `/Users?count=0&filter=${encodeURIComponent('id pr')}`)).body.totalResults,
+        listed: ((await scim(counted, 'GET', '/Users?count=100')).body.Resources as Json[]).length,
+      });
+      expect(await totals()).toEqual({ unfiltered: 4, filtered: 4, listed: 4 });
+      // Another organization's members change nothing here.
+      await seedMembership(db, { userId: (await seedUser(db)).id, organizationId: tenantB.organization.id, status: 'pending' });
+      expect(await totals()).toEqual({ unfiltered: 4, filtered: 4, listed: 4 });
+      // A member approved through idt is listed at once.
+      await db('identity_memberships').where({ organization_id: org.id, status: 'pending' }).update({ status: 'active' });
+      expect(await totals()).toEqual({ unfiltered: 5, filtered: 5, listed: 5 });
+      // Pages are read in membership order: no member is skipped or repeated.
+      const first = (await scim(counted, 'GET', '/Users?startIndex=1&count=3')).body.Resources as Json[];
+      const second = (await scim(counted, 'GET', '/Users?startIndex=4&count=3')).body.Resources as Json[];
+      expect(new Set([...first, ...second].map((user) => user.id)).size).toBe(5);
+      // The users in a group list it; the others list none (their groups are not read).
+      const group = await scim(counted, 'POST', '/Groups', {
+        schemas: [GROUP],
+        displayName: 'Counted Engineers',
+        members: [{ value: made[1] }],
+      });
+      expect(group.status).toBe(201);
+      const listed = (await scim(counted, 'GET', '/Users?count=100')).body.Resources as Json[];
+      const groupsOf = (id: string | undefined) => listed.find((user) => user.id === id)?.groups;
+      expect(groupsOf(made[1])).toEqual([expect.objectContaining({ value: group.body.id, display: 'Counted Engineers' })]);
+      expect(groupsOf(made[2])).toEqual([]);
+      expect(groupsOf(owner.id)).toEqual([]);
+    });
+
     it('answers invalidFilter for bad syntax and unknown attributes', async () => {
       for (const filter of [
         'userName eq',

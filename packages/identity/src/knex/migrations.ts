@@ -11,6 +11,7 @@ import { emailVerificationMigration } from './migrations-0009-email-verification
 import { secondFactorsMigration } from './migrations-0010-second-factors.js';
 import { passkeysMigration } from './migrations-0011-passkeys.js';
 import { scimMigration } from './migrations-0012-scim.js';
+import { scimCountsMigration } from './migrations-0013-scim-counts.js';
 
 const accounts: Migration = {
   name: '0001_accounts',
@@ -90,5 +91,6 @@ export const identityMigrations: MigrationSet = {
     secondFactorsMigration,
     passkeysMigration,
     scimMigration,
+    scimCountsMigration,
   ],
 };

@@ -153,7 +153,7 @@ export function createKnexIdentity(options: KnexIdentityOptions): KnexIdentity {
   });
   passkeyCount = passkeys.services;
   // SCIM provisioning
-  const scim = createScimFeature(ctx);
+  const scim = createScimFeature(ctx, accounts.users);
   resolver = createCredentialResolver({
     store: createKnexAccessStore(options.db),
     apiKeys: credentials.apiKeyLookup,

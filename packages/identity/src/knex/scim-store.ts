@@ -1,9 +1,19 @@
-import { type KnexEffectsOptions, knexUnitOfWork, toIso, toIsoOrNull } from '@idt/core/knex';
+import {
+  type KnexEffectsOptions,
+  knexUnitOfWork,
+  listStatement,
+  selectListRows,
+  selectRows,
+  toIso,
+  toIsoOrNull,
+} from '@idt/core/knex';
 import type { Knex } from 'knex';
+import type { MembershipStatus } from '../access/store.js';
 import type { ScimCondition } from '../scim/filter.js';
 import type { ScimGroupRecord } from '../scim/groups.js';
 import type { ScimLink, ScimPage, ScimStore, ScimWrites } from '../scim/store.js';
 import type { ScimUserAttributes, ScimUserRecord } from '../scim/users.js';
+import type { UsersStore } from '../users/store.js';
 import { writeRevocation } from './access-store.js';
 import { lockOrganization, replaceRoles } from './accounts-shared.js';
 
@@ -16,6 +26,14 @@ const GROUP_MEMBERS = 'identity_scim_group_members';
 const MAPPINGS = 'identity_scim_role_mappings';
 const ADMIN_ROLES = ['owner', 'admin'];
 const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * Which memberships SCIM lists as Users (every status named, so a new one
+ * must be placed); {@link listedUserCount} counts the unlisted ones.
+ */
+const LISTED: Record<MembershipStatus, boolean> = { active: true, suspended: true, pending: false, denied: false };
+const LISTED_STATUSES = Object.keys(LISTED).filter((status) => LISTED[status as MembershipStatus]);
+const UNLISTED_STATUSES = Object.keys(LISTED).filter((status) => !LISTED[status as MembershipStatus]);
 
 /** SQL of the filterable fields of a SCIM User (see `USER_FILTER_ATTRIBUTES`), over `m`, `u` and `s`. */
 const USER_FIELDS: Record<string, string> = {
@@ -61,7 +79,7 @@ async function filteredPage(
     }
     return built;
   };
-  const counted = (await base().count({ n: '*' }).first()) as Row;
+  const counted = (await base().count({ n: '*' }).first()) as Row | undefined;
   const total = Number(counted?.n ?? 0);
   if (page.count === 0 || total < page.startIndex) return { total, rows: [] };
   const rows: Row[] = await base()
@@ -192,20 +210,133 @@ function usersQuery(db: Knex, organizationId: string): Knex.QueryBuilder {
     .join('identity_users as u', 'u.id', 'm.user_id')
     .leftJoin(`${LINKS} as s`, (join) => join.on('s.organization_id', 'm.organization_id').andOn('s.user_id', 'm.user_id'))
     .where('m.organization_id', organizationId)
-    .whereIn('m.status', ['active', 'suspended'])
+    .whereIn('m.status', LISTED_STATUSES)
     .whereNull('s.deleted_at');
+}
+
+/**
+ * How many Users {@link usersQuery} lists, without reading them: the
+ * organization's trigger-kept member count, less its `pending` and `denied`
+ * memberships and the users the directory deleted: both few, read through
+ * the index on `(organization_id, status)` and the partial index of
+ * migration 0013 (the deleted users drive the last count, so it never walks
+ * the listed members).
+ */
+async function listedUserCount(db: Knex, organizationId: string): Promise<number> {
+  const [[count] = []] = await selectRows(db, LISTED_COUNT_SQL, [organizationId, organizationId, organizationId]);
+  return Number(count ?? 0);
+}
+
+/** Fixed status names as SQL literals (they are constants of this file, never input). */
+const quoted = (values: readonly string[]) => values.map((value) => `'${value}'`).join(', ');
+
+/** {@link listedUserCount}'s statement: the statuses are written into it (fixed values, never input). */
+const LISTED_COUNT = `coalesce((select members from identity_organization_counts where organization_id = ?), 0)
+  - (select count(*) from identity_memberships where organization_id = ? and status in (${quoted(UNLISTED_STATUSES)}))
+  - (select count(*) from ${LINKS} s where s.organization_id = ? and s.deleted_at is not null
+      and exists (select 1 from identity_memberships m where m.organization_id = s.organization_id
+        and m.user_id = s.user_id and m.status in (${quoted(LISTED_STATUSES)})))`;
+const LISTED_COUNT_SQL = `select ${LISTED_COUNT} as n`;
+
+/** The columns of {@link USER_COLUMNS}, by the names {@link userFromRow} reads, in the order of {@link USERS_PAGE_SQL}. */
+const USER_ROW_KEYS = USER_COLUMNS.map((column) => column.split(/ as |\./).at(-1) as string);
+
+/** {@link USER_COLUMNS} without the user's own columns (`u`), which the users cache gives. */
+const LINK_COLUMNS = USER_COLUMNS.filter((column) => !column.startsWith('u.'));
+const LINK_ROW_KEYS = LINK_COLUMNS.map((column) => column.split(/ as |\./).at(-1) as string);
+
+/**
+ * {@link USERS_PAGE_SQL} without the join of `identity_users`: the page's
+ * users come from the users cache (one statement for the ones it lacks).
+ */
+const LINKS_PAGE_SQL = `select (${LISTED_COUNT}) as total, ${LINK_COLUMNS.join(', ')},
+    exists (select 1 from ${GROUP_MEMBERS} gm where gm.user_id = m.user_id) as in_groups
+  from identity_memberships m
+  left join ${LINKS} s on s.organization_id = m.organization_id and s.user_id = m.user_id
+  where m.organization_id = ? and m.status in (${quoted(LISTED_STATUSES)}) and s.deleted_at is null
+  order by m.created_at, m.id
+  limit ? offset ?`;
+
+/**
+ * A page of the unfiltered Users list, in the order of the index on
+ * (organization_id, created_at, id), each row led by the list's total (the
+ * count is a constant subquery: evaluated once, not per row) and ended by
+ * whether the user is in any directory group (users in none need no
+ * groups read).
+ */
+const USERS_PAGE_SQL = `select (${LISTED_COUNT}) as total, ${USER_COLUMNS.join(', ')},
+    exists (select 1 from ${GROUP_MEMBERS} gm where gm.user_id = m.user_id) as in_groups
+  from identity_memberships m
+  join identity_users u on u.id = m.user_id
+  left join ${LINKS} s on s.organization_id = m.organization_id and s.user_id = m.user_id
+  where m.organization_id = ? and m.status in (${quoted(LISTED_STATUSES)}) and s.deleted_at is null
+  order by m.created_at, m.id
+  limit ? offset ?`;
+
+/** The groups of a page's users, by user (the page's ids in the list). */
+const GROUPS_OF_USERS = listStatement(
+  (ids) => `select gm.user_id, g.id, g.display_name from ${GROUP_MEMBERS} gm join ${GROUPS} g on g.id = gm.group_id
+    where g.organization_id = ? and gm.user_id in (${ids}) order by g.display_name_key`,
+  { kind: 'in' },
+);
+
+/** The token a SCIM bearer hashes to, of an active organization, not revoked. */
+const RESOLVE_TOKEN_SQL = `select t.id, t.organization_id, t.name, t.last_used_at from ${TOKENS} t
+  join identity_organizations o on o.id = t.organization_id
+  where t.token_hash = ? and o.status = 'active' and t.revoked_at is null`;
+
+/**
+ * A page of the unfiltered Users list and its total, through fixed
+ * statements (one when the page has rows); with `users`, the users' own
+ * columns come from it (a user deleted since the page was read is left out).
+ */
+async function unfilteredUsersPage(
+  db: Knex,
+  organizationId: string,
+  page: ScimPage,
+  users: Pick<UsersStore, 'findMany'> | undefined,
+): Promise<{ total: number; rows: Row[] }> {
+  if (page.count > 0) {
+    const bindings = [organizationId, organizationId, organizationId, organizationId, page.count, page.startIndex - 1];
+    if (!users) {
+      const values = await selectRows(db, USERS_PAGE_SQL, bindings);
+      if (values.length > 0)
+        return { total: Number(values[0]?.[0] ?? 0), rows: values.map((row) => rowOfValues(USER_ROW_KEYS, row)) };
+    } else {
+      const values = await selectRows(db, LINKS_PAGE_SQL, bindings);
+      if (values.length > 0) {
+        const rows = values.map((row) => rowOfValues(LINK_ROW_KEYS, row));
+        const found = await users.findMany(rows.map((row) => String(row.id)));
+        const complete: Row[] = [];
+        rows.forEach((row, index) => {
+          const user = found[index];
+          if (!user) return;
+          row.email = user.email;
+          row.first_name = user.firstName;
+          row.last_name = user.lastName;
+          complete.push(row);
+        });
+        return { total: Number(values[0]?.[0] ?? 0), rows: complete };
+      }
+    }
+  }
+  return { total: await listedUserCount(db, organizationId), rows: [] };
+}
+
+/** A row of a page statement (its total first, `in_groups` last) as the object {@link userFromRow} reads. */
+function rowOfValues(keys: readonly string[], values: unknown[]): Row {
+  const row: Row = {};
+  for (let index = 0; index < keys.length; index++) row[keys[index] as string] = values[index + 1];
+  row.in_groups = values[keys.length + 1];
+  return row;
 }
 
 async function groupsOfUsers(db: Knex, organizationId: string, userIds: readonly string[]) {
   const byUser = new Map<string, Array<{ id: string; displayName: string }>>(userIds.map((id) => [id, []]));
   if (userIds.length === 0) return byUser;
-  const rows: Row[] = await db(`${GROUP_MEMBERS} as gm`)
-    .join(`${GROUPS} as g`, 'g.id', 'gm.group_id')
-    .where('g.organization_id', organizationId)
-    .whereIn('gm.user_id', [...userIds])
-    .orderBy('g.display_name_key')
-    .select('gm.user_id', 'g.id', 'g.display_name');
-  for (const row of rows) byUser.get(row.user_id)?.push({ id: row.id, displayName: row.display_name });
+  const rows = await selectListRows(db, GROUPS_OF_USERS, [organizationId], userIds);
+  for (const [userId, id, displayName] of rows)
+    byUser.get(String(userId))?.push({ id: String(id), displayName: String(displayName) });
   return byUser;
 }
 
@@ -495,6 +626,16 @@ function scimWrites(trx: Knex.Transaction): ScimWrites {
   };
 }
 
+/** Options of {@link createKnexScimStore}. */
+export interface KnexScimStoreOptions extends KnexEffectsOptions {
+  /**
+   * Users by id through the users cache: the unfiltered `Users` list takes
+   * its users' addresses and names from it rather than joining them. Without
+   * it, they are read with the page.
+   */
+  readonly users?: Pick<UsersStore, 'findMany'>;
+}
+
 /**
  * The knex {@link ScimStore} over the SCIM tables (migration 0012) and the
  * users, memberships, API keys and sessions tables.
@@ -502,23 +643,20 @@ function scimWrites(trx: Knex.Transaction): ScimWrites {
  * @example
  * const store = createKnexScimStore({ db, outbox, invalidator });
  */
-export function createKnexScimStore(options: KnexEffectsOptions): ScimStore {
-  const { db } = options;
+export function createKnexScimStore(options: KnexScimStoreOptions): ScimStore {
+  const { db, users } = options;
   return {
     ...knexUnitOfWork(options, scimWrites),
 
     async resolveToken(tokenHash, now) {
-      const row = await db(`${TOKENS} as t`)
-        .join('identity_organizations as o', 'o.id', 't.organization_id')
-        .where({ 't.token_hash': tokenHash, 'o.status': 'active' })
-        .whereNull('t.revoked_at')
-        .first('t.id', 't.organization_id', 't.name', 't.last_used_at');
+      const [row] = await selectRows(db, RESOLVE_TOKEN_SQL, [tokenHash]);
       if (!row) return undefined;
-      const lastUsed = toIsoOrNull(row.last_used_at);
+      const [id, organizationId, name, lastUsedAt] = row;
+      const lastUsed = toIsoOrNull(lastUsedAt);
       if (lastUsed === null || new Date(now).getTime() - new Date(lastUsed).getTime() >= TOUCH_INTERVAL_MS) {
-        await db(TOKENS).where({ id: row.id }).update({ last_used_at: now });
+        await db(TOKENS).where({ id }).update({ last_used_at: now });
       }
-      return { organizationId: row.organization_id, tokenId: String(row.id), name: String(row.name) };
+      return { organizationId: String(organizationId), tokenId: String(id), name: String(name) };
     },
     async listTokens(organizationId) {
       const rows: Row[] = await db(TOKENS)
@@ -559,15 +697,21 @@ export function createKnexScimStore(options: KnexEffectsOptions): ScimStore {
       return (await db('identity_organizations').where({ id: organizationId }).first('id')) !== undefined;
     },
     async listUsers(organizationId, filter, page) {
-      const { total, rows } = await filteredPage(() => usersQuery(db, organizationId), filter, USER_FIELDS, page, {
-        order: ['m.created_at', 'm.user_id'],
-        columns: USER_COLUMNS,
-      });
+      // Without a filter (what directories ask most): fixed statements, the total without counting the members.
+      const { total, rows } = filter
+        ? await filteredPage(() => usersQuery(db, organizationId), filter, USER_FIELDS, page, {
+            // The order of the index on (organization_id, created_at, id): a page is read from it, not sorted.
+            order: ['m.created_at', 'm.id'],
+            columns: USER_COLUMNS,
+          })
+        : await unfilteredUsersPage(db, organizationId, page, users);
       if (rows.length === 0) return { total, records: [] };
+      // Groups are read for the users in any (all of them when the page did not say: a filtered page).
+      const grouped = rows.filter((row) => row.in_groups === undefined || Boolean(Number(row.in_groups)));
       const groups = await groupsOfUsers(
         db,
         organizationId,
-        rows.map((row) => row.id),
+        grouped.map((row) => row.id),
       );
       return { total, records: rows.map((row) => userFromRow(row, groups.get(row.id) ?? [])) };
     },

@@ -155,6 +155,7 @@ export function createKnexUsersStore(
     },
 
     find: findCached,
+    findMany,
 
     async listInOrganization(organizationId, page) {
       const limit = page.pageSize + 1;

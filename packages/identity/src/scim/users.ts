@@ -237,47 +237,53 @@ function dropUndefined<T extends Record<string, unknown>>(object: T): T {
   return object;
 }
 
+/** Sets `key` only when `value` is defined (no key at all for an absent attribute, and no `delete`). */
+function put(object: Record<string, unknown>, key: string, value: unknown): void {
+  if (value !== undefined) object[key] = value;
+}
+
 /** The SCIM representation of a User (RFC 7643 §4.1), `meta.location` under `base`. */
 export function toScimUser(record: ScimUserRecord, base: string): Record<string, unknown> {
   const { attributes } = record;
   const location = `${base}/Users/${record.id}`;
   const formatted = attributes.formattedName ?? `${record.givenName} ${record.familyName}`.trim();
-  return dropUndefined({
+  const user: Record<string, unknown> = {
     schemas: attributes.enterprise ? [USER_SCHEMA, ENTERPRISE_USER_SCHEMA] : [USER_SCHEMA],
     id: record.id,
-    externalId: record.externalId ?? undefined,
-    userName: record.userName,
-    name: dropUndefined({
-      formatted: formatted || undefined,
-      givenName: record.givenName || undefined,
-      familyName: record.familyName || undefined,
-      middleName: attributes.middleName,
-    }),
-    displayName: attributes.displayName ?? (formatted || undefined),
-    nickName: attributes.nickName,
-    title: attributes.title,
-    userType: attributes.userType,
-    preferredLanguage: attributes.preferredLanguage,
-    locale: attributes.locale,
-    timezone: attributes.timezone,
-    active: record.active,
-    emails: [{ value: record.email, type: 'work', primary: true }],
-    phoneNumbers: attributes.phoneNumbers,
-    addresses: attributes.addresses,
-    groups: record.groups.map((group) => ({
-      value: group.id,
-      display: group.displayName,
-      $ref: `${base}/Groups/${group.id}`,
-    })),
-    [ENTERPRISE_USER_SCHEMA]: attributes.enterprise,
-    meta: {
-      resourceType: 'User',
-      created: record.created,
-      lastModified: record.lastModified,
-      location,
-      version: versionOf(record.lastModified),
-    },
-  });
+  };
+  put(user, 'externalId', record.externalId ?? undefined);
+  user.userName = record.userName;
+  const name: Record<string, unknown> = {};
+  put(name, 'formatted', formatted || undefined);
+  put(name, 'givenName', record.givenName || undefined);
+  put(name, 'familyName', record.familyName || undefined);
+  put(name, 'middleName', attributes.middleName);
+  user.name = name;
+  put(user, 'displayName', attributes.displayName ?? (formatted || undefined));
+  put(user, 'nickName', attributes.nickName);
+  put(user, 'title', attributes.title);
+  put(user, 'userType', attributes.userType);
+  put(user, 'preferredLanguage', attributes.preferredLanguage);
+  put(user, 'locale', attributes.locale);
+  put(user, 'timezone', attributes.timezone);
+  user.active = record.active;
+  user.emails = [{ value: record.email, type: 'work', primary: true }];
+  put(user, 'phoneNumbers', attributes.phoneNumbers);
+  put(user, 'addresses', attributes.addresses);
+  user.groups = record.groups.map((group) => ({
+    value: group.id,
+    display: group.displayName,
+    $ref: `${base}/Groups/${group.id}`,
+  }));
+  put(user, ENTERPRISE_USER_SCHEMA, attributes.enterprise);
+  user.meta = {
+    resourceType: 'User',
+    created: record.created,
+    lastModified: record.lastModified,
+    location,
+    version: versionOf(record.lastModified),
+  };
+  return user;
 }
 
 /** A weak ETag of a resource, from its last modification. */

@@ -57,6 +57,8 @@ export interface UsersWrites {
 export interface UsersStore extends UnitOfWork<UsersWrites> {
   /** A user by id. */
   find(userId: string): Promise<UserRecord | undefined>;
+  /** Users by id, in that order, `undefined` for an unknown one (cached ones read from memory). */
+  findMany(userIds: readonly string[]): Promise<Array<UserRecord | undefined>>;
   /**
    * Users holding a membership (any state) in the organization, oldest membership first: the page
    * after `page.cursor` when there is one, else page `page.page`; `next` is the sort key of the last

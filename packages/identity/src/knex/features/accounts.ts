@@ -11,6 +11,7 @@ import { createOperatorService, type OperatorService } from '../../operator/serv
 import { createOrganizationsService, type OrganizationsService } from '../../organizations/service.js';
 import { createRolesService, type RolesService } from '../../roles/service.js';
 import { createUsersService, type UsersService } from '../../users/service.js';
+import type { UsersStore } from '../../users/store.js';
 import { createKnexInvitationsStore } from '../invitations-store.js';
 import { createKnexMembershipsStore } from '../memberships-store.js';
 import { createKnexOperatorStore } from '../operator-store.js';
@@ -34,6 +35,8 @@ export interface AccountsServices {
 /** Users, organizations, memberships, invitations and roles. */
 export interface AccountsFeature extends IdentityFeature {
   readonly services: AccountsServices;
+  /** Users by id through the users cache, for the other features' lists (SCIM). */
+  readonly users: Pick<UsersStore, 'findMany'>;
 }
 
 /**
@@ -87,6 +90,7 @@ export function createAccountsFeature(ctx: FeatureContext): AccountsFeature {
   });
 
   return {
+    users: usersStore,
     routes: [
       ...createUserRoutes({ users, organizations }),
       ...createOrganizationRoutes(organizations),

@@ -15,6 +15,8 @@ export const CacheNamespaces = {
   // B: organization security policies
   /** key: organization id; also empties the cached "does any of this user's organizations require MFA" answers */
   organizationPolicies: 'identity.organization-policies',
+  /** SCIM bearer tokens, cached by hash: ALL_KEYS when one is revoked */
+  scimTokens: 'identity.scim-tokens',
 } as const;
 
 /** Subscribes to evictions of a namespace; returns an unsubscribe function. */

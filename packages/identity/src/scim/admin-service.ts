@@ -1,6 +1,7 @@
-import { type Clock, newId, randomToken, sha256Hex, systemClock } from '@idt/core';
+import { type Clock, createTtlCache, newId, randomToken, sha256Hex, systemClock } from '@idt/core';
 import { ProblemError, ValidationProblem } from '@idt/problem';
 import { z } from 'zod';
+import { CacheNamespaces, type CacheSubscriber, EVERY_KEY } from '../access/cache-namespaces.js';
 import { type AccountsActor, requirePermissions, requireUserId } from '../accounts/actor.js';
 import { OWNER_ROLE, RoleListSchema, resolveRoleNames } from '../accounts/role-policy.js';
 import {
@@ -85,7 +86,20 @@ export interface ScimAdminService {
 export interface ScimAdminServiceOptions {
   readonly store: ScimStore;
   readonly clock?: Clock;
+  /**
+   * Subscribes to cache evictions (see `createCacheInvalidator`): resolved
+   * tokens are then kept for {@link SCIM_TOKEN_CACHE_TTL_MS} and dropped on
+   * every instance when one is revoked. Without it every request reads the
+   * token.
+   */
+  readonly subscribe?: CacheSubscriber;
 }
+
+/**
+ * How long a resolved SCIM token is kept in memory (below the minute in
+ * which its `lastUsedAt` is written once, so that still happens on a read).
+ */
+export const SCIM_TOKEN_CACHE_TTL_MS = 30_000;
 
 const TOKEN_PREFIX = 'scim_';
 
@@ -99,6 +113,11 @@ const TOKEN_PREFIX = 'scim_';
 export function createScimAdminService(options: ScimAdminServiceOptions): ScimAdminService {
   const { store } = options;
   const clock = options.clock ?? systemClock;
+  // Directories send bursts of requests with one token: each would read it. Only live tokens are kept.
+  const resolved = options.subscribe
+    ? createTtlCache<ScimTokenIdentity>({ ttlMs: SCIM_TOKEN_CACHE_TTL_MS, clock, max: 1000 })
+    : undefined;
+  if (resolved) options.subscribe?.(CacheNamespaces.scimTokens, () => resolved.clear());
 
   /** Owners and admins of the organization, and platform administrators; others learn nothing (404). */
   async function authorize(actor: AccountsActor, organizationId: string): Promise<string> {
@@ -158,6 +177,8 @@ export function createScimAdminService(options: ScimAdminServiceOptions): ScimAd
       const revoked = await store.transaction(async (tx) => {
         const token = await tx.revokeToken(id, key, at);
         if (!token) return false;
+        // Every instance forgets the tokens it resolved once this commits: the next request with it is refused.
+        await tx.evict([{ namespace: CacheNamespaces.scimTokens, key: EVERY_KEY }]);
         await tx.audit?.([
           organizationAuditEntry(
             {
@@ -241,7 +262,11 @@ export function createScimAdminService(options: ScimAdminServiceOptions): ScimAd
     },
     async resolveToken(token) {
       if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return undefined;
-      return store.resolveToken(sha256Hex(token), clock.now().toISOString());
+      const hash = sha256Hex(token);
+      const load = () => store.resolveToken(hash, clock.now().toISOString());
+      if (!resolved) return load();
+      // An unknown token's answer is not kept: it could be anything anyone sends.
+      return resolved.getOrLoad(hash, load as () => Promise<ScimTokenIdentity>);
     },
   };
 }

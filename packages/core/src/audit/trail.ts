@@ -121,9 +121,11 @@ export function createAuditTrail(options: AuditTrailOptions): AuditTrail {
       let after = 0;
       for (;;) {
         const batch = await store.listAscending(query, { afterSequence: after, limit: batchSize });
-        if (batch.length > 0) yield batch;
-        if (batch.length < batchSize) return;
-        after = (batch.at(-1) as AuditRecord).sequence;
+        const size = batch.length;
+        if (size > 0) after = (batch[size - 1] as AuditRecord).sequence;
+        // Handed over emptied from here: this frame, suspended at `yield`, keeps none of the batch alive.
+        if (size > 0) yield batch.splice(0);
+        if (size < batchSize) return;
       }
     },
     verify: (organizationId, verifyOptions) => verifyAuditStoreChain(store, organizationId, verifyOptions),

@@ -15,14 +15,46 @@ export function chainOf(organizationId: string | null): string {
 /**
  * JSON with object keys in code-unit order at every depth: the same value
  * always serializes to the same text, whatever order its keys were built in.
+ * (Written with loops, and keys sorted only when they are not already: it
+ * runs for every record a verification checks.)
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(',')}]`;
-  const keys = Object.keys(value as Record<string, unknown>)
-    .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-    .sort();
-  return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let index = 0; index < value.length; index++) {
+      if (index > 0) text += ',';
+      // A hole stays empty, as `map` and `join` leave it.
+      if (index in value) text += canonicalJson(value[index]);
+    }
+    return `${text}]`;
+  }
+  const object = value as Record<string, unknown>;
+  const keys = sortKeys(Object.keys(object));
+  let text = '{';
+  let first = true;
+  for (const key of keys) {
+    const item = object[key];
+    if (item === undefined) continue;
+    text += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(item)}`;
+    first = false;
+  }
+  return `${text}}`;
+}
+
+/** Sorts keys in place in code-unit order (what `Array.prototype.sort` does with strings), without a copy when short. */
+function sortKeys(keys: string[]): string[] {
+  if (keys.length > 16) return keys.sort();
+  for (let index = 1; index < keys.length; index++) {
+    const key = keys[index] as string;
+    let at = index - 1;
+    while (at >= 0 && (keys[at] as string) > key) {
+      keys[at + 1] = keys[at] as string;
+      at--;
+    }
+    keys[at + 1] = key;
+  }
+  return keys;
 }
 
 /** What a record's hash covers: everything but the hashes themselves. */
@@ -30,20 +62,21 @@ export type HashedAuditFields = Omit<AuditRecord, 'hash' | 'prevHash'>;
 
 /** The canonical form of a record, as hashed (version 1). */
 export function canonicalAuditRecord(record: HashedAuditFields): string {
+  // Built in key order already, so that nothing is sorted at this level.
   return canonicalJson({
-    v: 1,
+    action: record.action,
+    actor: record.actor,
     id: record.id,
-    sequence: record.sequence,
+    ip: record.ip,
+    metadata: record.metadata,
     occurredAt: record.occurredAt,
     organizationId: record.organizationId,
-    actor: record.actor,
-    action: record.action,
-    target: record.target,
     outcome: record.outcome,
-    ip: record.ip,
-    userAgent: record.userAgent,
+    sequence: record.sequence,
+    target: record.target,
     traceId: record.traceId,
-    metadata: record.metadata,
+    userAgent: record.userAgent,
+    v: 1,
   });
 }
 

@@ -27,11 +27,9 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { loadConfig } from '@idt/core';
-import { createDatabase, dialectOf } from '@idt/core/knex';
 import { createArgon2Hasher } from '@idt/identity';
 import { hashClientSecret } from '@idt/oidc';
-import type { Knex } from 'knex';
+import { createLaps, insertAll, openSeedDatabase } from './seed-support.js';
 
 const USAGE =
   'usage: node --import tsx bench/seed-scale.ts [--users n] [--organizations n] [--memberships n] [--platform-members n] [--clients n] [--clients-file path] [--organization id]';
@@ -79,28 +77,9 @@ function parseArgs(argv: string[]) {
 }
 
 const options = parseArgs(process.argv.slice(2));
-// Only the database is needed: IDT_DATABASE_URL, else whatever the server's configuration resolves.
-const db = createDatabase(process.env.IDT_DATABASE_URL ?? loadConfig(process.env).databaseUrl);
-const dialect = dialectOf(db);
-/**
- * Rows per INSERT: knex writes SQLite's multi-row inserts as a compound SELECT
- * (at most 500 terms); PostgreSQL takes up to 65,535 bound parameters.
- */
-const BATCH = dialect === 'sqlite' ? 400 : 1000;
-
-async function insertAll(trx: Knex.Transaction, table: string, count: number, row: (index: number) => Record<string, unknown>) {
-  for (let start = 0; start < count; start += BATCH) {
-    const rows = [];
-    for (let index = start; index < Math.min(count, start + BATCH); index++) rows.push(row(index));
-    await trx(table).insert(rows);
-  }
-}
-
+const { db, dialect } = openSeedDatabase();
 const started = performance.now();
-const timings: Record<string, number> = {};
-const lap = (name: string, since: number) => {
-  timings[name] = Number(((performance.now() - since) / 1000).toFixed(2));
-};
+const { timings, lap } = createLaps();
 
 try {
   const platform =

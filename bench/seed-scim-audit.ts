@@ -28,11 +28,11 @@
  * (`sampleUserName`: the userName of the middle member, for a SCIM filter).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { type AuditEntry, createAuditTrail, loadConfig } from '@idt/core';
-import { createDatabase, createKnexAuditStore, dialectOf } from '@idt/core/knex';
+import { type AuditEntry, createAuditTrail } from '@idt/core';
+import { createKnexAuditStore } from '@idt/core/knex';
 import { createArgon2Hasher } from '@idt/identity';
 import { hashClientSecret } from '@idt/oidc';
-import type { Knex } from 'knex';
+import { createLaps, insertAll, openSeedDatabase } from './seed-support.js';
 
 const USAGE = 'usage: node --import tsx bench/seed-scim-audit.ts [--members n] [--audit-records n] [--audit-batch n]';
 
@@ -61,24 +61,9 @@ function parseArgs(argv: string[]) {
 }
 
 const options = parseArgs(process.argv.slice(2));
-const db = createDatabase(process.env.IDT_DATABASE_URL ?? loadConfig(process.env).databaseUrl);
-const dialect = dialectOf(db);
-/** Rows per INSERT, as in bench/seed-scale.ts (SQLite: at most 500 compound SELECT terms). */
-const BATCH = dialect === 'sqlite' ? 400 : 1000;
-
-async function insertAll(trx: Knex.Transaction, table: string, count: number, row: (index: number) => Record<string, unknown>) {
-  for (let start = 0; start < count; start += BATCH) {
-    const rows = [];
-    for (let index = start; index < Math.min(count, start + BATCH); index++) rows.push(row(index));
-    await trx(table).insert(rows);
-  }
-}
-
+const { db, dialect } = openSeedDatabase();
 const started = performance.now();
-const timings: Record<string, number> = {};
-const lap = (name: string, since: number) => {
-  timings[name] = Number(((performance.now() - since) / 1000).toFixed(2));
-};
+const { timings, lap } = createLaps();
 
 try {
   const base = Date.now() - 86_400_000;

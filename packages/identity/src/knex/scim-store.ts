@@ -239,9 +239,6 @@ const LISTED_COUNT = `coalesce((select members from identity_organization_counts
         and m.user_id = s.user_id and m.status in (${quoted(LISTED_STATUSES)})))`;
 const LISTED_COUNT_SQL = `select ${LISTED_COUNT} as n`;
 
-/** The columns of {@link USER_COLUMNS}, by the names {@link userFromRow} reads, in the order of {@link USERS_PAGE_SQL}. */
-const USER_ROW_KEYS = USER_COLUMNS.map((column) => column.split(/ as |\./).at(-1) as string);
-
 /**
  * The `LIMIT` of a page statement. SQLite plans a literal `LIMIT` better
  * than a bound one (half the time of a 20-row page at 10,000 members), and
@@ -265,28 +262,16 @@ const LINK_COLUMNS = USER_COLUMNS.filter((column) => !column.startsWith('u.'));
 const LINK_ROW_KEYS = LINK_COLUMNS.map((column) => column.split(/ as |\./).at(-1) as string);
 
 /**
- * {@link USERS_PAGE_SQL} without the join of `identity_users`: the page's
- * users come from the users cache (one statement for the ones it lacks).
+ * A page of the unfiltered Users list, in the order of the index on
+ * (organization_id, created_at, id), each row led by the list's total (the
+ * count is a constant subquery: evaluated once, not per row) and ended by
+ * whether the user is in any directory group (users in none need no groups
+ * read). The users' own columns are not joined: they come from the users
+ * cache (one statement for the ones it lacks).
  */
 const LINKS_PAGE_SQL = (count: number | '?') => `select (${LISTED_COUNT}) as total, ${LINK_COLUMNS.join(', ')},
     exists (select 1 from ${GROUP_MEMBERS} gm where gm.user_id = m.user_id) as in_groups
   from identity_memberships m
-  left join ${LINKS} s on s.organization_id = m.organization_id and s.user_id = m.user_id
-  where m.organization_id = ? and m.status in (${quoted(LISTED_STATUSES)}) and s.deleted_at is null
-  order by m.created_at, m.id
-  limit ${pageLimit(count)} offset ?`;
-
-/**
- * A page of the unfiltered Users list, in the order of the index on
- * (organization_id, created_at, id), each row led by the list's total (the
- * count is a constant subquery: evaluated once, not per row) and ended by
- * whether the user is in any directory group (users in none need no
- * groups read).
- */
-const USERS_PAGE_SQL = (count: number | '?') => `select (${LISTED_COUNT}) as total, ${USER_COLUMNS.join(', ')},
-    exists (select 1 from ${GROUP_MEMBERS} gm where gm.user_id = m.user_id) as in_groups
-  from identity_memberships m
-  join identity_users u on u.id = m.user_id
   left join ${LINKS} s on s.organization_id = m.organization_id and s.user_id = m.user_id
   where m.organization_id = ? and m.status in (${quoted(LISTED_STATUSES)}) and s.deleted_at is null
   order by m.created_at, m.id
@@ -306,18 +291,17 @@ const RESOLVE_TOKEN_SQL = `select t.id, t.organization_id, t.name, t.last_used_a
 
 /**
  * A page of the unfiltered Users list and its total, through fixed
- * statements (one when the page has rows); with `users`, the users' own
- * columns come from it (a user deleted since the page was read is left out).
+ * statements (one when the page has rows); the users' own columns come from
+ * `users` (a user deleted since the page was read is left out).
  */
 async function unfilteredUsersPage(
   db: Knex,
   organizationId: string,
   page: ScimPage,
-  users: Pick<UsersStore, 'findMany'> | undefined,
+  users: Pick<UsersStore, 'findMany'>,
 ): Promise<{ total: number; rows: Row[] }> {
   if (page.count > 0) {
     const literal = dialectOf(db) === 'sqlite';
-    const limit = literal ? page.count : '?';
     const bindings = [
       organizationId,
       organizationId,
@@ -326,26 +310,20 @@ async function unfilteredUsersPage(
       ...(literal ? [] : [page.count]),
       page.startIndex - 1,
     ];
-    if (!users) {
-      const values = await selectRows(db, USERS_PAGE_SQL(limit), bindings);
-      if (values.length > 0)
-        return { total: Number(values[0]?.[0] ?? 0), rows: values.map((row) => rowOfValues(USER_ROW_KEYS, row)) };
-    } else {
-      const values = await selectRows(db, LINKS_PAGE_SQL(limit), bindings);
-      if (values.length > 0) {
-        const rows = values.map((row) => rowOfValues(LINK_ROW_KEYS, row));
-        const found = await users.findMany(rows.map((row) => String(row.id)));
-        const complete: Row[] = [];
-        rows.forEach((row, index) => {
-          const user = found[index];
-          if (!user) return;
-          row.email = user.email;
-          row.first_name = user.firstName;
-          row.last_name = user.lastName;
-          complete.push(row);
-        });
-        return { total: Number(values[0]?.[0] ?? 0), rows: complete };
-      }
+    const values = await selectRows(db, LINKS_PAGE_SQL(literal ? page.count : '?'), bindings);
+    if (values.length > 0) {
+      const rows = values.map((row) => rowOfValues(LINK_ROW_KEYS, row));
+      const found = await users.findMany(rows.map((row) => String(row.id)));
+      const complete: Row[] = [];
+      rows.forEach((row, index) => {
+        const user = found[index];
+        if (!user) return;
+        row.email = user.email;
+        row.first_name = user.firstName;
+        row.last_name = user.lastName;
+        complete.push(row);
+      });
+      return { total: Number(values[0]?.[0] ?? 0), rows: complete };
     }
   }
   return { total: await listedUserCount(db, organizationId), rows: [] };
@@ -657,11 +635,10 @@ function scimWrites(trx: Knex.Transaction): ScimWrites {
 /** Options of {@link createKnexScimStore}. */
 export interface KnexScimStoreOptions extends KnexEffectsOptions {
   /**
-   * Users by id through the users cache: the unfiltered `Users` list takes
-   * its users' addresses and names from it rather than joining them. Without
-   * it, they are read with the page.
+   * Users by id (through the users cache): the unfiltered `Users` list takes
+   * its users' addresses and names from it rather than joining them.
    */
-  readonly users?: Pick<UsersStore, 'findMany'>;
+  readonly users: Pick<UsersStore, 'findMany'>;
 }
 
 /**
@@ -669,7 +646,7 @@ export interface KnexScimStoreOptions extends KnexEffectsOptions {
  * users, memberships, API keys and sessions tables.
  *
  * @example
- * const store = createKnexScimStore({ db, outbox, invalidator });
+ * const store = createKnexScimStore({ db, outbox, invalidator, users: usersStore });
  */
 export function createKnexScimStore(options: KnexScimStoreOptions): ScimStore {
   const { db, users } = options;
